@@ -1,0 +1,31 @@
+"""Typed errors raised when events cannot be read or must not be written."""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base class of every error contextledger raises on purpose."""
+
+
+class EventDecodeError(LedgerError):
+    """A stored event could not be decoded: malformed bytes, an unknown type, a version
+    newer than this release, or an upcaster that failed. Names where it is stored."""
+
+    def __init__(self, stream: str, position: int, reason: str) -> None:
+        super().__init__(f"cannot decode event at stream {stream!r} position {position}: {reason}")
+        self.stream = stream
+        self.position = position
+        self.reason = reason
+
+
+class InvalidEvent(LedgerError):
+    """An event that would make the session inconsistent; nothing was written.
+
+    ``index`` is the event's position in the rejected batch.
+    """
+
+    def __init__(self, index: int, event_type: str, reason: str) -> None:
+        super().__init__(f"invalid {event_type} at batch index {index}: {reason}")
+        self.index = index
+        self.event_type = event_type
+        self.reason = reason

@@ -1,0 +1,239 @@
+"""The message and part model: what a session's history is made of.
+
+Parts follow the opencode / Kilo Code part model (text, reasoning, file, tool, step start and
+finish, subtask, agent, retry, compaction). Parts are immutable values; a mutation (a tool
+finishing, a prune, a soft trim, a compaction boundary) is an event that replaces the part with
+an updated copy in the projection. Field names use the domain's words.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+
+class ModelRef(msgspec.Struct, frozen=True, kw_only=True):
+    """Which provider and model produced or will receive a message."""
+
+    provider_id: str
+    model_id: str
+    variant: str | None = None
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token usage of one model call as the provider reported it.
+
+    ``input`` is the uncached input; the whole prompt is ``input + cache_read + cache_write``.
+    """
+
+    input: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def prompt(self) -> int:
+        """Every prompt token of the call, cached or not."""
+        return self.input + self.cache_read + self.cache_write
+
+    @property
+    def total(self) -> int:
+        """Kilo's full count: input + output + reasoning + cache read and write."""
+        return self.prompt + self.output + self.reasoning
+
+
+ErrorName = Literal[
+    "AbortedError",
+    "ContextOverflowError",
+    "APIError",
+    "AuthError",
+    "OutputLengthError",
+    "StructuredOutputError",
+    "UnknownError",
+]
+
+
+class MessageError(msgspec.Struct, frozen=True, kw_only=True):
+    """Why an assistant message ended in error (opencode's named error union)."""
+
+    name: ErrorName
+    message: str = ""
+    retryable: bool = False
+
+
+# --- parts ---------------------------------------------------------------------------------
+
+
+class PartBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    """Fields every part has: its own id and the message it belongs to."""
+
+    id: str
+    message_id: str
+
+
+class TextPart(PartBase, tag="text"):
+    """Text. ``synthetic`` text was written by the system but is sent; ``ignored`` never is."""
+
+    text: str
+    synthetic: bool = False
+    ignored: bool = False
+    metadata: dict[str, Any] = {}
+
+
+class ReasoningPart(PartBase, tag="reasoning"):
+    """Model reasoning; ``metadata`` carries provider signatures (e.g. ``anthropic.signature``)."""
+
+    text: str
+    metadata: dict[str, Any] = {}
+
+
+class FilePart(PartBase, tag="file"):
+    """A file or media attachment: a ``data:`` URL or a link, with its MIME type."""
+
+    mime: str
+    url: str
+    filename: str | None = None
+    source_path: str | None = None
+
+
+class ToolPending(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="pending"):
+    """The model asked for the call; it has not started."""
+
+    input: dict[str, Any] = {}
+    raw: str = ""
+
+
+class ToolRunning(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="running"):
+    """The call is executing."""
+
+    input: dict[str, Any] = {}
+    title: str = ""
+    metadata: dict[str, Any] = {}
+    started_ms: int = 0
+
+
+class ToolCompleted(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="completed"
+):
+    """The call returned ``output``.
+
+    ``compacted_ms`` is set by a prune (the output is then sent as a placeholder, never lost);
+    ``trimmed`` by a soft trim (only the head and tail characters are sent).
+    """
+
+    input: dict[str, Any] = {}
+    output: str = ""
+    title: str = ""
+    metadata: dict[str, Any] = {}
+    started_ms: int = 0
+    ended_ms: int = 0
+    attachments: tuple[FilePart, ...] = ()
+    compacted_ms: int | None = None
+    compacted_reason: str | None = None
+    trimmed: tuple[int, int] | None = None
+
+
+class ToolErrored(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="error"):
+    """The call failed. ``interrupted`` with ``partial_output`` means it was cut off mid-way."""
+
+    input: dict[str, Any] = {}
+    error: str = ""
+    metadata: dict[str, Any] = {}
+    interrupted: bool = False
+    partial_output: str | None = None
+    synthetic: bool = False
+    started_ms: int = 0
+    ended_ms: int = 0
+
+
+ToolState = ToolPending | ToolRunning | ToolCompleted | ToolErrored
+
+
+class ToolPart(PartBase, tag="tool"):
+    """A tool call and, once it has one, its result. ``call_id`` is the provider's call id."""
+
+    call_id: str
+    tool: str
+    state: ToolState
+    provider_executed: bool = False
+
+
+class StepStartPart(PartBase, tag="step-start"):
+    """A model-call boundary inside one assistant message."""
+
+    snapshot: str | None = None
+
+
+class StepFinishPart(PartBase, tag="step-finish"):
+    """The end of one model call inside an assistant message, with its usage."""
+
+    reason: str
+    usage: Usage = Usage()
+    cost: float = 0.0
+
+
+class SubtaskPart(PartBase, tag="subtask"):
+    """A subtask run by another agent (opencode's ``subtask`` part)."""
+
+    prompt: str
+    description: str = ""
+    agent: str = ""
+    model: ModelRef | None = None
+    command: str | None = None
+    child_session_id: str | None = None
+
+
+class AgentPart(PartBase, tag="agent"):
+    """A switch to another agent."""
+
+    name: str
+
+
+class RetryPart(PartBase, tag="retry"):
+    """A retried model call and the error that caused it."""
+
+    attempt: int
+    error: str
+
+
+CompactionTrigger = Literal["auto", "manual", "overflow"]
+
+
+class CompactionPart(PartBase, tag="compaction"):
+    """A compaction request on a user message.
+
+    ``auto`` says whether the session continues by itself afterwards; ``overflow`` whether the
+    provider's context-overflow error caused it (the triggering message is replayed after);
+    ``tail_start_id`` is the first message of the verbatim tail kept after the summary, set
+    when the compaction completes.
+    """
+
+    auto: bool
+    overflow: bool = False
+    trigger: CompactionTrigger = "auto"
+    tail_start_id: str | None = None
+
+
+Part = (
+    TextPart
+    | ReasoningPart
+    | FilePart
+    | ToolPart
+    | StepStartPart
+    | StepFinishPart
+    | SubtaskPart
+    | AgentPart
+    | RetryPart
+    | CompactionPart
+)
+
+#: MIME types that count as media (stripped or replaced by placeholders in views).
+MEDIA_PREFIXES = ("image/", "audio/", "video/")
+MEDIA_TYPES = frozenset({"application/pdf"})
+
+
+def is_media(mime: str) -> bool:
+    """Return True for images, audio, video and PDF."""
+    return mime.startswith(MEDIA_PREFIXES) or mime in MEDIA_TYPES

@@ -1,0 +1,54 @@
+"""Upcasters: functions that turn an event stored under an older schema version into the
+next version's shape, so old logs stay readable after an event type evolves.
+
+An upcaster takes the stored fields as a plain dict (version ``n``) and returns the fields of
+version ``n + 1``. The registry chains them until the current version is reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+RawEvent = dict[str, Any]
+Upcaster = Callable[[RawEvent], RawEvent]
+
+
+class UpcasterRegistry:
+    """Upcasters keyed by (event tag, version they read)."""
+
+    __slots__ = ("_upcasters",)
+
+    def __init__(self, upcasters: Mapping[tuple[str, int], Upcaster] | None = None) -> None:
+        self._upcasters: dict[tuple[str, int], Upcaster] = dict(upcasters or {})
+
+    def register(self, tag: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+        """Decorator: register ``fn`` as the upcaster of ``tag`` from ``from_version``."""
+
+        def decorate(fn: Upcaster) -> Upcaster:
+            key = (tag, from_version)
+            if key in self._upcasters:
+                raise ValueError(f"an upcaster for {tag} v{from_version} is registered already")
+            self._upcasters[key] = fn
+            return fn
+
+        return decorate
+
+    def upcast(self, tag: str, version: int, target: int, raw: RawEvent) -> RawEvent:
+        """Apply the chain of upcasters from ``version`` to ``target``.
+
+        Raises ``LookupError`` naming the missing step when the chain has a gap.
+        """
+        while version < target:
+            try:
+                step = self._upcasters[(tag, version)]
+            except KeyError:
+                raise LookupError(f"no upcaster for {tag} from v{version}") from None
+            raw = step(raw)
+            version += 1
+        return raw
+
+
+#: The package's own upcasters. Every event type is at version 1 so far, so this is empty;
+#: when a type gets version 2, its v1 -> v2 upcaster is registered here.
+UPCASTERS = UpcasterRegistry()

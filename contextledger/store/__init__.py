@@ -1,0 +1,17 @@
+"""Event stores: the ``EventStore`` contract, SQLite (the embedded default) and memory."""
+
+from contextledger.store.errors import ConcurrencyError, StoreClosedError
+from contextledger.store.memory import MemoryStore
+from contextledger.store.protocol import ANY_VERSION, EventStore, Snapshot
+from contextledger.store.sqlite import Durability, SQLiteStore
+
+__all__ = [
+    "ANY_VERSION",
+    "ConcurrencyError",
+    "Durability",
+    "EventStore",
+    "MemoryStore",
+    "SQLiteStore",
+    "Snapshot",
+    "StoreClosedError",
+]

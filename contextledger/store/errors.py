@@ -1,0 +1,21 @@
+"""Errors raised by event stores."""
+
+from __future__ import annotations
+
+from contextledger.events.errors import LedgerError
+
+
+class ConcurrencyError(LedgerError):
+    """An append expected the stream at one version and found another; nothing was written."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, the append expected {expected}"
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class StoreClosedError(LedgerError):
+    """The store was used after it was closed."""
