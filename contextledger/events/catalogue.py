@@ -45,7 +45,7 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         return self.VERSION
 
 
-class SessionStarted(EventBase, tag="session.started"):
+class SessionStarted(EventBase, tag="session.started", frozen=True):
     """A session began. ``parent_session_id`` links a subtask's child session."""
 
     title: str = ""
@@ -58,7 +58,7 @@ class SessionStarted(EventBase, tag="session.started"):
 Role = Literal["user", "assistant"]
 
 
-class MessageAdded(EventBase, tag="message.added"):
+class MessageAdded(EventBase, tag="message.added", frozen=True):
     """A message was created. ``summary`` marks an assistant message that is a compaction
     summary; ``synthetic`` a message written by the runtime rather than a person or model."""
 
@@ -71,19 +71,19 @@ class MessageAdded(EventBase, tag="message.added"):
     synthetic: bool = False
 
 
-class PartAdded(EventBase, tag="part.added"):
+class PartAdded(EventBase, tag="part.added", frozen=True):
     """A part was added to a message. A tool part added here is the model's call."""
 
     part: Part
 
 
-class PartUpdated(EventBase, tag="part.updated"):
+class PartUpdated(EventBase, tag="part.updated", frozen=True):
     """A text or reasoning part was replaced by its final content (after streaming)."""
 
     part: Part
 
 
-class ToolStateChanged(EventBase, tag="tool.state_changed"):
+class ToolStateChanged(EventBase, tag="tool.state_changed", frozen=True):
     """A tool call started, completed or failed. Completed and errored are terminal."""
 
     message_id: str
@@ -91,7 +91,7 @@ class ToolStateChanged(EventBase, tag="tool.state_changed"):
     state: ToolRunning | ToolCompleted | ToolErrored
 
 
-class AssistantFinished(EventBase, tag="assistant.finished"):
+class AssistantFinished(EventBase, tag="assistant.finished", frozen=True):
     """An assistant message ended: why, with what usage, and the error if any."""
 
     message_id: str
@@ -104,7 +104,7 @@ class AssistantFinished(EventBase, tag="assistant.finished"):
 PruneReason = Literal["normal", "payload-limit", "post-compaction", "pressure", "cost"]
 
 
-class ToolOutputCleared(EventBase, tag="tool.output_cleared"):
+class ToolOutputCleared(EventBase, tag="tool.output_cleared", frozen=True):
     """A prune: these tool outputs are sent as a placeholder from now on. The output itself
     stays in the log and can be paged back."""
 
@@ -112,7 +112,7 @@ class ToolOutputCleared(EventBase, tag="tool.output_cleared"):
     reason: PruneReason
 
 
-class ToolOutputTrimmed(EventBase, tag="tool.output_trimmed"):
+class ToolOutputTrimmed(EventBase, tag="tool.output_trimmed", frozen=True):
     """A soft trim: only the first ``head_chars`` and last ``tail_chars`` of the output are
     sent, with a marker between them."""
 
@@ -121,7 +121,7 @@ class ToolOutputTrimmed(EventBase, tag="tool.output_trimmed"):
     tail_chars: int
 
 
-class CompactionRequested(EventBase, tag="compaction.requested"):
+class CompactionRequested(EventBase, tag="compaction.requested", frozen=True):
     """A compaction was asked for: creates the user message ``message_id`` holding one
     compaction part ``part_id``. One event, so a request is never half-visible."""
 
@@ -152,7 +152,7 @@ class CompactionProjection(msgspec.Struct, frozen=True, kw_only=True):
     template: str = "opencode"
 
 
-class CompactionCompleted(EventBase, tag="compaction.completed"):
+class CompactionCompleted(EventBase, tag="compaction.completed", frozen=True):
     """A compaction succeeded: ``summary_message_id`` answers ``request_message_id`` and the
     verbatim tail starts at ``tail_start_id`` (None: nothing before the request is kept)."""
 
@@ -165,7 +165,7 @@ class CompactionCompleted(EventBase, tag="compaction.completed"):
 RollbackReason = Literal["overflow", "empty", "repetitive", "cancelled", "error"]
 
 
-class CompactionRolledBack(EventBase, tag="compaction.rolled_back"):
+class CompactionRolledBack(EventBase, tag="compaction.rolled_back", frozen=True):
     """A compaction attempt failed and is undone: its request and any summary written for it
     leave every view, which is then exactly what it was before the request."""
 
@@ -174,14 +174,14 @@ class CompactionRolledBack(EventBase, tag="compaction.rolled_back"):
     detail: str = ""
 
 
-class EnvironmentCaptured(EventBase, tag="environment.captured"):
+class EnvironmentCaptured(EventBase, tag="environment.captured", frozen=True):
     """The per-turn environment block computed once for a user message."""
 
     user_message_id: str
     text: str
 
 
-class MemoryPinned(EventBase, tag="memory.pinned"):
+class MemoryPinned(EventBase, tag="memory.pinned", frozen=True):
     """The session's memory block, pinned once so the prefix stays byte-stable."""
 
     text: str
@@ -199,14 +199,14 @@ class PrefixProfile(msgspec.Struct, frozen=True, kw_only=True):
     permissions: dict[str, Any] = {}
 
 
-class PrefixPinned(EventBase, tag="prefix.pinned"):
+class PrefixPinned(EventBase, tag="prefix.pinned", frozen=True):
     """A request prefix was pinned: requests use its system text and tool order."""
 
     key: str
     profile: PrefixProfile
 
 
-class PrefixRotated(EventBase, tag="prefix.rotated"):
+class PrefixRotated(EventBase, tag="prefix.rotated", frozen=True):
     """The pinned prefix was replaced (the tool table changed, or the model did)."""
 
     key: str
@@ -214,14 +214,14 @@ class PrefixRotated(EventBase, tag="prefix.rotated"):
     reason: str
 
 
-class PrefixAdvanced(EventBase, tag="prefix.advanced"):
+class PrefixAdvanced(EventBase, tag="prefix.advanced", frozen=True):
     """A step succeeded with the pinned prefix; the prefix now covers up to ``message_id``."""
 
     key: str
     message_id: str
 
 
-class RequestSent(EventBase, tag="request.sent"):
+class RequestSent(EventBase, tag="request.sent", frozen=True):
     """A provider request was built and sent: what it hashed to and where breakpoints were."""
 
     provider_id: str
@@ -234,7 +234,7 @@ class RequestSent(EventBase, tag="request.sent"):
     last_message_id: str | None = None
 
 
-class UsageReported(EventBase, tag="usage.reported"):
+class UsageReported(EventBase, tag="usage.reported", frozen=True):
     """A provider reported usage for a call (used to calibrate token estimates)."""
 
     message_id: str

@@ -14,6 +14,7 @@ import msgspec
 
 from contextledger.events.catalogue import EVENT_TYPES, Event, EventBase, event_tag
 from contextledger.events.errors import EventDecodeError
+from contextledger.events.parts import struct_tag
 from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
 
 
@@ -78,7 +79,7 @@ class EventCodec:
 
     def tag_of(self, event: EventBase) -> str:
         """The stored tag of ``event``."""
-        return cast(str, event.__struct_config__.tag)
+        return struct_tag(event)
 
 
 DEFAULT_CODEC = EventCodec()

@@ -63,6 +63,11 @@ class MessageError(msgspec.Struct, frozen=True, kw_only=True):
     retryable: bool = False
 
 
+def struct_tag(value: msgspec.Struct) -> str:
+    """The tag a tagged-union Struct is encoded under (a part's kind, an event's type)."""
+    return str(value.__struct_config__.tag)
+
+
 # --- parts ---------------------------------------------------------------------------------
 
 
@@ -73,7 +78,7 @@ class PartBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
     message_id: str
 
 
-class TextPart(PartBase, tag="text"):
+class TextPart(PartBase, tag="text", frozen=True):
     """Text. ``synthetic`` text was written by the system but is sent; ``ignored`` never is."""
 
     text: str
@@ -82,14 +87,14 @@ class TextPart(PartBase, tag="text"):
     metadata: dict[str, Any] = {}
 
 
-class ReasoningPart(PartBase, tag="reasoning"):
+class ReasoningPart(PartBase, tag="reasoning", frozen=True):
     """Model reasoning; ``metadata`` carries provider signatures (e.g. ``anthropic.signature``)."""
 
     text: str
     metadata: dict[str, Any] = {}
 
 
-class FilePart(PartBase, tag="file"):
+class FilePart(PartBase, tag="file", frozen=True):
     """A file or media attachment: a ``data:`` URL or a link, with its MIME type."""
 
     mime: str
@@ -114,9 +119,7 @@ class ToolRunning(msgspec.Struct, frozen=True, kw_only=True, tag_field="status",
     started_ms: int = 0
 
 
-class ToolCompleted(
-    msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="completed"
-):
+class ToolCompleted(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="completed"):
     """The call returned ``output``.
 
     ``compacted_ms`` is set by a prune (the output is then sent as a placeholder, never lost);
@@ -151,7 +154,7 @@ class ToolErrored(msgspec.Struct, frozen=True, kw_only=True, tag_field="status",
 ToolState = ToolPending | ToolRunning | ToolCompleted | ToolErrored
 
 
-class ToolPart(PartBase, tag="tool"):
+class ToolPart(PartBase, tag="tool", frozen=True):
     """A tool call and, once it has one, its result. ``call_id`` is the provider's call id."""
 
     call_id: str
@@ -160,13 +163,13 @@ class ToolPart(PartBase, tag="tool"):
     provider_executed: bool = False
 
 
-class StepStartPart(PartBase, tag="step-start"):
+class StepStartPart(PartBase, tag="step-start", frozen=True):
     """A model-call boundary inside one assistant message."""
 
     snapshot: str | None = None
 
 
-class StepFinishPart(PartBase, tag="step-finish"):
+class StepFinishPart(PartBase, tag="step-finish", frozen=True):
     """The end of one model call inside an assistant message, with its usage."""
 
     reason: str
@@ -174,7 +177,7 @@ class StepFinishPart(PartBase, tag="step-finish"):
     cost: float = 0.0
 
 
-class SubtaskPart(PartBase, tag="subtask"):
+class SubtaskPart(PartBase, tag="subtask", frozen=True):
     """A subtask run by another agent (opencode's ``subtask`` part)."""
 
     prompt: str
@@ -185,13 +188,13 @@ class SubtaskPart(PartBase, tag="subtask"):
     child_session_id: str | None = None
 
 
-class AgentPart(PartBase, tag="agent"):
+class AgentPart(PartBase, tag="agent", frozen=True):
     """A switch to another agent."""
 
     name: str
 
 
-class RetryPart(PartBase, tag="retry"):
+class RetryPart(PartBase, tag="retry", frozen=True):
     """A retried model call and the error that caused it."""
 
     attempt: int
@@ -201,7 +204,7 @@ class RetryPart(PartBase, tag="retry"):
 CompactionTrigger = Literal["auto", "manual", "overflow"]
 
 
-class CompactionPart(PartBase, tag="compaction"):
+class CompactionPart(PartBase, tag="compaction", frozen=True):
     """A compaction request on a user message.
 
     ``auto`` says whether the session continues by itself afterwards; ``overflow`` whether the

@@ -93,6 +93,12 @@ class _Write:
         self.wake: trio.Event | None = None
 
 
+def _one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    row = cur.execute(sql, args).fetchone()
+    assert row is not None, sql
+    return tuple(row)
+
+
 def _connect(path: str, durability: Durability) -> apsw.Connection:
     conn = apsw.Connection(path)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
@@ -136,7 +142,7 @@ class SQLiteStore:
 
     def _check_schema(self) -> None:
         cur = self._writer.cursor()
-        (found,) = cur.execute("PRAGMA user_version").fetchone()
+        (found,) = _one(cur, "PRAGMA user_version")
         if found == 0:
             cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
         elif found != _SCHEMA_VERSION:
@@ -154,9 +160,7 @@ class SQLiteStore:
         codec: EventCodec = DEFAULT_CODEC,
     ) -> AsyncIterator[SQLiteStore]:
         """Open (creating if needed) the store at ``path`` for the duration of the block."""
-        store = await trio.to_thread.run_sync(
-            lambda: cls(path, durability=durability, codec=codec)
-        )
+        store = await trio.to_thread.run_sync(lambda: cls(path, durability=durability, codec=codec))
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(store._checkpointer)
@@ -202,9 +206,9 @@ class SQLiteStore:
     ) -> list[RecordedEvent]:
         version = self._versions.get(stream)
         if version is None:
-            (version,) = cur.execute(
-                "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
-            ).fetchone()
+            (version,) = _one(
+                cur, "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
+            )
         if expected not in (ANY_VERSION, version):
             raise ConcurrencyError(stream, expected, version)
         last = self._last_position
@@ -222,8 +226,7 @@ class SQLiteStore:
         self._versions[stream] = version + len(rows)
         self._last_position = last + len(rows)
         return [
-            RecordedEvent(stream, version + i, last + i, event)
-            for i, event in enumerate(events, 1)
+            RecordedEvent(stream, version + i, last + i, event) for i, event in enumerate(events, 1)
         ]
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
@@ -338,20 +341,18 @@ class SQLiteStore:
     def _refresh_caches(self, cur: apsw.Cursor) -> None:
         """Forget cached stream versions if another connection committed since our last
         transaction (``PRAGMA data_version`` changes exactly then)."""
-        (data_version,) = cur.execute("PRAGMA data_version").fetchone()
+        (data_version,) = _one(cur, "PRAGMA data_version")
         if data_version != self._data_version:
             self._data_version = data_version
             self._versions.clear()
-            (self._last_position,) = cur.execute(
-                "SELECT coalesce(max(position), 0) FROM events"
-            ).fetchone()
+            (self._last_position,) = _one(cur, "SELECT coalesce(max(position), 0) FROM events")
 
     # --- checkpoints ----------------------------------------------------------------------
 
     def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
         # Called on whichever thread committed; the trio side reads it after the commit.
         self._wal_pages = pages
-        return apsw.SQLITE_OK  # type: ignore[no-any-return]
+        return int(apsw.SQLITE_OK)
 
     async def _checkpointer(self) -> None:
         conn = await trio.to_thread.run_sync(_connect, self.path, self.durability)
@@ -455,9 +456,7 @@ class SQLiteStore:
 
     async def streams(self) -> list[str]:
         """See ``EventStore.streams``."""
-        rows = await self._scalar(
-            "SELECT stream FROM events WHERE seq = 1 ORDER BY position", ()
-        )
+        rows = await self._scalar("SELECT stream FROM events WHERE seq = 1 ORDER BY position", ())
         return [str(r[0]) for r in rows]
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:

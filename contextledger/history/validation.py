@@ -1,0 +1,326 @@
+"""What may be appended to a session: the facts each event relies on, checked before writing.
+
+``SessionIndex`` keeps the few facts validation needs (which messages and parts exist, each
+tool call's status, the last ids, open compactions). ``validate_events`` checks a whole batch
+against an overlay of the index, so that later events of the batch may rely on earlier ones,
+and nothing in the index changes unless the batch is applied.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Iterable, MutableMapping
+from typing import Literal
+
+from contextledger.events.catalogue import (
+    AssistantFinished,
+    CompactionCompleted,
+    CompactionRequested,
+    CompactionRolledBack,
+    EnvironmentCaptured,
+    Event,
+    MemoryPinned,
+    MessageAdded,
+    PartAdded,
+    PartUpdated,
+    PrefixAdvanced,
+    PrefixPinned,
+    PrefixRotated,
+    RequestSent,
+    SessionStarted,
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+    ToolStateChanged,
+    UsageReported,
+)
+from contextledger.events.errors import InvalidEvent
+from contextledger.events.parts import (
+    CompactionPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    ToolRunning,
+    struct_tag,
+)
+
+ToolStatus = Literal["pending", "running", "completed", "error", "cleared"]
+CompactionStatus = Literal["requested", "completed", "rolled_back"]
+
+#: Which tool statuses may follow which. Completed, error and cleared are terminal.
+_NEXT_STATUS: dict[str, frozenset[str]] = {
+    "pending": frozenset({"running", "completed", "error"}),
+    "running": frozenset({"completed", "error"}),
+}
+
+
+class _MessageFacts:
+    __slots__ = ("finished", "parent_id", "role", "summary")
+
+    def __init__(self, role: str, parent_id: str | None, summary: bool) -> None:
+        self.role = role
+        self.parent_id = parent_id
+        self.summary = summary
+        self.finished = False
+
+
+class _PartFacts:
+    __slots__ = ("kind", "message_id", "status")
+
+    def __init__(self, message_id: str, kind: str, status: ToolStatus | None) -> None:
+        self.message_id = message_id
+        self.kind = kind
+        self.status = status
+
+
+class SessionIndex:
+    """The facts about one session that decide whether an event may follow."""
+
+    __slots__ = (
+        "calls",
+        "compactions",
+        "last_message_id",
+        "last_part_id",
+        "memory_pinned",
+        "messages",
+        "parts",
+        "prefix_key",
+        "session_id",
+        "started",
+    )
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.started = False
+        self.last_message_id = ""
+        self.last_part_id = ""
+        self.memory_pinned = False
+        self.prefix_key: str | None = None
+        self.messages: MutableMapping[str, _MessageFacts] = {}
+        self.parts: MutableMapping[str, _PartFacts] = {}
+        self.calls: MutableMapping[str, str] = {}
+        self.compactions: MutableMapping[str, CompactionStatus] = {}
+
+    def overlay(self) -> SessionIndex:
+        """A copy whose changes do not reach this index (maps are layered, not copied).
+
+        Facts objects are copied on write by ``note``, so the base is never mutated.
+        """
+        copy = SessionIndex(self.session_id)
+        copy.started = self.started
+        copy.last_message_id = self.last_message_id
+        copy.last_part_id = self.last_part_id
+        copy.memory_pinned = self.memory_pinned
+        copy.prefix_key = self.prefix_key
+        copy.messages = ChainMap({}, self.messages)
+        copy.parts = ChainMap({}, self.parts)
+        copy.calls = ChainMap({}, self.calls)
+        copy.compactions = ChainMap({}, self.compactions)
+        return copy
+
+    # --- checking -------------------------------------------------------------------------
+
+    def check(self, event: Event) -> str | None:
+        """Return why ``event`` may not follow the events indexed so far, or None if it may."""
+        if event.session_id != self.session_id:
+            return f"belongs to session {event.session_id!r}, not {self.session_id!r}"
+        if isinstance(event, SessionStarted):
+            return "the session has started already" if self.started else None
+        if not self.started:
+            return "the session has not started (its first event must be session.started)"
+        match event:
+            case MessageAdded():
+                return self._check_new_message(event.message_id, event.parent_id)
+            case CompactionRequested():
+                return self._check_new_message(event.message_id, event.parent_id) or (
+                    self._check_new_part(event.part_id)
+                )
+            case PartAdded(part=part):
+                if isinstance(part, CompactionPart):
+                    return "compaction parts are added by compaction.requested"
+                if part.message_id not in self.messages:
+                    return f"message {part.message_id!r} does not exist"
+                if isinstance(part, ToolPart) and part.call_id in self.calls:
+                    return f"tool call id {part.call_id!r} is used already"
+                return self._check_new_part(part.id)
+            case PartUpdated(part=part):
+                facts = self.parts.get(part.id)
+                if facts is None:
+                    return f"part {part.id!r} does not exist"
+                if facts.kind != struct_tag(part) or facts.message_id != part.message_id:
+                    return f"part {part.id!r} cannot change its kind or message"
+                if facts.kind in ("tool", "compaction"):
+                    return f"{facts.kind} parts change through their own events"
+                return None
+            case ToolStateChanged():
+                return self._check_tool_transition(event)
+            case AssistantFinished():
+                message = self.messages.get(event.message_id)
+                if message is None or message.role != "assistant":
+                    return f"assistant message {event.message_id!r} does not exist"
+                if message.finished:
+                    return f"message {event.message_id!r} finished already"
+                return None
+            case ToolOutputCleared():
+                if not event.part_ids:
+                    return "no part ids"
+                for part_id in event.part_ids:
+                    reason = self._check_completed_tool(part_id)
+                    if reason:
+                        return reason
+                if len(set(event.part_ids)) != len(event.part_ids):
+                    return "a part id is listed twice"
+                return None
+            case ToolOutputTrimmed():
+                if event.head_chars < 0 or event.tail_chars < 0:
+                    return "head_chars and tail_chars must not be negative"
+                return self._check_completed_tool(event.part_id)
+            case CompactionCompleted():
+                return self._check_compaction_completed(event)
+            case CompactionRolledBack():
+                status = self.compactions.get(event.request_message_id)
+                if status != "requested":
+                    return f"no open compaction request {event.request_message_id!r}"
+                return None
+            case EnvironmentCaptured():
+                message = self.messages.get(event.user_message_id)
+                if message is None or message.role != "user":
+                    return f"user message {event.user_message_id!r} does not exist"
+                return None
+            case MemoryPinned():
+                return "memory is pinned once per session" if self.memory_pinned else None
+            case PrefixPinned() | PrefixRotated():
+                return None
+            case PrefixAdvanced():
+                if event.key != self.prefix_key:
+                    return f"prefix {event.key!r} is not the pinned one"
+                if event.message_id not in self.messages:
+                    return f"message {event.message_id!r} does not exist"
+                return None
+            case UsageReported():
+                if event.message_id not in self.messages:
+                    return f"message {event.message_id!r} does not exist"
+                return None
+            case RequestSent():
+                return None
+        return f"unknown event {type(event).__name__}"
+
+    def _check_new_message(self, message_id: str, parent_id: str | None) -> str | None:
+        if message_id <= self.last_message_id:
+            return f"message id {message_id!r} does not follow {self.last_message_id!r}"
+        if parent_id is not None and parent_id not in self.messages:
+            return f"parent message {parent_id!r} does not exist"
+        return None
+
+    def _check_new_part(self, part_id: str) -> str | None:
+        if part_id <= self.last_part_id:
+            return f"part id {part_id!r} does not follow {self.last_part_id!r}"
+        return None
+
+    def _check_tool_transition(self, event: ToolStateChanged) -> str | None:
+        facts = self.parts.get(event.part_id)
+        if facts is None or facts.kind != "tool":
+            return f"tool call {event.part_id!r} does not exist"
+        if facts.message_id != event.message_id:
+            return f"tool call {event.part_id!r} belongs to message {facts.message_id!r}"
+        new = struct_tag(event.state)
+        allowed = _NEXT_STATUS.get(facts.status or "", frozenset())
+        if new not in allowed:
+            return f"tool call {event.part_id!r} cannot go from {facts.status} to {new}"
+        return None
+
+    def _check_completed_tool(self, part_id: str) -> str | None:
+        facts = self.parts.get(part_id)
+        if facts is None or facts.kind != "tool":
+            return f"tool call {part_id!r} does not exist"
+        if facts.status == "cleared":
+            return f"tool output {part_id!r} is cleared already"
+        if facts.status != "completed":
+            return f"tool call {part_id!r} has no output ({facts.status})"
+        return None
+
+    def _check_compaction_completed(self, event: CompactionCompleted) -> str | None:
+        if self.compactions.get(event.request_message_id) != "requested":
+            return f"no open compaction request {event.request_message_id!r}"
+        summary = self.messages.get(event.summary_message_id)
+        if summary is None or summary.role != "assistant" or not summary.summary:
+            return f"summary message {event.summary_message_id!r} does not exist"
+        if summary.parent_id != event.request_message_id:
+            return f"summary {event.summary_message_id!r} does not answer the request"
+        tail = event.tail_start_id
+        if tail is not None and (tail not in self.messages or tail >= event.request_message_id):
+            return f"tail start {tail!r} is not a message before the request"
+        return None
+
+    # --- noting ---------------------------------------------------------------------------
+
+    def note(self, event: Event) -> None:
+        """Record the facts ``event`` establishes (call after ``check`` passed)."""
+        match event:
+            case SessionStarted():
+                self.started = True
+            case MessageAdded():
+                self.messages[event.message_id] = _MessageFacts(
+                    event.role, event.parent_id, event.summary
+                )
+                self.last_message_id = event.message_id
+            case CompactionRequested():
+                self.messages[event.message_id] = _MessageFacts("user", event.parent_id, False)
+                self.last_message_id = event.message_id
+                self.parts[event.part_id] = _PartFacts(event.message_id, "compaction", None)
+                self.last_part_id = event.part_id
+                self.compactions[event.message_id] = "requested"
+            case PartAdded(part=part):
+                status: ToolStatus | None = None
+                if isinstance(part, ToolPart):
+                    status = _added_status(part)
+                    self.calls[part.call_id] = part.id
+                self.parts[part.id] = _PartFacts(part.message_id, struct_tag(part), status)
+                self.last_part_id = part.id
+            case ToolStateChanged():
+                self._set_status(event.part_id, _status_of(event.state))
+            case ToolOutputCleared():
+                for part_id in event.part_ids:
+                    self._set_status(part_id, "cleared")
+            case AssistantFinished():
+                old = self.messages[event.message_id]
+                new = _MessageFacts(old.role, old.parent_id, old.summary)
+                new.finished = True
+                self.messages[event.message_id] = new
+            case CompactionCompleted():
+                self.compactions[event.request_message_id] = "completed"
+            case CompactionRolledBack():
+                self.compactions[event.request_message_id] = "rolled_back"
+            case MemoryPinned():
+                self.memory_pinned = True
+            case PrefixPinned() | PrefixRotated():
+                self.prefix_key = event.key
+            case _:
+                pass
+
+    def _set_status(self, part_id: str, status: ToolStatus) -> None:
+        old = self.parts[part_id]
+        self.parts[part_id] = _PartFacts(old.message_id, old.kind, status)
+
+
+def _added_status(part: ToolPart) -> ToolStatus:
+    state = part.state
+    if isinstance(state, ToolCompleted) and state.compacted_ms is not None:
+        return "cleared"
+    return "running" if isinstance(state, ToolRunning) else struct_tag(state)  # type: ignore[return-value]
+
+
+def _status_of(state: ToolRunning | ToolCompleted | ToolErrored) -> ToolStatus:
+    if isinstance(state, ToolRunning):
+        return "running"
+    return "completed" if isinstance(state, ToolCompleted) else "error"
+
+
+def validate_events(index: SessionIndex, events: Iterable[Event]) -> None:
+    """Raise ``InvalidEvent`` for the first event of ``events`` that may not follow the
+    session indexed by ``index`` and the batch's earlier events. ``index`` is not changed."""
+    scratch = index.overlay()
+    for i, event in enumerate(events):
+        reason = scratch.check(event)
+        if reason is not None:
+            raise InvalidEvent(i, struct_tag(event), reason)
+        scratch.note(event)
