@@ -33,7 +33,12 @@ from contextledger.events.catalogue import (
     event_tag,
 )
 from contextledger.events.codec import DEFAULT_CODEC, EventCodec
-from contextledger.events.errors import EventDecodeError, InvalidEvent, LedgerError
+from contextledger.events.errors import (
+    EventDecodeError,
+    EventEncodeError,
+    InvalidEvent,
+    LedgerError,
+)
 from contextledger.events.ids import IdGenerator, format_id, parse_id
 from contextledger.events.parts import (
     AgentPart,
@@ -56,6 +61,7 @@ from contextledger.events.parts import (
     ToolState,
     Usage,
     is_media,
+    struct_tag,
 )
 from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
 
@@ -76,6 +82,7 @@ __all__ = [
     "EventBase",
     "EventCodec",
     "EventDecodeError",
+    "EventEncodeError",
     "FilePart",
     "FileRange",
     "IdGenerator",
@@ -120,4 +127,5 @@ __all__ = [
     "format_id",
     "is_media",
     "parse_id",
+    "struct_tag",
 ]

@@ -13,7 +13,7 @@ from typing import Any, cast
 import msgspec
 
 from contextledger.events.catalogue import EVENT_TYPES, Event, EventBase, event_tag
-from contextledger.events.errors import EventDecodeError
+from contextledger.events.errors import EventDecodeError, EventEncodeError
 from contextledger.events.parts import struct_tag
 from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
 
@@ -46,8 +46,12 @@ class EventCodec:
         return self._current[tag]
 
     def encode(self, event: EventBase) -> bytes:
-        """Encode one event (its tag is part of the bytes)."""
-        return self._encoder.encode(event)
+        """Encode one event (its tag is part of the bytes); raise ``EventEncodeError`` when
+        it cannot be encoded."""
+        try:
+            return self._encoder.encode(event)
+        except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+            raise EventEncodeError(struct_tag(event), str(exc)) from exc
 
     def decode(
         self, tag: str, version: int, data: bytes, *, stream: str = "", position: int = 0

@@ -18,6 +18,16 @@ class EventDecodeError(LedgerError):
         self.reason = reason
 
 
+class EventEncodeError(LedgerError):
+    """An event could not be encoded (e.g. text holding a lone UTF-16 surrogate, which UTF-8
+    cannot carry); nothing was written. Sanitise such text where it enters the system."""
+
+    def __init__(self, event_type: str, reason: str) -> None:
+        super().__init__(f"cannot encode {event_type}: {reason}")
+        self.event_type = event_type
+        self.reason = reason
+
+
 class InvalidEvent(LedgerError):
     """An event that would make the session inconsistent; nothing was written.
 

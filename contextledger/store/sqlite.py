@@ -484,4 +484,3 @@ class SQLiteStore:
         for conn in readers:
             conn.close()
         self._writer.close()
-        _log.debug("store closed", path=self.path)

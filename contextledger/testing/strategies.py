@@ -1,0 +1,269 @@
+"""Hypothesis strategies that generate valid event sequences of a session.
+
+``session_events()`` draws a whole session: user turns (text, media, captured environment),
+multi-step assistant turns with parallel tool calls and their results, reasoning, errors and
+aborts (calls left without a result), prunes, soft trims, compactions with kept tails,
+rollbacks, usage reports, pinned memory and prefixes, and sub-agent slices. Every sequence
+passes ``validate_events``; shrinking keeps it valid because each draw only picks among
+moves that are legal in the state built so far.
+
+    from hypothesis import given
+    from contextledger.testing import session_events
+
+    @given(session_events())
+    def test_my_strategy_keeps_pairs(events): ...
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import hypothesis.strategies as st
+
+from contextledger.events.catalogue import (
+    Event,
+    MemoryPinned,
+    PrefixAdvanced,
+    PrefixPinned,
+    PrefixProfile,
+    RequestSent,
+    UsageReported,
+)
+from contextledger.events.parts import MessageError, ModelRef, Usage
+from contextledger.testing.builder import DEFAULT_START_MS, SessionBuilder
+
+_TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
+_TOOLS = ("bash", "read", "edit", "grep", "skill", "write")
+_MODELS = (
+    ModelRef(provider_id="anthropic", model_id="claude-sonnet-4"),
+    ModelRef(provider_id="openai", model_id="gpt-5"),
+)
+_MEDIA = ("image/png", "application/pdf", "text/plain")
+_ENDINGS = {
+    "ok": None,
+    "aborted": MessageError(name="AbortedError", message="aborted"),
+    "error": MessageError(name="APIError", message="server error", retryable=True),
+}
+
+
+class _State:
+    """What the generated session has so far, so only legal moves are drawn."""
+
+    def __init__(self, builder: SessionBuilder) -> None:
+        self.b = builder
+        self.user_ids: list[str] = []
+        self.completed_tools: list[str] = []
+        self.last_assistant: str | None = None
+        self.prefix_key: str | None = None
+        self.memory_pinned = False
+
+
+def _user_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
+    files = []
+    if draw(st.integers(0, 4)) == 0:
+        files.append((draw(st.sampled_from(_MEDIA)), draw(st.sampled_from(["a.png", "b.pdf"]))))
+    message_id = s.b.user(
+        draw(_TEXT) or "hi",
+        agent_id=agent_id,
+        files=files,
+        environment=draw(st.none() | _TEXT),
+    )
+    if draw(st.booleans()):
+        synthetic = draw(st.booleans())
+        s.b.text(
+            message_id, draw(_TEXT), agent_id=agent_id, synthetic=synthetic, ignored=not synthetic
+        )
+    s.user_ids.append(message_id)
+
+
+def _tool_outcome(draw: st.DrawFn, s: _State, part_id: str, agent_id: str) -> None:
+    outcome = draw(
+        st.sampled_from(
+            ["completed", "completed", "completed", "error", "abandoned", "running", "interrupted"]
+        )
+    )
+    if outcome == "abandoned":
+        return
+    if outcome == "running":
+        s.b.tool_running(part_id, agent_id=agent_id)
+    elif outcome == "completed":
+        attachments = [("image/png", "shot.png")] if draw(st.integers(0, 5)) == 0 else []
+        size = draw(st.sampled_from([0, 10, 500, 5000, 60_000]))
+        s.b.tool_result(
+            part_id, draw(_TEXT) + "x" * size, attachments=attachments, agent_id=agent_id
+        )
+        s.completed_tools.append(part_id)
+    else:
+        s.b.tool_error(
+            part_id,
+            draw(_TEXT) or "failed",
+            agent_id=agent_id,
+            partial_output="partial" if outcome == "interrupted" else None,
+        )
+
+
+def _assistant_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
+    if not s.user_ids:
+        _user_turn(draw, s, agent_id)
+    model = draw(st.sampled_from(_MODELS))
+    for _ in range(draw(st.integers(1, 3))):
+        message_id = s.b.assistant(s.user_ids[-1], agent_id=agent_id, model=model)
+        s.last_assistant = message_id
+        if draw(st.booleans()):
+            s.b.reasoning(
+                message_id,
+                draw(_TEXT),
+                agent_id=agent_id,
+                signature=draw(st.none() | st.just("sig")),
+            )
+        if draw(st.booleans()):
+            s.b.text(message_id, draw(_TEXT), agent_id=agent_id)
+        calls = [
+            s.b.tool_call(
+                message_id, draw(st.sampled_from(_TOOLS)), {"arg": draw(_TEXT)}, agent_id=agent_id
+            )
+            for _ in range(draw(st.integers(0, 3)))
+        ]
+        for part_id in calls:
+            _tool_outcome(draw, s, part_id, agent_id)
+        ending = draw(st.sampled_from(["ok", "ok", "ok", "aborted", "error", "unfinished"]))
+        if ending != "unfinished":
+            usage = Usage(
+                input=draw(st.integers(0, 50_000)),
+                output=draw(st.integers(0, 4000)),
+                cache_read=draw(st.integers(0, 50_000)),
+            )
+            error = _ENDINGS[ending]
+            finish = "tool-calls" if calls else ("stop" if error is None else "error")
+            s.b.finish(message_id, finish, usage=usage, error=error, agent_id=agent_id)
+            if draw(st.booleans()):
+                s.b.add(
+                    UsageReported,
+                    agent_id,
+                    message_id=message_id,
+                    usage=usage,
+                    estimated_tokens=draw(st.integers(0, 60_000)),
+                )
+        if ending != "ok" or not calls:
+            break
+
+
+def _prune(draw: st.DrawFn, s: _State) -> None:
+    if s.completed_tools:
+        chosen = draw(
+            st.lists(st.sampled_from(s.completed_tools), min_size=1, max_size=4, unique=True)
+        )
+        s.b.tick()
+        s.b.prune(chosen, draw(st.sampled_from(["normal", "payload-limit", "post-compaction"])))
+        s.completed_tools = [p for p in s.completed_tools if p not in chosen]
+
+
+def _trim(draw: st.DrawFn, s: _State) -> None:
+    if s.completed_tools:
+        s.b.trim(draw(st.sampled_from(s.completed_tools)))
+
+
+def _compaction(draw: st.DrawFn, s: _State) -> None:
+    request_id = s.b.request_compaction(
+        trigger=draw(st.sampled_from(["auto", "manual", "overflow"])),
+        parent_id=s.user_ids[-1] if s.user_ids else None,
+    )
+    outcome = draw(
+        st.sampled_from(["completed", "completed", "rolled_back_early", "rolled_back_late"])
+    )
+    if outcome == "rolled_back_early":
+        s.b.roll_back(request_id, "cancelled")
+        return
+    text = "## Goal\n" + draw(_TEXT)
+    summary_id = s.b.summary(request_id, text)
+    if outcome == "rolled_back_late":
+        s.b.roll_back(request_id, draw(st.sampled_from(["overflow", "empty", "repetitive"])))
+        return
+    s.b.complete_compaction(
+        request_id, summary_id, draw(st.sampled_from([None, *s.user_ids[-2:]])), text
+    )
+    s.user_ids.append(request_id)
+
+
+def _prefix(draw: st.DrawFn, s: _State) -> None:
+    if s.prefix_key is None or s.last_assistant is None or draw(st.booleans()):
+        s.prefix_key = f"key{len(s.b.events)}"
+        s.b.add(
+            PrefixPinned,
+            key=s.prefix_key,
+            profile=PrefixProfile(
+                provider_id="anthropic",
+                model_id="claude-sonnet-4",
+                agent="main",
+                system_mode="default",
+                system=("You are helpful.",),
+                tools=_TOOLS,
+            ),
+        )
+    else:
+        s.b.add(PrefixAdvanced, key=s.prefix_key, message_id=s.last_assistant)
+    s.b.add(
+        RequestSent,
+        provider_id="anthropic",
+        model_id="claude-sonnet-4",
+        prefix_hash="p" * 8,
+        body_hash="b" * 8,
+        body_bytes=draw(st.integers(0, 10**6)),
+        estimated_tokens=draw(st.integers(0, 10**5)),
+        breakpoints=(0, 1),
+    )
+
+
+def _memory(draw: st.DrawFn, s: _State) -> None:
+    if not s.memory_pinned:
+        s.memory_pinned = True
+        s.b.add(MemoryPinned, text=draw(_TEXT))
+
+
+_MOVES = {
+    "user": lambda draw, s: _user_turn(draw, s, "main"),
+    "assistant": lambda draw, s: _assistant_turn(draw, s, "main"),
+    "subagent": lambda draw, s: _assistant_turn(draw, s, "explore"),
+    "prune": _prune,
+    "trim": _trim,
+    "compaction": _compaction,
+    "prefix": _prefix,
+    "memory": _memory,
+}
+_MOVE_WEIGHTS = [
+    "user",
+    "assistant",
+    "assistant",
+    "assistant",
+    "prune",
+    "trim",
+    "compaction",
+    "prefix",
+    "memory",
+    "subagent",
+]
+
+
+@st.composite
+def session_events(
+    draw: st.DrawFn,
+    session_id: str = "ses_test",
+    *,
+    max_moves: int = 12,
+    start_ms: int = DEFAULT_START_MS,
+) -> list[Event]:
+    """A valid event sequence of one session, starting with ``SessionStarted``."""
+    s = _State(SessionBuilder(session_id, start_ms=start_ms, title=draw(_TEXT), model=_MODELS[0]))
+    for move in draw(st.lists(st.sampled_from(_MOVE_WEIGHTS), max_size=max_moves)):
+        _MOVES[move](draw, s)
+    return s.b.events
+
+
+@st.composite
+def split_batches(draw: st.DrawFn, events: list[Event]) -> list[list[Event]]:
+    """Cut ``events`` into consecutive non-empty batches, as a writer might append them."""
+    if not events:
+        return []
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(events) - 1)), max_size=8)))
+    bounds = [0, *[c for c in cuts if c < len(events)], len(events)]
+    return [events[a:b] for a, b in itertools.pairwise(bounds) if a < b]

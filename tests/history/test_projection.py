@@ -1,0 +1,174 @@
+"""How each event changes the History projection."""
+
+from __future__ import annotations
+
+from contextledger.events import (
+    CompactionPart,
+    MemoryPinned,
+    MessageError,
+    PrefixAdvanced,
+    PrefixPinned,
+    PrefixProfile,
+    RecordedEvent,
+    TextPart,
+    ToolCompleted,
+    ToolPart,
+    Usage,
+)
+from contextledger.history import History
+from contextledger.testing.builder import SessionBuilder
+
+
+def _project(b: SessionBuilder) -> History:
+    history = History(b.session_id)
+    for i, event in enumerate(b.events, 1):
+        history.validate([event])
+        history.apply(RecordedEvent(b.session_id, i, i, event))
+    return history
+
+
+def _tool(history: History, part_id: str) -> ToolPart:
+    part = history.part(part_id)
+    assert isinstance(part, ToolPart)
+    return part
+
+
+def test_messages_and_parts_are_kept_in_id_order() -> None:
+    b = SessionBuilder()
+    user = b.user("hello")
+    reply = b.assistant(user)
+    b.text(reply, "hi")
+    b.finish(reply)
+    history = _project(b)
+    assert [m.id for m in history.messages] == [user, reply]
+    assert [p.id for p in history.message(reply).parts] == sorted(
+        p.id for p in history.message(reply).parts
+    )
+    assert history.seq == len(b.events)
+
+
+def test_a_tool_call_moves_from_pending_to_completed() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("list files"))
+    call = b.tool_call(reply, "bash", {"command": "ls"})
+    b.tool_result(call, "a.py\nb.py")
+    state = _tool(_project(b), call).state
+    assert isinstance(state, ToolCompleted)
+    assert state.output == "a.py\nb.py"
+    assert state.input == {"command": "ls"}
+
+
+def test_finishing_records_usage_and_error() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    usage = Usage(input=10, output=5, cache_read=100)
+    b.finish(reply, "error", usage=usage, error=MessageError(name="AbortedError"))
+    message = _project(b).message(reply)
+    assert message.finish == "error"
+    assert message.usage == usage
+    assert message.error is not None and message.error.name == "AbortedError"
+
+
+def test_a_prune_marks_the_output_compacted_and_keeps_it() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("read"))
+    call = b.tool_call(reply, "read")
+    b.tool_result(call, "x" * 1000)
+    b.tick(5000)
+    b.prune([call], "post-compaction")
+    state = _tool(_project(b), call).state
+    assert isinstance(state, ToolCompleted)
+    assert state.compacted_ms == b.clock_ms
+    assert state.compacted_reason == "post-compaction"
+    assert state.output == "x" * 1000
+
+
+def test_a_soft_trim_records_the_kept_head_and_tail() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("read"))
+    call = b.tool_call(reply, "read")
+    b.tool_result(call, "y" * 10_000)
+    b.trim(call, 1536, 1536)
+    state = _tool(_project(b), call).state
+    assert isinstance(state, ToolCompleted) and state.trimmed == (1536, 1536)
+
+
+def test_token_estimates_follow_each_part_version() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("read"))
+    call = b.tool_call(reply, "read", {})
+    history = _project(b)
+    before = history.part_tokens(call)
+    b.tool_result(call, "z" * 4000)
+    after = _project(b).part_tokens(call)
+    assert after - before >= 1000
+
+
+def test_a_completed_compaction_sets_the_tail_on_its_part() -> None:
+    b = SessionBuilder()
+    first = b.user("one")
+    second = b.user("two")
+    request = b.compact("## Goal\nship it", tail_start_id=second)
+    history = _project(b)
+    part = history.message(request).parts[0]
+    assert isinstance(part, CompactionPart) and part.tail_start_id == second
+    compaction = history.state.compactions[request]
+    assert compaction.status == "completed"
+    assert compaction.projection is not None and compaction.projection.summary.startswith("##")
+    assert not history.message(first).excluded
+
+
+def test_a_rollback_excludes_the_request_and_its_summary() -> None:
+    b = SessionBuilder()
+    b.user("one")
+    request = b.request_compaction()
+    summary = b.summary(request, "")
+    b.roll_back(request, "empty")
+    history = _project(b)
+    assert history.message(request).excluded
+    assert history.message(summary).excluded
+    assert history.state.compactions[request].status == "rolled_back"
+
+
+def test_session_level_facts_are_kept() -> None:
+    b = SessionBuilder()
+    user = b.user("hi", environment="<environment_details>cwd</environment_details>")
+    reply = b.assistant(user)
+    b.finish(reply)
+    profile = PrefixProfile(
+        provider_id="anthropic",
+        model_id="m",
+        agent="main",
+        system_mode="default",
+        system=("s",),
+        tools=("bash",),
+    )
+    b.add(MemoryPinned, text="remember")
+    b.add(PrefixPinned, key="k1", profile=profile)
+    b.add(PrefixAdvanced, key="k1", message_id=reply)
+    history = _project(b)
+    assert history.state.environment[user].startswith("<environment_details>")
+    assert history.state.memory == "remember"
+    assert history.state.prefix is not None and history.state.prefix.advanced_to == reply
+
+
+def test_message_versions_grow_with_each_change() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    v1 = _project(b).message(reply).version
+    b.text(reply, "more")
+    assert _project(b).message(reply).version == v1 + 1
+
+
+def test_a_snapshot_restores_an_equal_projection() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "bash")
+    b.tool_result(call, "ok")
+    b.finish(reply, "tool-calls")
+    history = _project(b)
+    restored = History.from_snapshot(history.snapshot())
+    assert restored == history
+    assert isinstance(restored.part(call), ToolPart)
+    assert isinstance(restored.message(reply).parts[0], type(history.message(reply).parts[0]))
+    assert not isinstance(restored.part(call), TextPart)
