@@ -11,8 +11,8 @@ append, no fsync); a trip to a worker thread and back costs about 130 us, so suc
 run inline on the trio thread. Commits that can be slow (``durability="full"``, which
 fsyncs every commit, or a batch over ``INLINE_COMMIT_BYTES``) run on a worker thread and
 the event loop keeps going. The writer never checkpoints on commit
-(``wal_autocheckpoint=0``); a background task checkpoints on its own connection and thread
-once the WAL passes ``CHECKPOINT_PAGES``, so no commit pays for a checkpoint.
+(``wal_autocheckpoint=0``); once the WAL passes ``CHECKPOINT_PAGES``, a short-lived thread
+checkpoints it on a connection of its own while commits go on, so no commit pays for it.
 
 Durability. ``"normal"`` (the default) survives a crash of the process at any moment: an
 acknowledged append is never lost and no partial transaction is ever visible. It can lose the
@@ -138,7 +138,7 @@ class SQLiteStore:
         self._leading = False
         self._closed = False
         self._committed: trio.Event | None = None
-        self._checkpoint_wanted = trio.Event()
+        self._checkpoint_thread: threading.Thread | None = None
 
     def _check_schema(self) -> None:
         cur = self._writer.cursor()
@@ -160,14 +160,11 @@ class SQLiteStore:
         codec: EventCodec = DEFAULT_CODEC,
     ) -> AsyncIterator[SQLiteStore]:
         """Open (creating if needed) the store at ``path`` for the duration of the block."""
-        store = await trio.to_thread.run_sync(lambda: cls(path, durability=durability, codec=codec))
+        store = await trio.to_thread.run_sync(
+            lambda: cls(path, durability=durability, codec=codec)
+        )
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(store._checkpointer)
-                try:
-                    yield store
-                finally:
-                    nursery.cancel_scope.cancel()
+            yield store
         finally:
             await store.aclose()
 
@@ -298,7 +295,7 @@ class SQLiteStore:
             self._committed = None
         if self._wal_pages >= CHECKPOINT_PAGES:
             self._wal_pages = 0
-            self._checkpoint_wanted.set()
+            self._start_checkpoint()
 
     def _commit(self, batch: list[_Write]) -> None:
         """Run every write of ``batch`` in one transaction. A write that raises a version
@@ -350,19 +347,26 @@ class SQLiteStore:
     # --- checkpoints ----------------------------------------------------------------------
 
     def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
-        # Called on whichever thread committed; the trio side reads it after the commit.
+        # Called on whichever thread committed; ``_finish`` acts on it after the commit.
         self._wal_pages = pages
         return int(apsw.SQLITE_OK)
 
-    async def _checkpointer(self) -> None:
-        conn = await trio.to_thread.run_sync(_connect, self.path, self.durability)
+    def _start_checkpoint(self) -> None:
+        """Checkpoint the WAL on a thread of its own with its own connection, so neither the
+        event loop nor the writer waits for it; at most one runs at a time."""
+        if self._checkpoint_thread is not None and self._checkpoint_thread.is_alive():
+            return
+        self._checkpoint_thread = threading.Thread(
+            target=self._checkpoint, name="contextledger-checkpoint", daemon=True
+        )
+        self._checkpoint_thread.start()
+
+    def _checkpoint(self) -> None:
+        conn = _connect(self.path, self.durability)
         try:
-            while True:
-                await self._checkpoint_wanted.wait()
-                self._checkpoint_wanted = trio.Event()
-                await trio.to_thread.run_sync(
-                    lambda: conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
-                )
+            conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+        except apsw.Error as exc:
+            _log.warning("checkpoint failed", path=self.path, error=str(exc))
         finally:
             conn.close()
 
@@ -483,4 +487,6 @@ class SQLiteStore:
             readers, self._readers = self._readers, []
         for conn in readers:
             conn.close()
+        if self._checkpoint_thread is not None:
+            await trio.to_thread.run_sync(self._checkpoint_thread.join)
         self._writer.close()

@@ -1,0 +1,180 @@
+"""The CLI's commands: each reads arguments, calls the library and hands rows to output."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from contextledger.cli.output import emit_json, emit_table, emit_text
+from contextledger.events.parts import (
+    FilePart,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    struct_tag,
+)
+from contextledger.history.projection import History
+from contextledger.ledger import SessionLog
+from contextledger.store.sqlite import SQLiteStore
+from contextledger.testing.synthetic import synthetic_session
+
+_PREVIEW = 60
+#: Parts that only mark model-call boundaries; the per-message table leaves them out.
+_BOUNDARIES = frozenset({"step-start", "step-finish"})
+
+
+async def demo(args: argparse.Namespace) -> None:
+    """Write a generated session into ``args.db`` and print its history."""
+    async with SQLiteStore.open(args.db) as store:
+        number = len(await store.streams()) + 1
+        session_id = f"ses_demo_{number:03d}"
+        log = await SessionLog.open(store, session_id)
+        events = synthetic_session(session_id, seed=args.seed, turns=args.turns)
+        for turn in _by_message(events):
+            await log.append(turn)
+        if not args.json:
+            emit_text(f"wrote {len(events):,} events of session {session_id} to {args.db}\n")
+        _print_history(log.history, args.json)
+        if not args.json:
+            emit_text(
+                f"\ninspect it again with: contextledger history {args.db} --session {session_id}"
+            )
+
+
+def _by_message(events: list[Any]) -> list[list[Any]]:
+    """Group events into the batches a live agent would append: one per message added."""
+    batches: list[list[Any]] = []
+    for event in events:
+        if not batches or struct_tag(event) == "message.added":
+            batches.append([])
+        batches[-1].append(event)
+    return batches
+
+
+async def sessions(args: argparse.Namespace) -> None:
+    """List the sessions in ``args.db`` with their sizes."""
+    async with SQLiteStore.open(args.db) as store:
+        rows = []
+        for stream in await store.streams():
+            log = await SessionLog.open(store, stream)
+            h = log.history
+            rows.append(
+                {
+                    "session": stream,
+                    "events": h.seq,
+                    "messages": len(h.messages),
+                    "tokens": sum(h.state.part_tokens.values()),
+                    "title": h.state.started.title if h.state.started else "",
+                }
+            )
+    if args.json:
+        emit_json(rows)
+    else:
+        emit_table(rows, ["session", "events", "messages", "tokens", "title"])
+
+
+async def history(args: argparse.Namespace) -> None:
+    """Print the history of ``args.session``, as of ``args.at`` when given."""
+    async with SQLiteStore.open(args.db) as store:
+        if args.at is None:
+            projection = (await SessionLog.open(store, args.session)).history
+        else:
+            limit = max(args.at, 0)
+            projection = History.rebuild(args.session, await store.read(args.session, 1, limit))
+    if projection.seq == 0:
+        raise ValueError(f"no session {args.session!r} in {args.db}")
+    _print_history(projection, args.json, parts=args.parts)
+
+
+async def events(args: argparse.Namespace) -> None:
+    """Print the raw events of ``args.session``."""
+    async with SQLiteStore.open(args.db) as store:
+        recorded = await store.read(args.session, args.from_seq, args.limit)
+    if args.json:
+        emit_json(recorded)
+        return
+    emit_table(
+        [
+            {
+                "seq": r.seq,
+                "position": r.position,
+                "type": struct_tag(r.event),
+                "agent": r.event.agent_id,
+                "time": _iso(r.event.time_ms),
+            }
+            for r in recorded
+        ],
+        ["seq", "position", "type", "agent", "time"],
+    )
+
+
+def _print_history(projection: History, as_json: bool, *, parts: bool = False) -> None:
+    if as_json:
+        emit_json(projection.state)
+        return
+    rows: list[dict[str, Any]] = []
+    for message in projection.messages:
+        role = message.role + (" (excluded)" if message.excluded else "")
+        if parts:
+            rows.extend(
+                {
+                    "message": message.id,
+                    "role": role,
+                    "part": struct_tag(part),
+                    "tokens": projection.part_tokens(part.id),
+                    "content": _preview(part),
+                }
+                for part in message.parts
+            )
+            continue
+        kinds = Counter(struct_tag(p) for p in message.parts if struct_tag(p) not in _BOUNDARIES)
+        rows.append(
+            {
+                "message": message.id,
+                "role": role,
+                "agent": message.agent_id,
+                "parts": ", ".join(k if n == 1 else f"{k} x{n}" for k, n in kinds.items()),
+                "tokens": sum(projection.part_tokens(p.id) for p in message.parts),
+                "content": next(
+                    (_preview(p) for p in message.parts if struct_tag(p) not in _BOUNDARIES), ""
+                ),
+            }
+        )
+    columns = (
+        ["message", "role", "part", "tokens", "content"]
+        if parts
+        else ["message", "role", "agent", "parts", "tokens", "content"]
+    )
+    emit_table(rows, columns, title=f"session {projection.session_id} at seq {projection.seq}")
+    total = sum(projection.state.part_tokens.values())
+    emit_text(f"\n{len(projection.messages):,} messages, {total:,} estimated tokens")
+
+
+def _preview(part: Part) -> str:
+    match part:
+        case TextPart(text=text) | ReasoningPart(text=text):
+            body = text
+        case ToolPart(tool=tool, state=state):
+            status = struct_tag(state)
+            if isinstance(state, ToolCompleted):
+                mark = " [cleared]" if state.compacted_ms is not None else ""
+                body = f"{tool} {status}{mark}: {state.output}"
+            elif isinstance(state, ToolErrored):
+                body = f"{tool} error: {state.error}"
+            else:
+                body = f"{tool} {status}"
+        case FilePart(mime=mime, filename=filename):
+            body = f"{mime} {filename or ''}"
+        case _:
+            body = ""
+    body = " ".join(body.split())
+    return body if len(body) <= _PREVIEW else body[: _PREVIEW - 1] + "…"
+
+
+def _iso(time_ms: int) -> str:
+    return datetime.fromtimestamp(time_ms / 1000, UTC).isoformat(timespec="milliseconds")

@@ -1,0 +1,88 @@
+"""``contextledger``: write, list and inspect session logs.
+
+Commands (each table also as ``--json``):
+  demo      write a realistic generated coding session into ./contextledger-demo.db and
+            print its history
+  sessions  list the sessions of a database
+  history   print a session's history (messages, parts, token estimates) at any seq
+  events    print a session's raw events
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from contextledger.cli import commands
+from contextledger.events.errors import LedgerError
+from contextledger.logging import LEVELS, configure_logging
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="contextledger",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--log-level", choices=LEVELS, default="warning")
+    parser.add_argument("--log-json", action="store_true", help="log as JSON lines")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="write a generated session and print its history")
+    demo.add_argument("--db", type=Path, default=Path("contextledger-demo.db"))
+    demo.add_argument("--turns", type=int, default=6)
+    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument("--json", action="store_true")
+
+    sessions = sub.add_parser("sessions", help="list sessions")
+    sessions.add_argument("db", type=Path)
+    sessions.add_argument("--json", action="store_true")
+
+    history = sub.add_parser("history", help="print a session's history")
+    history.add_argument("db", type=Path)
+    history.add_argument("--session", required=True)
+    history.add_argument("--at", type=int, default=None, help="as of this seq (default: now)")
+    history.add_argument("--parts", action="store_true", help="one row per part")
+    history.add_argument("--json", action="store_true")
+
+    events = sub.add_parser("events", help="print a session's raw events")
+    events.add_argument("db", type=Path)
+    events.add_argument("--session", required=True)
+    events.add_argument("--from", dest="from_seq", type=int, default=1)
+    events.add_argument("--limit", type=int, default=None)
+    events.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit code."""
+    args = _parser().parse_args(argv)
+    configure_logging(args.log_level, json=args.log_json)
+    handlers: dict[str, Any] = {
+        "demo": commands.demo,
+        "sessions": commands.sessions,
+        "history": commands.history,
+        "events": commands.events,
+    }
+    if args.command != "demo" and not os.path.exists(args.db):
+        sys.stderr.write(f"contextledger: no database at {args.db}\n")
+        return 2
+    try:
+        trio.run(handlers[args.command], args)
+    except (LedgerError, ValueError) as exc:
+        sys.stderr.write(f"contextledger: {exc}\n")
+        return 1
+    except BrokenPipeError:
+        # The reader (e.g. ``head``) went away; stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

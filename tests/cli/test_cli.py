@@ -1,0 +1,91 @@
+"""The contextledger command: demo, sessions, history and events, as text and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextledger.cli.main import main
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def demo_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    db = tmp_path / "demo.db"
+    code, out, _ = _run(capsys, "demo", "--db", str(db), "--turns", "2")
+    assert code == 0
+    assert "wrote" in out and "ses_demo_001" in out
+    return db
+
+
+def test_demo_writes_a_session_and_prints_its_history(demo_db: Path) -> None:
+    assert demo_db.exists()
+
+
+def test_demo_json_prints_the_projection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "demo", "--db", str(tmp_path / "d.db"), "--turns", "1", "--json")
+    state = json.loads(out)
+    assert code == 0
+    assert state["session_id"] == "ses_demo_001"
+    assert state["messages"][0]["role"] == "user"
+
+
+def test_sessions_lists_each_session_with_its_size(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _run(capsys, "demo", "--db", str(demo_db), "--turns", "1")
+    code, out, _ = _run(capsys, "sessions", str(demo_db), "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert [r["session"] for r in rows] == ["ses_demo_001", "ses_demo_002"]
+    assert all(r["events"] > 0 and r["messages"] > 0 for r in rows)
+
+
+def test_history_at_a_seq_shows_the_session_as_it_was(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(
+        capsys, "history", str(demo_db), "--session", "ses_demo_001", "--at", "3", "--json"
+    )
+    state = json.loads(out)
+    assert code == 0
+    assert state["seq"] == 3
+    assert len(state["messages"]) == 1
+
+
+def test_history_prints_a_table(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "history", str(demo_db), "--session", "ses_demo_001", "--parts")
+    assert code == 0
+    assert "step-start" in out and "estimated tokens" in out
+
+
+def test_events_prints_the_raw_log(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "events", str(demo_db), "--session", "ses_demo_001", "--limit", "2", "--json"
+    )
+    events = json.loads(out)
+    assert code == 0
+    assert [e["seq"] for e in events] == [1, 2]
+    assert events[0]["event"]["type"] == "session.started"
+
+
+def test_a_missing_database_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "sessions", str(tmp_path / "nope.db"))
+    assert code == 2
+    assert "no database" in err
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_an_unknown_session_is_an_error(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "history", str(demo_db), "--session", "ses_missing")
+    assert code == 1
+    assert "no session 'ses_missing'" in err
