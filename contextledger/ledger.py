@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from typing import Final
 
 import structlog
+import trio
 
 from contextledger.events.catalogue import Event, RecordedEvent
+from contextledger.events.errors import LedgerError
 from contextledger.history.projection import SNAPSHOT_SCHEMA, History
 from contextledger.store.protocol import EventStore, Snapshot
 
@@ -65,7 +67,9 @@ class SessionLog:
             history = History(session_id)
         history.apply_all(await store.read(session_id, history.seq + 1))
         log = cls(store, history, snapshot_every=snapshot_every)
-        log._snapshot_seq = snapshot.seq if snapshot is not None else 0
+        # A stale snapshot counts as none, so the next append past the interval replaces it.
+        usable = snapshot is not None and snapshot.schema == SNAPSHOT_SCHEMA
+        log._snapshot_seq = snapshot.seq if usable and snapshot is not None else 0
         return log
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
@@ -78,7 +82,13 @@ class SessionLog:
         recorded = await self.store.append(self.session_id, self.history.seq, events)
         self.history.apply_all(recorded)
         if self.history.seq - self._snapshot_seq >= self._snapshot_every:
-            await self.save_snapshot()
+            # The batch is committed; a snapshot is only a shortcut for loading, so neither a
+            # cancellation nor a failure of it may turn this append into an error.
+            with trio.CancelScope(shield=True):
+                try:
+                    await self.save_snapshot()
+                except LedgerError as exc:
+                    _log.warning("snapshot failed", session_id=self.session_id, error=str(exc))
         return recorded
 
     async def refresh(self) -> int:

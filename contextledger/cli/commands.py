@@ -10,6 +10,7 @@ from typing import Any
 from contextledger.cli.output import emit_json, emit_table, emit_text
 from contextledger.events.parts import (
     FilePart,
+    ModelRef,
     Part,
     ReasoningPart,
     TextPart,
@@ -18,7 +19,16 @@ from contextledger.events.parts import (
     ToolPart,
     struct_tag,
 )
+from contextledger.history.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 from contextledger.history.projection import History
+from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.store.sqlite import SQLiteStore
 from contextledger.testing.synthetic import synthetic_session
@@ -81,14 +91,67 @@ async def sessions(args: argparse.Namespace) -> None:
 async def history(args: argparse.Namespace) -> None:
     """Print the history of ``args.session``, as of ``args.at`` when given."""
     async with SQLiteStore.open(args.db) as store:
-        if args.at is None:
-            projection = (await SessionLog.open(store, args.session)).history
-        else:
-            limit = max(args.at, 0)
-            projection = History.rebuild(args.session, await store.read(args.session, 1, limit))
-    if projection.seq == 0:
-        raise ValueError(f"no session {args.session!r} in {args.db}")
+        projection = await _projection(store, args.session, args.at)
     _print_history(projection, args.json, parts=args.parts)
+
+
+async def _projection(store: SQLiteStore, session: str, at: int | None) -> History:
+    """The history of ``session`` now, or as of seq ``at``; ValueError when it is unknown."""
+    if at is None:
+        projection = (await SessionLog.open(store, session)).history
+    else:
+        projection = History.rebuild(session, await store.read(session, 1, max(at, 0)))
+    if projection.seq == 0:
+        raise ValueError(f"no session {session!r} in {store.path}")
+    return projection
+
+
+async def view(args: argparse.Namespace) -> None:
+    """Print the model view of ``args.session`` as of ``args.at``."""
+    model = None
+    if args.model is not None:
+        provider, sep, model_id = args.model.partition("/")
+        if not sep or not provider or not model_id:
+            raise ValueError(f"--model must be provider/model, not {args.model!r}")
+        model = ModelRef(provider_id=provider, model_id=model_id)
+    async with SQLiteStore.open(args.db) as store:
+        projection = await _projection(store, args.session, args.at)
+    messages = model_view(projection, ViewOptions(model=model, agent_id=args.agent))
+    if args.json:
+        emit_json(
+            {"session_id": projection.session_id, "seq": projection.seq, "messages": messages}
+        )
+        return
+    rows = [
+        {
+            "#": i,
+            "role": m.role + (" (synthetic)" if m.synthetic else ""),
+            "source": m.source_id,
+            "content": _content_preview(m),
+        }
+        for i, m in enumerate(messages)
+    ]
+    emit_table(
+        rows,
+        ["#", "role", "source", "content"],
+        title=f"model view of {projection.session_id} at seq {projection.seq}",
+    )
+
+
+def _content_preview(message: ModelMessage) -> str:
+    pieces = []
+    for c in message.content:
+        match c:
+            case ModelText(text=text) | ModelReasoning(text=text):
+                pieces.append(text)
+            case ModelToolCall(tool=tool):
+                pieces.append(f"call {tool}")
+            case ModelToolResult(tool=tool, output=output, is_error=is_error):
+                pieces.append(f"{tool} {'error' if is_error else 'result'}: {output}")
+            case ModelFile(mime=mime, filename=filename):
+                pieces.append(f"[{mime} {filename or ''}]")
+    body = " | ".join(" ".join(p.split()) for p in pieces)
+    return body if len(body) <= _PREVIEW else body[: _PREVIEW - 1] + "…"
 
 
 async def events(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ Commands (each table also as ``--json``):
             print its history
   sessions  list the sessions of a database
   history   print a session's history (messages, parts, token estimates) at any seq
+  view      print the model view (what the model is sent) at any seq
   events    print a session's raw events
 """
 
@@ -51,6 +52,16 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("--parts", action="store_true", help="one row per part")
     history.add_argument("--json", action="store_true")
 
+    view = sub.add_parser("view", help="print the model view of a session at any seq")
+    view.add_argument("db", type=Path)
+    view.add_argument("--session", required=True)
+    view.add_argument("--at", type=int, default=None, help="as of this seq (default: now)")
+    view.add_argument(
+        "--model", default=None, help="provider/model the request is for (e.g. anthropic/x)"
+    )
+    view.add_argument("--agent", default=None, help="only this agent's slice")
+    view.add_argument("--json", action="store_true")
+
     events = sub.add_parser("events", help="print a session's raw events")
     events.add_argument("db", type=Path)
     events.add_argument("--session", required=True)
@@ -68,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo": commands.demo,
         "sessions": commands.sessions,
         "history": commands.history,
+        "view": commands.view,
         "events": commands.events,
     }
     if args.command != "demo" and not os.path.exists(args.db):

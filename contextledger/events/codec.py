@@ -73,7 +73,14 @@ class EventCodec:
                     stream, position, f"{tag} v{version} is newer than this release (v{current})"
                 )
             raw = self._raw_decoder.decode(data)
-            raw = self._upcasters.upcast(tag, version, current, raw)
+            try:
+                raw = self._upcasters.upcast(tag, version, current, raw)
+            except LookupError:
+                raise
+            except Exception as exc:
+                raise EventDecodeError(
+                    stream, position, f"upcasting {tag} from v{version} failed: {exc!r}"
+                ) from exc
             raw["type"] = tag
             return cast(Event, msgspec.convert(raw, self._union))
         except EventDecodeError:

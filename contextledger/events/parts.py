@@ -155,12 +155,14 @@ ToolState = ToolPending | ToolRunning | ToolCompleted | ToolErrored
 
 
 class ToolPart(PartBase, tag="tool", frozen=True):
-    """A tool call and, once it has one, its result. ``call_id`` is the provider's call id."""
+    """A tool call and, once it has one, its result. ``call_id`` is the provider's call id;
+    ``metadata`` carries the provider's call metadata, sent back only to the same model."""
 
     call_id: str
     tool: str
     state: ToolState
     provider_executed: bool = False
+    metadata: dict[str, Any] = {}
 
 
 class StepStartPart(PartBase, tag="step-start", frozen=True):

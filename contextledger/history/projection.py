@@ -117,6 +117,11 @@ class HistoryState(msgspec.Struct, kw_only=True):
 
 TokenEstimator = Callable[[Part], int]
 
+#: Events after which a view must be rebuilt rather than patched: they move messages in or
+#: out of the view (a compaction request appears, completes or is rolled back; so does a
+#: summary message, below).
+_RESHAPING = (CompactionRequested, CompactionCompleted, CompactionRolledBack)
+
 _snapshot_encoder = msgspec.msgpack.Encoder()
 _snapshot_decoder = msgspec.msgpack.Decoder(HistoryState)
 
@@ -128,7 +133,7 @@ class History:
     estimate is computed once per part version; ``seq`` is the last applied event's seq.
     """
 
-    __slots__ = ("_estimate", "_messages", "_parts", "index", "state")
+    __slots__ = ("_changes", "_estimate", "_messages", "_parts", "_structure", "index", "state")
 
     def __init__(self, session_id: str, *, estimate: TokenEstimator = estimate_part_tokens) -> None:
         self.state = HistoryState(session_id=session_id)
@@ -136,6 +141,8 @@ class History:
         self._estimate = estimate
         self._messages: dict[str, Message] = {}
         self._parts: dict[str, tuple[Message, int]] = {}
+        self._changes: list[str] = []
+        self._structure = 0
 
     # --- reading --------------------------------------------------------------------------
 
@@ -172,6 +179,16 @@ class History:
 
     __hash__ = None  # type: ignore[assignment]
 
+    @property
+    def structure(self) -> int:
+        """Counts events that reshape views beyond single messages (compactions)."""
+        return self._structure
+
+    def changed_since(self, cursor: int) -> tuple[list[str], int]:
+        """Ids of the messages changed by events applied since ``cursor`` (oldest first, may
+        repeat) and the cursor to pass next time. Cursors are valid for this object only."""
+        return self._changes[cursor:], len(self._changes)
+
     # --- writing --------------------------------------------------------------------------
 
     def validate(self, events: Iterable[Event]) -> None:
@@ -205,6 +222,8 @@ class History:
     def _apply(self, event: Event) -> None:
         self.index.note(event)
         state = self.state
+        if isinstance(event, _RESHAPING) or (isinstance(event, MessageAdded) and event.summary):
+            self._structure += 1
         match event:
             case PartAdded(part=part):
                 self._add_part(part)
@@ -234,7 +253,7 @@ class History:
                 message.usage = event.usage
                 message.cost = event.cost
                 message.error = event.error
-                message.version += 1
+                self._touch(message)
             case PartUpdated(part=part):
                 self._replace_part(part)
             case ToolOutputCleared():
@@ -291,11 +310,12 @@ class History:
                 for message_id in (event.request_message_id, *compaction.summary_message_ids):
                     message = self._messages[message_id]
                     message.excluded = True
-                    message.version += 1
+                    self._touch(message)
             case SessionStarted():
                 state.started = event
             case EnvironmentCaptured():
                 state.environment[event.user_message_id] = event.text
+                self._touch(self._messages[event.user_message_id])
             case MemoryPinned():
                 state.memory = event.text
             case PrefixPinned() | PrefixRotated():
@@ -308,21 +328,26 @@ class History:
             case UsageReported():
                 state.usage_reports.append(event)
 
+    def _touch(self, message: Message) -> None:
+        message.version += 1
+        self._changes.append(message.id)
+
     def _add_message(self, message: Message) -> None:
         self._messages[message.id] = message
         self.state.messages.append(message)
+        self._changes.append(message.id)
 
     def _add_part(self, part: Part) -> None:
         message = self._messages[part.message_id]
         self._parts[part.id] = (message, len(message.parts))
         message.parts.append(part)
-        message.version += 1
+        self._touch(message)
         self.state.part_tokens[part.id] = self._estimate(part)
 
     def _replace_part(self, part: Part) -> None:
         message, i = self._parts[part.id]
         message.parts[i] = part
-        message.version += 1
+        self._touch(message)
         self.state.part_tokens[part.id] = self._estimate(part)
 
     def _update_tool(self, part_id: str, change: Callable[[ToolPart], ToolPart]) -> None:
@@ -367,6 +392,11 @@ class History:
                 index.note(PartAdded(session_id=state.session_id, part=part))
         for compaction in state.compactions.values():
             index.compactions[compaction.request_message_id] = compaction.status
+        # Parts can be added to an older message later, so the last part noted is not always
+        # the greatest; ids must keep increasing across the restore.
+        index.last_part_id = max(history._parts, default="")
+        for message_id in state.environment:
+            index.environment[message_id] = None
         return history
 
 

@@ -78,6 +78,7 @@ class SessionIndex:
     __slots__ = (
         "calls",
         "compactions",
+        "environment",
         "last_message_id",
         "last_part_id",
         "memory_pinned",
@@ -99,6 +100,7 @@ class SessionIndex:
         self.parts: MutableMapping[str, _PartFacts] = {}
         self.calls: MutableMapping[str, str] = {}
         self.compactions: MutableMapping[str, CompactionStatus] = {}
+        self.environment: MutableMapping[str, None] = {}
 
     def overlay(self) -> SessionIndex:
         """A copy whose changes do not reach this index (maps are layered, not copied).
@@ -115,7 +117,25 @@ class SessionIndex:
         copy.parts = ChainMap({}, self.parts)
         copy.calls = ChainMap({}, self.calls)
         copy.compactions = ChainMap({}, self.compactions)
+        copy.environment = ChainMap({}, self.environment)
         return copy
+
+    def facts(self) -> tuple[object, ...]:
+        """Everything this index knows, comparable: two indexes with equal facts accept and
+        reject exactly the same events."""
+        return (
+            self.session_id,
+            self.started,
+            self.last_message_id,
+            self.last_part_id,
+            self.memory_pinned,
+            self.prefix_key,
+            {k: (m.role, m.parent_id, m.summary, m.finished) for k, m in self.messages.items()},
+            {k: (p.message_id, p.kind, p.status) for k, p in self.parts.items()},
+            dict(self.calls),
+            dict(self.compactions),
+            set(self.environment),
+        )
 
     # --- checking -------------------------------------------------------------------------
 
@@ -185,11 +205,15 @@ class SessionIndex:
                 message = self.messages.get(event.user_message_id)
                 if message is None or message.role != "user":
                     return f"user message {event.user_message_id!r} does not exist"
+                if event.user_message_id in self.environment:
+                    return f"the environment of {event.user_message_id!r} is captured already"
                 return None
             case MemoryPinned():
                 return "memory is pinned once per session" if self.memory_pinned else None
-            case PrefixPinned() | PrefixRotated():
+            case PrefixPinned():
                 return None
+            case PrefixRotated():
+                return None if self.prefix_key is not None else "no prefix is pinned to rotate"
             case PrefixAdvanced():
                 if event.key != self.prefix_key:
                     return f"prefix {event.key!r} is not the pinned one"
@@ -244,6 +268,8 @@ class SessionIndex:
         summary = self.messages.get(event.summary_message_id)
         if summary is None or summary.role != "assistant" or not summary.summary:
             return f"summary message {event.summary_message_id!r} does not exist"
+        if not summary.finished:
+            return f"summary message {event.summary_message_id!r} has not finished"
         if summary.parent_id != event.request_message_id:
             return f"summary {event.summary_message_id!r} does not answer the request"
         tail = event.tail_start_id
@@ -292,6 +318,8 @@ class SessionIndex:
                 self.compactions[event.request_message_id] = "rolled_back"
             case MemoryPinned():
                 self.memory_pinned = True
+            case EnvironmentCaptured():
+                self.environment[event.user_message_id] = None
             case PrefixPinned() | PrefixRotated():
                 self.prefix_key = event.key
             case _:

@@ -1,6 +1,6 @@
 """Event stores: the ``EventStore`` contract, SQLite (the embedded default) and memory."""
 
-from contextledger.store.errors import ConcurrencyError, StoreClosedError
+from contextledger.store.errors import ConcurrencyError, StoreClosedError, StoreSchemaError
 from contextledger.store.memory import MemoryStore
 from contextledger.store.protocol import ANY_VERSION, EventStore, Snapshot
 from contextledger.store.sqlite import Durability, SQLiteStore
@@ -14,4 +14,5 @@ __all__ = [
     "SQLiteStore",
     "Snapshot",
     "StoreClosedError",
+    "StoreSchemaError",
 ]

@@ -19,3 +19,7 @@ class ConcurrencyError(LedgerError):
 
 class StoreClosedError(LedgerError):
     """The store was used after it was closed."""
+
+
+class StoreSchemaError(LedgerError):
+    """The database was written by a release with another store schema."""

@@ -33,7 +33,9 @@ class MemoryStore:
     ) -> list[RecordedEvent]:
         """See ``EventStore.append``."""
         self._check_open()
-        await trio.lowlevel.checkpoint()
+        if not events:
+            await trio.lowlevel.checkpoint()
+            return []
         existing = self._streams.get(stream, [])
         if expected_version not in (ANY_VERSION, len(existing)):
             raise ConcurrencyError(stream, expected_version, len(existing))
@@ -45,11 +47,12 @@ class MemoryStore:
             RecordedEvent(stream, len(existing) + i + 1, len(self._log) + i + 1, e)
             for i, e in enumerate(decoded)
         ]
-        if recorded:
-            self._streams.setdefault(stream, []).extend(recorded)
-            self._log.extend(recorded)
-            self._committed.set()
-            self._committed = trio.Event()
+        self._streams.setdefault(stream, []).extend(recorded)
+        self._log.extend(recorded)
+        self._committed.set()
+        self._committed = trio.Event()
+        # Written: a cancellation takes effect at the caller's next checkpoint, as with SQLite.
+        await trio.lowlevel.cancel_shielded_checkpoint()
         return recorded
 
     async def read(
@@ -74,10 +77,10 @@ class MemoryStore:
 
     async def subscribe(self, from_position: int = 1) -> AsyncIterator[RecordedEvent]:
         """See ``EventStore.subscribe``."""
-        position = from_position
+        position = max(from_position, 1)
         while True:
             self._check_open()
-            batch = self._log[max(position, 1) - 1 :]
+            batch = self._log[position - 1 :]
             for recorded in batch:
                 yield recorded
             position += len(batch)

@@ -34,7 +34,7 @@ import trio
 
 from contextledger.events.catalogue import Event, RecordedEvent
 from contextledger.events.codec import DEFAULT_CODEC, EventCodec
-from contextledger.store.errors import ConcurrencyError, StoreClosedError
+from contextledger.store.errors import ConcurrencyError, StoreClosedError, StoreSchemaError
 from contextledger.store.protocol import ANY_VERSION, Snapshot
 
 Durability = Literal["normal", "full"]
@@ -46,6 +46,9 @@ INLINE_COMMIT_BYTES: Final = 1 << 20
 CHECKPOINT_PAGES: Final = 1000
 #: How long a connection waits for a lock held by another process before failing.
 BUSY_TIMEOUT_MS: Final = 10_000
+#: An inline commit never waits, so a task appending in a loop would never let others run;
+#: after this long without a pause, an append yields to the scheduler once.
+YIELD_SECONDS: Final = 0.001
 #: ``subscribe`` re-reads this often even without a local commit, to see other processes'.
 SUBSCRIBE_POLL_SECONDS: Final = 0.5
 #: Rows fetched per page by ``subscribe``.
@@ -99,13 +102,27 @@ def _one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, .
     return tuple(row)
 
 
-def _connect(path: str, durability: Durability) -> apsw.Connection:
+def _open_writer(path: str, durability: Durability) -> apsw.Connection:
+    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints, and no busy
+    wait (an inline commit that would wait for another process moves to a thread instead)."""
     conn = apsw.Connection(path)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     cur = conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+    cur.execute("PRAGMA wal_autocheckpoint=0")
     return conn
+
+
+def _open_reader(path: str) -> apsw.Connection:
+    """A connection for reads and checkpoints; it changes no database setting."""
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return conn
+
+
+class _WouldBlock(Exception):
+    """Another process holds the write lock: this commit must not wait on the trio thread."""
 
 
 class SQLiteStore:
@@ -123,10 +140,10 @@ class SQLiteStore:
         self.path = os.fspath(path)
         self.durability: Durability = durability
         self._codec = codec
-        self._writer = _connect(self.path, durability)
+        self._writer = _open_writer(self.path, durability)
         self._writer.cursor().execute(_SCHEMA)
-        self._writer.cursor().execute("PRAGMA wal_autocheckpoint=0")
         self._check_schema()
+        self._writer.set_busy_timeout(0)
         self._versions: dict[str, int] = {}
         self._last_position = 0
         self._data_version = -1
@@ -138,6 +155,7 @@ class SQLiteStore:
         self._leading = False
         self._closed = False
         self._committed: trio.Event | None = None
+        self._last_yield = 0.0
         self._checkpoint_thread: threading.Thread | None = None
 
     def _check_schema(self) -> None:
@@ -146,7 +164,7 @@ class SQLiteStore:
         if found == 0:
             cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
         elif found != _SCHEMA_VERSION:
-            raise StoreClosedError(
+            raise StoreSchemaError(
                 f"{self.path} has store schema {found}; this release reads {_SCHEMA_VERSION}"
             )
 
@@ -180,15 +198,18 @@ class SQLiteStore:
             return []
         codec = self._codec
         rows: list[tuple[str, int, bytes]] = []
+        stored: list[Event] = []
         nbytes = 0
         for event in events:
-            data = codec.encode(event)
+            tag, data = codec.tag_of(event), codec.encode(event)
             nbytes += len(data)
-            rows.append((codec.tag_of(event), event.v, data))
-        frozen = tuple(events)
+            rows.append((tag, event.v, data))
+            # What a later read returns, so the live projection equals a replayed one even
+            # for values msgpack does not keep as they were (a tuple comes back a list).
+            stored.append(codec.decode(tag, event.v, data, stream=stream))
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
-            return self._insert(cur, stream, expected_version, rows, frozen)
+            return self._insert(cur, stream, expected_version, rows, stored)
 
         result: list[RecordedEvent] = await self._submit(_Write(run, nbytes))
         return result
@@ -199,7 +220,7 @@ class SQLiteStore:
         stream: str,
         expected: int,
         rows: list[tuple[str, int, bytes]],
-        events: tuple[Event, ...],
+        events: list[Event],
     ) -> list[RecordedEvent]:
         version = self._versions.get(stream)
         if version is None:
@@ -243,23 +264,22 @@ class SQLiteStore:
         """Queue ``write``, then lead a commit or wait for the leader's. Once queued, a write
         is decided (committed or failed) before this returns: the wait is shielded."""
         self._queue.append(write)
-        if not self._leading and self._fits_inline():
-            # The common case, a lone small write: commit right here, with no await at all.
-            self._lead_inline()
-        else:
+        if self._leading or not self._fits_inline() or not self._commit_inline():
             with trio.CancelScope(shield=True):
                 while not write.done:
                     if self._leading:
                         write.wake = trio.Event()
                         await write.wake.wait()
-                    elif self._fits_inline():
-                        self._lead_inline()
-                    else:
+                    elif not self._fits_inline() or not self._commit_inline():
                         batch = self._take_queue()
                         try:
-                            await trio.to_thread.run_sync(self._commit, batch)
+                            await trio.to_thread.run_sync(self._commit, batch, True)
                         finally:
                             self._finish(batch)
+        elif trio.current_time() - self._last_yield >= YIELD_SECONDS:
+            # Inline commits do not wait for anything; let other tasks run now and then.
+            self._last_yield = trio.current_time()
+            await trio.lowlevel.cancel_shielded_checkpoint()
         if write.error is not None:
             raise write.error
         return write.result
@@ -269,12 +289,18 @@ class SQLiteStore:
             sum(w.nbytes for w in self._queue) <= INLINE_COMMIT_BYTES
         )
 
-    def _lead_inline(self) -> None:
+    def _commit_inline(self) -> bool:
+        """Commit the queue on this thread; False (queue untouched) when another process
+        holds the write lock, so the caller commits on a thread and waits there instead."""
         batch = self._take_queue()
         try:
-            self._commit(batch)
-        finally:
-            self._finish(batch)
+            self._commit(batch, False)
+        except _WouldBlock:
+            self._queue[:0] = batch
+            self._leading = False
+            return False
+        self._finish(batch)
+        return True
 
     def _take_queue(self) -> list[_Write]:
         self._leading = True
@@ -297,13 +323,24 @@ class SQLiteStore:
             self._wal_pages = 0
             self._start_checkpoint()
 
-    def _commit(self, batch: list[_Write]) -> None:
+    def _commit(self, batch: list[_Write], wait: bool) -> None:
         """Run every write of ``batch`` in one transaction. A write that raises a version
         conflict is rolled back to its savepoint alone; the others commit. Any other failure
-        rolls back the whole batch and fails every write in it."""
+        rolls back the whole batch and fails every write in it. Without ``wait``, raise
+        ``_WouldBlock`` (nothing done) instead of waiting for another process's lock."""
         cur = self._writer.cursor()
+        if wait:
+            self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
         try:
             cur.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError:
+            if not wait:
+                raise _WouldBlock from None
+            raise
+        finally:
+            if wait:
+                self._writer.set_busy_timeout(0)
+        try:
             self._refresh_caches(cur)
             for write in batch:
                 if len(batch) == 1:
@@ -362,7 +399,7 @@ class SQLiteStore:
         self._checkpoint_thread.start()
 
     def _checkpoint(self) -> None:
-        conn = _connect(self.path, self.durability)
+        conn = _open_reader(self.path)
         try:
             conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.Error as exc:
@@ -376,7 +413,7 @@ class SQLiteStore:
         with self._readers_lock:
             if self._readers:
                 return self._readers.pop()
-        return _connect(self.path, self.durability)
+        return _open_reader(self.path)
 
     def _release(self, conn: apsw.Connection) -> None:
         with self._readers_lock:

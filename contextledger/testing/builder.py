@@ -239,6 +239,7 @@ class SessionBuilder:
         tool: str,
         tool_input: dict[str, Any] | None = None,
         *,
+        metadata: dict[str, Any] | None = None,
         agent_id: str = MAIN_AGENT,
     ) -> str:
         """The model's call of ``tool`` (pending); returns the tool part's id."""
@@ -249,6 +250,7 @@ class SessionBuilder:
             call_id=f"call_{self._calls:04d}",
             tool=tool,
             state=ToolPending(input=tool_input or {}),
+            metadata=metadata or {},
         )
         self._tool_parts[part.id] = part
         return self.part(part, agent_id)
@@ -386,7 +388,7 @@ class SessionBuilder:
             request_message_id=request_id,
             summary_message_id=summary_id,
             tail_start_id=tail_start_id,
-            projection=CompactionProjection(summary=summary, head_last_id=tail_start_id),
+            projection=CompactionProjection(summary=summary),
         )
 
     def compact(self, summary: str, tail_start_id: str | None = None, **kw: Any) -> str:

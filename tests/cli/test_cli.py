@@ -89,3 +89,33 @@ def test_an_unknown_session_is_an_error(demo_db: Path, capsys: pytest.CaptureFix
     code, _, err = _run(capsys, "history", str(demo_db), "--session", "ses_missing")
     assert code == 1
     assert "no session 'ses_missing'" in err
+
+
+def test_view_prints_the_model_view_at_a_seq(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(
+        capsys,
+        "view",
+        str(demo_db),
+        "--session",
+        "ses_demo_001",
+        "--at",
+        "40",
+        "--model",
+        "anthropic/claude-sonnet-4",
+        "--json",
+    )
+    view = json.loads(out)
+    assert code == 0
+    assert view["seq"] == 40
+    roles = [m["role"] for m in view["messages"]]
+    assert roles[0] == "user" and "tool" in roles
+
+
+def test_view_rejects_a_malformed_model(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(
+        capsys, "view", str(demo_db), "--session", "ses_demo_001", "--model", "no-slash"
+    )
+    assert code == 1
+    assert "provider/model" in err

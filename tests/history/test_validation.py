@@ -17,6 +17,8 @@ from contextledger.events import (
     PartAdded,
     PartUpdated,
     PrefixAdvanced,
+    PrefixProfile,
+    PrefixRotated,
     SessionStarted,
     TextPart,
     ToolCompleted,
@@ -160,6 +162,7 @@ def test_a_compaction_completes_only_with_its_own_summary() -> None:
     user = b.user("one")
     request = b.request_compaction()
     stray = b.assistant(user, summary=True)
+    b.finish(stray)
     event = CompactionCompleted(
         session_id=b.session_id,
         request_message_id=request,
@@ -227,3 +230,34 @@ def test_validation_does_not_change_the_index() -> None:
     event = MessageAdded(session_id=b.session_id, message_id="msg_ffffffffffffff0000", role="user")
     validate_events(index, [event])
     validate_events(index, [event])  # still acceptable: the first call changed nothing
+
+
+def test_a_compaction_completes_only_once_its_summary_finished() -> None:
+    b = SessionBuilder()
+    b.user("one")
+    request = b.request_compaction()
+    unfinished = b.assistant(request, summary=True)
+    event = CompactionCompleted(
+        session_id=b.session_id,
+        request_message_id=request,
+        summary_message_id=unfinished,
+        tail_start_id=None,
+        projection=CompactionProjection(summary="s"),
+    )
+    assert "has not finished" in _reason(b, event)
+
+
+def test_an_environment_is_captured_once_per_user_message() -> None:
+    b = SessionBuilder()
+    user = b.user("hi", environment="<env/>")
+    again = EnvironmentCaptured(session_id=b.session_id, user_message_id=user, text="<env2/>")
+    assert "captured already" in _reason(b, again)
+
+
+def test_a_prefix_is_rotated_only_after_one_was_pinned() -> None:
+    b = SessionBuilder()
+    profile = PrefixProfile(
+        provider_id="p", model_id="m", agent="main", system_mode="d", system=(), tools=()
+    )
+    rotate = PrefixRotated(session_id=b.session_id, key="k", profile=profile, reason="tools")
+    assert "no prefix is pinned" in _reason(b, rotate)

@@ -1,0 +1,1 @@
+"""Pure decisions: tokens, overflow and budgets, tool-output truncation."""

@@ -1,0 +1,447 @@
+"""The model view: the conversion and projection rules of opencode / Kilo Code (§2-§3, §9.3,
+§9.4) and the pairing guarantee."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextledger.events import (
+    MessageError,
+    ModelRef,
+    RecordedEvent,
+    StepStartPart,
+    ToolPart,
+)
+from contextledger.history import History
+from contextledger.history.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.history.view import (
+    CLEARED_OUTPUT,
+    COMPACTION_PROMPT,
+    INTERRUPTED_OUTPUT,
+    SYNTHETIC_ATTACHMENT_PROMPT,
+    ViewOptions,
+    completed_summary,
+    filter_compacted,
+    model_view,
+    strip_historical_media,
+    tool_pairs_ok,
+    trim_before_last_summary,
+)
+from contextledger.testing.builder import DEFAULT_MODEL, SessionBuilder
+
+OTHER_MODEL = ModelRef(provider_id="openai", model_id="gpt-5")
+
+
+def _history(b: SessionBuilder) -> History:
+    return History.rebuild(
+        b.session_id, [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
+    )
+
+
+def _view(b: SessionBuilder, **options: object) -> list[ModelMessage]:
+    view = model_view(_history(b), ViewOptions(**{"model": DEFAULT_MODEL, **options}))
+    assert tool_pairs_ok(view)
+    return view
+
+
+def _texts(view: list[ModelMessage]) -> list[str]:
+    return [c.text for m in view for c in m.content if isinstance(c, ModelText)]
+
+
+def _results(view: list[ModelMessage]) -> list[ModelToolResult]:
+    return [c for m in view for c in m.content if isinstance(c, ModelToolResult)]
+
+
+# --- §9.3 conversion --------------------------------------------------------------------------
+
+
+def test_9_3_48_tool_output_is_truncated_for_summaries() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_result(b.tool_call(reply, "bash"), "abcdefghij")
+    (result,) = _results(_view(b, tool_output_max_chars=4))
+    assert result.output == "abcd\n[Tool output truncated for compaction: omitted 6 chars]"
+
+
+def test_9_3_49_a_tool_error_keeps_the_call_metadata_and_sends_the_error_text() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "bash", metadata={"anthropic": {"cache": 1}})
+    b.tool_error(call, "nope")
+    view = _view(b)
+    (tool_call,) = [c for m in view for c in m.content if isinstance(c, ModelToolCall)]
+    assert tool_call.provider_metadata == {"anthropic": {"cache": 1}}
+    (result,) = _results(view)
+    assert result.is_error and result.output == "nope"
+
+
+def test_9_3_50_an_interrupted_call_sends_its_partial_output_as_a_result() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_error(b.tool_call(reply, "bash"), "interrupted", partial_output="half of it")
+    (result,) = _results(_view(b))
+    assert not result.is_error and result.output == "half of it"
+
+
+def test_9_3_51_an_assistant_message_with_an_api_error_is_dropped() -> None:
+    b = SessionBuilder()
+    user = b.user("go")
+    reply = b.assistant(user)
+    b.text(reply, "partial")
+    b.finish(reply, "error", error=MessageError(name="APIError"))
+    assert [m.role for m in _view(b)] == ["user"]
+
+
+def test_9_3_52_an_aborted_message_is_kept_only_with_content_beyond_reasoning() -> None:
+    b = SessionBuilder()
+    user = b.user("go")
+    kept = b.assistant(user)
+    b.reasoning(kept, "thinking")
+    b.text(kept, "answer so far")
+    b.finish(kept, "error", error=MessageError(name="AbortedError"))
+    dropped = b.assistant(user)
+    b.reasoning(dropped, "only thinking")
+    b.finish(dropped, "error", error=MessageError(name="AbortedError"))
+    view = _view(b)
+    assert [m.source_id for m in view] == [user, kept]
+    assert isinstance(view[1].content[0], ModelReasoning)
+    assert _texts(view)[-1] == "answer so far"
+
+
+def test_9_3_54_each_step_becomes_its_own_assistant_message() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.text(reply, "first")
+    b.part(StepStartPart(id=b.new_part_id(), message_id=reply))
+    b.text(reply, "second")
+    view = _view(b)
+    assert [m.role for m in view] == ["user", "assistant", "assistant"]
+    assert _texts(view)[1:] == ["first", "second"]
+
+
+def test_9_3_55_an_assistant_message_of_only_step_starts_is_dropped() -> None:
+    b = SessionBuilder()
+    b.assistant(b.user("go"))
+    assert [m.role for m in _view(b)] == ["user"]
+
+
+def test_9_3_56_pending_and_running_calls_are_answered_as_interrupted() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_call(reply, "bash")
+    b.tool_running(b.tool_call(reply, "read"))
+    view = _view(b)
+    calls = [c for m in view for c in m.content if isinstance(c, ModelToolCall)]
+    assert [c.tool for c in calls] == ["bash", "read"]
+    assert [r.output for r in _results(view)] == [INTERRUPTED_OUTPUT] * 2
+    assert all(r.is_error for r in _results(view))
+
+
+def test_ignored_text_is_never_sent_and_synthetic_text_is() -> None:
+    b = SessionBuilder()
+    user = b.user("visible")
+    b.text(user, "hidden", ignored=True)
+    b.text(user, "system note", synthetic=True)
+    assert _texts(_view(b)) == ["visible", "system note"]
+
+
+def test_a_user_message_left_without_content_is_dropped() -> None:
+    b = SessionBuilder()
+    b.user("", files=[("text/plain", "notes.txt")])
+    assert _view(b) == []
+
+
+def test_reasoning_of_another_model_is_sent_as_text() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"), model=OTHER_MODEL)
+    b.reasoning(reply, "considering", signature="sig")
+    b.reasoning(reply, "   ")
+    view = _view(b)
+    assert view[1].content == (ModelText(text="considering"),)
+
+
+def test_empty_text_next_to_signed_reasoning_becomes_a_space() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.reasoning(reply, "thinking", signature="sig")
+    b.text(reply, "")
+    assert _view(b)[1].content[-1] == ModelText(text=" ")
+
+
+def test_a_cleared_output_is_sent_as_the_placeholder() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "read")
+    b.tool_result(call, "x" * 10_000, attachments=[("image/png", "a.png")])
+    b.prune([call])
+    (result,) = _results(_view(b))
+    assert result.output == CLEARED_OUTPUT and result.attachments == ()
+
+
+def test_a_soft_trimmed_output_keeps_its_head_and_tail_with_a_marker() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "read")
+    b.tool_result(call, "h" * 1536 + "m" * 5000 + "t" * 1536)
+    b.trim(call)
+    (result,) = _results(_view(b))
+    assert result.output.startswith("h" * 1536 + "\n\n[... trimmed — kept first and last 1.5K")
+    assert "of 8072 chars ...]" in result.output
+    assert result.output.endswith("t" * 1536) and "mmm" not in result.output
+
+
+def test_media_in_tool_results_moves_to_a_synthetic_user_message_when_unsupported() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("look"))
+    b.tool_result(
+        b.tool_call(reply, "screenshot"),
+        "taken",
+        attachments=[("image/png", "s.png"), ("application/pdf", "r.pdf")],
+    )
+    deepseek = ModelRef(provider_id="deepseek", model_id="deepseek-chat")
+    view = model_view(_history(b), ViewOptions(model=deepseek))
+    assert tool_pairs_ok(view)
+    assert [m.role for m in view] == ["user", "assistant", "tool", "user"]
+    assert view[-1].synthetic
+    assert view[-1].content[0] == ModelText(text=SYNTHETIC_ATTACHMENT_PROMPT, synthetic=True)
+    assert [c.filename for c in view[-1].content[1:] if isinstance(c, ModelFile)] == [
+        "s.png",
+        "r.pdf",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("provider", "model_id", "inline"),
+    [
+        ("anthropic", "claude-sonnet-4", ["s.png", "r.pdf"]),
+        ("amazon-bedrock", "claude", ["s.png"]),
+        ("google", "gemini-3-pro", ["s.png", "r.pdf"]),
+        ("google", "gemini-2.5-pro", []),
+    ],
+)
+def test_media_in_tool_results_follows_the_providers_support(
+    provider: str, model_id: str, inline: list[str]
+) -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("look"))
+    b.tool_result(
+        b.tool_call(reply, "shot"),
+        "ok",
+        attachments=[("image/png", "s.png"), ("application/pdf", "r.pdf")],
+    )
+    view = model_view(
+        _history(b), ViewOptions(model=ModelRef(provider_id=provider, model_id=model_id))
+    )
+    (result,) = _results(view)
+    assert [a.filename for a in result.attachments] == inline
+
+
+def test_strip_media_replaces_user_media_with_placeholders() -> None:
+    b = SessionBuilder()
+    b.user("see", files=[("image/png", "cat.png"), ("image/jpeg", None)])
+    assert _texts(_view(b, strip_media=True)) == [
+        "see",
+        "[Attached image/png: cat.png]",
+        "[Attached image/jpeg: file]",
+    ]
+
+
+def test_each_user_message_keeps_its_captured_environment() -> None:
+    b = SessionBuilder()
+    first = b.user("one", environment="<env>1</env>")
+    b.user("two", environment="<env>2</env>")
+    each = _view(b)
+    assert _texts(each) == ["one", "<env>1</env>", "two", "<env>2</env>"]
+    latest = _view(b, environment="latest")
+    assert _texts(latest) == ["one", "two", "<env>2</env>"]
+    assert each[0].source_id == first
+
+
+# --- §3 projection and §9.4 history trims --------------------------------------------------------
+
+
+def test_a_compaction_without_a_tail_hides_everything_before_it() -> None:
+    b = SessionBuilder()
+    b.user("old question")
+    b.compact("## Goal\nsummary one")
+    b.user("new question")
+    assert _texts(_view(b)) == [COMPACTION_PROMPT, "## Goal\nsummary one", "new question"]
+
+
+def test_9_2_24_the_kept_tail_follows_the_summary() -> None:
+    b = SessionBuilder()
+    b.user("older context")
+    tail = b.user("keep this turn")
+    request = b.request_compaction()
+    summary = b.summary(request, "the summary")
+    b.complete_compaction(request, summary, tail)
+    b.user("continue")
+    view = _view(b)
+    assert [m.source_id for m in view] == [request, summary, tail, view[-1].source_id]
+    assert "older context" not in _texts(view)
+
+
+def test_9_2_33_a_second_compaction_keeps_only_what_follows_its_tail() -> None:
+    b = SessionBuilder()
+    b.user("u1")
+    b.user("u2")
+    u3 = b.user("u3")
+    b.compact("first", tail_start_id=u3)
+    u4 = b.user("u4")
+    b.compact("second", tail_start_id=u3)
+    texts = _texts(_view(b))
+    assert "u1" not in texts and "u2" not in texts
+    assert {"u3", "u4", "second", COMPACTION_PROMPT} <= set(texts)
+    assert u4
+
+
+def test_a_rolled_back_compaction_leaves_the_view_as_it_was() -> None:
+    b = SessionBuilder()
+    b.user("u1")
+    before = _view(b)
+    request = b.request_compaction()
+    b.summary(request, "bad summary")
+    b.roll_back(request, "repetitive")
+    assert _view(b) == before
+
+
+def test_a_compaction_in_progress_is_not_part_of_the_view() -> None:
+    b = SessionBuilder()
+    b.user("u1")
+    before = _view(b)
+    b.request_compaction()
+    assert _view(b) == before
+
+
+def test_9_4_61_a_completed_summary_is_finished_without_error() -> None:
+    b = SessionBuilder()
+    request = b.request_compaction()
+    summary = b.summary(request, "s")
+    errored = b.assistant(request, summary=True)
+    b.finish(errored, "error", error=MessageError(name="APIError"))
+    unfinished = b.assistant(request, summary=True)
+    h = _history(b)
+    assert completed_summary(h.message(summary))
+    assert not completed_summary(h.message(errored))
+    assert not completed_summary(h.message(unfinished))
+
+
+def test_9_4_62_to_67_trim_before_last_summary() -> None:
+    b = SessionBuilder()
+    early_reply = b.assistant(b.user("early"))
+    b.finish(early_reply)
+    status = b.user("status?")
+    manual = b.assistant(status, summary=True)
+    b.text(manual, "summary of it")
+    b.finish(manual)
+    b.user("next")
+    messages = _history(b).messages
+    trimmed = trim_before_last_summary(messages)
+    assert [m.id for m in trimmed][:2] == [status, manual]
+    assert trim_before_last_summary(trimmed) is trimmed  # idempotent, parent now first
+    without = [m for m in messages if not m.summary]
+    assert trim_before_last_summary(without) is without
+    orphan = [m for m in messages if m.id != status]
+    assert trim_before_last_summary(orphan) is orphan  # parent missing: unchanged
+
+
+def test_9_4_68_to_70_historical_media_becomes_placeholders() -> None:
+    b = SessionBuilder()
+    b.user(
+        "look",
+        files=[
+            ("image/png", "screen.png"),
+            ("image/png", None),
+            ("application/pdf", "brief.pdf"),
+            ("text/plain", "n.txt"),
+        ],
+    )
+    b.user("now this", files=[("image/png", "current.png")])
+    messages = _history(b).messages
+    stripped = strip_historical_media(messages)
+    first = stripped[0]
+    texts = [getattr(p, "text", None) for p in first.parts]
+    assert "[Attached image/png: screen.png]" in texts
+    assert "[Attached image/png: file]" in texts
+    assert "[Attached application/pdf: brief.pdf]" in texts
+    assert any(getattr(p, "mime", None) == "text/plain" for p in first.parts)
+    assert stripped[1] is messages[1]  # 9.4#71: the last user message is untouched
+    assert messages[0].parts[1].__struct_config__.tag == "file"  # 9.4#76: input not mutated
+
+
+def test_9_4_73_completed_tools_lose_only_media_attachments() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "read")
+    b.tool_result(
+        call,
+        "output",
+        attachments=[("image/png", "a.png"), ("text/plain", "t.txt"), ("application/pdf", "p.pdf")],
+    )
+    b.user("next")
+    stripped = strip_historical_media(_history(b).messages)
+    part = next(p for p in stripped[1].parts if isinstance(p, ToolPart))
+    assert [a.filename for a in part.state.attachments] == ["t.txt"]  # type: ignore[union-attr]
+    assert part.state.output == "output"  # type: ignore[union-attr]
+
+
+def test_9_4_75_with_one_user_message_nothing_is_stripped() -> None:
+    b = SessionBuilder()
+    b.user("look", files=[("image/png", "a.png")])
+    messages = _history(b).messages
+    assert strip_historical_media(messages) is messages
+
+
+def test_9_4_77_a_synthetic_only_user_message_does_not_move_the_cutoff() -> None:
+    b = SessionBuilder()
+    b.user("older", files=[("image/png", "old.png")])
+    b.user("real", files=[("image/png", "keep.png")])
+    synthetic = b.user("", synthetic=True)
+    b.text(synthetic, "Summarize the task tool output", synthetic=True)
+    messages = _history(b).messages
+    stripped = strip_historical_media(messages)
+    assert stripped[1] is messages[1] and stripped[2] is messages[2]
+    assert stripped[0] is not messages[0]
+
+
+def test_historical_media_is_stripped_in_the_view_once_a_summary_exists() -> None:
+    b = SessionBuilder()
+    tail = b.user("with image", files=[("image/png", "old.png")])
+    b.compact("summary", tail_start_id=tail)
+    b.user("now")
+    assert "[Attached image/png: old.png]" in _texts(_view(b))
+
+
+def test_filter_compacted_is_a_no_op_without_compactions() -> None:
+    b = SessionBuilder()
+    b.user("a")
+    b.user("b")
+    messages = _history(b).messages
+    assert filter_compacted(messages) == messages
+
+
+def test_an_agent_slice_sees_only_its_own_messages() -> None:
+    b = SessionBuilder()
+    b.user("main task")
+    b.user("explore task", agent_id="explore")
+    assert _texts(_view(b, agent_id="explore")) == ["explore task"]
+
+
+def test_by_default_media_is_stripped_only_before_the_newest_compaction() -> None:
+    b = SessionBuilder()
+    tail = b.user("old", files=[("image/png", "old.png")])
+    b.compact("summary", tail_start_id=tail)
+    b.user("new", files=[("image/png", "new.png")])
+    b.user("newer")
+    view = _view(b)
+    assert "[Attached image/png: old.png]" in _texts(view)
+    assert [c.filename for m in view for c in m.content if isinstance(c, ModelFile)] == ["new.png"]
+    kilo = _view(b, historical_media="latest-user")
+    assert not [c for m in kilo for c in m.content if isinstance(c, ModelFile)]

@@ -1,0 +1,127 @@
+"""Properties of the model view over generated sessions: determinism, call/result pairing,
+and prefix stability."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from contextledger.events import (
+    AssistantFinished,
+    CompactionCompleted,
+    CompactionRequested,
+    CompactionRolledBack,
+    EnvironmentCaptured,
+    Event,
+    InvalidEvent,
+    MessageAdded,
+    ModelRef,
+    PartAdded,
+    PartUpdated,
+    RecordedEvent,
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+    ToolStateChanged,
+)
+from contextledger.history import History, validate_events
+from contextledger.history.live_view import LiveView
+from contextledger.history.validation import SessionIndex
+from contextledger.history.view import ViewOptions, model_view, tool_pairs_ok
+from contextledger.testing import session_events, split_batches
+
+PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+_OPTIONS = st.builds(
+    ViewOptions,
+    model=st.sampled_from(
+        [
+            None,
+            ModelRef(provider_id="anthropic", model_id="claude-sonnet-4"),
+            ModelRef(provider_id="openai", model_id="gpt-5"),
+            ModelRef(provider_id="deepseek", model_id="deepseek-chat"),
+        ]
+    ),
+    strip_media=st.booleans(),
+    tool_output_max_chars=st.none() | st.integers(0, 100),
+    environment=st.sampled_from(["each", "latest", "none"]),
+    historical_media=st.sampled_from(["compaction", "latest-user", "keep"]),
+    agent_id=st.sampled_from([None, "main", "explore"]),
+)
+
+
+def _history(events: list[Event]) -> History:
+    return History.rebuild(
+        "ses_test", [RecordedEvent("ses_test", i, i, e) for i, e in enumerate(events, 1)]
+    )
+
+
+@PROPERTY
+@given(session_events(), _OPTIONS)
+def test_the_view_is_deterministic(events: list[Event], options: ViewOptions) -> None:
+    assert model_view(_history(events), options) == model_view(_history(events), options)
+
+
+@PROPERTY
+@given(session_events(), _OPTIONS, st.data())
+def test_no_view_ever_separates_a_call_from_its_result(
+    events: list[Event], options: ViewOptions, data: st.DataObject
+) -> None:
+    cut = data.draw(st.integers(1, len(events)), label="events so far")
+    assert tool_pairs_ok(model_view(_history(events[:cut]), options))
+
+
+def _touched_message(event: Event, known_messages: set[str], known_parts: set[str]) -> bool:
+    """Does ``event`` change a message that already existed (or reshape the view)?"""
+    match event:
+        case CompactionCompleted() | CompactionRolledBack():
+            return True
+        case PartAdded(part=part) | PartUpdated(part=part):
+            return part.message_id in known_messages
+        case ToolStateChanged() | AssistantFinished():
+            return event.message_id in known_messages
+        case ToolOutputCleared():
+            return any(p in known_parts for p in event.part_ids)
+        case ToolOutputTrimmed():
+            return event.part_id in known_parts
+        case EnvironmentCaptured():
+            return event.user_message_id in known_messages
+        case _:
+            return False
+
+
+@PROPERTY
+@given(session_events(), _OPTIONS, st.data())
+def test_appending_events_that_do_not_touch_earlier_messages_keeps_the_view_prefix(
+    events: list[Event], options: ViewOptions, data: st.DataObject
+) -> None:
+    assume(options.environment != "latest" and options.historical_media != "latest-user")
+    cut = data.draw(st.integers(1, len(events)), label="events so far")
+    head = events[:cut]
+    known_messages = {
+        e.message_id for e in head if isinstance(e, MessageAdded | CompactionRequested)
+    }
+    known_parts = {e.part.id for e in head if isinstance(e, PartAdded)}
+    later = [e for e in events[cut:] if not _touched_message(e, known_messages, known_parts)]
+    try:
+        validate_events(SessionIndex("ses_test"), head + later)
+    except InvalidEvent:
+        assume(False)
+    before = model_view(_history(head), options)
+    after = model_view(_history(head + later), options)
+    assert after[: len(before)] == before
+
+
+@PROPERTY
+@given(session_events(), _OPTIONS, st.data())
+def test_the_live_view_equals_the_view_built_from_scratch(
+    events: list[Event], options: ViewOptions, data: st.DataObject
+) -> None:
+    batches = data.draw(split_batches(events), label="batches")
+    history = History("ses_test")
+    live = LiveView(options)
+    seq = 0
+    for batch in batches:
+        for event in batch:
+            seq += 1
+            history.apply(RecordedEvent("ses_test", seq, seq, event))
+        assert list(live.update(history)) == model_view(history, options)
