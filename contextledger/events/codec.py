@@ -67,7 +67,12 @@ class EventCodec:
             raise EventDecodeError(stream, position, f"unknown event type {tag!r}")
         try:
             if version == current:
-                return cast(Event, self._decoder.decode(data))
+                event = self._decoder.decode(data)
+                if struct_tag(event) != tag:
+                    raise EventDecodeError(
+                        stream, position, f"stored as {tag} but holds {struct_tag(event)}"
+                    )
+                return cast(Event, event)
             if version > current:
                 raise EventDecodeError(
                     stream, position, f"{tag} v{version} is newer than this release (v{current})"

@@ -9,6 +9,7 @@ kept and the counter keeps counting, so the order survives clock skew.
 
 from __future__ import annotations
 
+import re
 from typing import Final, Literal
 
 IdKind = Literal["msg", "prt", "ses"]
@@ -18,6 +19,7 @@ _TIME_DIGITS: Final = 12
 #: 6 hex digits: 16.7 million ids per millisecond before the timestamp is borrowed forward.
 _COUNTER_DIGITS: Final = 6
 _COUNTER_LIMIT: Final = 16**_COUNTER_DIGITS
+_ID: Final = re.compile(rf"([a-z]+)_([0-9a-f]{{{_TIME_DIGITS}}})([0-9a-f]{{{_COUNTER_DIGITS}}})")
 
 
 def format_id(kind: IdKind, time_ms: int, counter: int) -> str:
@@ -26,14 +28,12 @@ def format_id(kind: IdKind, time_ms: int, counter: int) -> str:
 
 
 def parse_id(value: str) -> tuple[str, int, int]:
-    """Split an id into (kind, time_ms, counter); raise ``ValueError`` on a malformed id."""
-    kind, sep, body = value.partition("_")
-    if not sep or len(body) != _TIME_DIGITS + _COUNTER_DIGITS:
+    """Split an id into (kind, time_ms, counter); raise ``ValueError`` on a malformed id
+    (anything but lowercase letters, ``_`` and 18 lowercase hex digits)."""
+    match = _ID.fullmatch(value)
+    if match is None:
         raise ValueError(f"malformed id {value!r}")
-    try:
-        return kind, int(body[:_TIME_DIGITS], 16), int(body[_TIME_DIGITS:], 16)
-    except ValueError:
-        raise ValueError(f"malformed id {value!r}") from None
+    return match[1], int(match[2], 16), int(match[3], 16)
 
 
 class IdGenerator:

@@ -40,9 +40,10 @@ class EventStore(Protocol):
 
         Returns only after the events are committed. Raises ``ConcurrencyError`` (nothing
         written) when the stream's version is not ``expected_version`` (``ANY_VERSION`` skips
-        the check). Once called, an append runs to completion: a cancellation arriving
-        meanwhile takes effect at the caller's next checkpoint, so a returned result is
-        always committed and a raised error always means nothing was written.
+        the check). An empty ``events`` writes nothing, checks nothing and returns ``[]``.
+        Once called, an append runs to completion: a cancellation arriving meanwhile takes
+        effect at the caller's next checkpoint, so a returned result is always committed and
+        a raised error always means nothing was written.
         """
         ...
 

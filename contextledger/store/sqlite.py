@@ -157,6 +157,8 @@ class SQLiteStore:
         self._committed: trio.Event | None = None
         self._last_yield = 0.0
         self._checkpoint_thread: threading.Thread | None = None
+        self._checkpoint_wanted = False
+        self._checkpoint_lock = threading.Lock()
 
     def _check_schema(self) -> None:
         cur = self._writer.cursor()
@@ -390,19 +392,33 @@ class SQLiteStore:
 
     def _start_checkpoint(self) -> None:
         """Checkpoint the WAL on a thread of its own with its own connection, so neither the
-        event loop nor the writer waits for it; at most one runs at a time."""
-        if self._checkpoint_thread is not None and self._checkpoint_thread.is_alive():
-            return
-        self._checkpoint_thread = threading.Thread(
-            target=self._checkpoint, name="contextledger-checkpoint", daemon=True
-        )
-        self._checkpoint_thread.start()
+        event loop nor the writer waits for it. At most one thread runs; a request made while
+        it runs makes it go round once more (commits made meanwhile are not yet in it)."""
+        with self._checkpoint_lock:
+            self._checkpoint_wanted = True
+            if self._checkpoint_thread is not None:
+                return
+            self._checkpoint_thread = threading.Thread(
+                target=self._checkpoint, name="contextledger-checkpoint", daemon=True
+            )
+            self._checkpoint_thread.start()
 
     def _checkpoint(self) -> None:
         conn = _open_reader(self.path)
         try:
-            conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+            # A connection learns that the file is in WAL mode on its first read; before
+            # that, a checkpoint request does nothing.
+            conn.execute("PRAGMA journal_mode").fetchall()
+            while True:
+                with self._checkpoint_lock:
+                    if not self._checkpoint_wanted:
+                        self._checkpoint_thread = None
+                        return
+                    self._checkpoint_wanted = False
+                conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
         except apsw.Error as exc:
+            with self._checkpoint_lock:
+                self._checkpoint_thread = None
             _log.warning("checkpoint failed", path=self.path, error=str(exc))
         finally:
             conn.close()
@@ -524,6 +540,8 @@ class SQLiteStore:
             readers, self._readers = self._readers, []
         for conn in readers:
             conn.close()
-        if self._checkpoint_thread is not None:
-            await trio.to_thread.run_sync(self._checkpoint_thread.join)
+        with self._checkpoint_lock:
+            running = self._checkpoint_thread
+        if running is not None:
+            await trio.to_thread.run_sync(running.join)
         self._writer.close()

@@ -1,0 +1,156 @@
+"""The child process of ``test_crash.py``: appends to one session until it is killed.
+
+Usage: ``python _crash_child.py DB SESSION_ID SEED``
+
+It opens the SQLite store at DB, continues SESSION_ID from its stored version (through
+``SessionLog``, so the projection is loaded from its snapshot plus the events after it), and
+appends batches forever. After each append returns it writes the last recorded seq to stdout
+and flushes, so every seq the parent reads was acknowledged by the store.
+
+The batches have a structure the parent can check for all-or-nothing visibility:
+
+- single events: ``session.started`` (first), a user ``message.added``, a
+  ``tool.output_cleared``;
+- multi-event batches: an assistant ``message.added``, then its parts (text, and tool calls
+  that complete inside the batch), then ``assistant.finished`` whose ``finish`` is
+  ``"stop:N"`` with N the number of events in the whole batch. A few batches carry a text
+  larger than ``INLINE_COMMIT_BYTES``, so their commit runs on a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sys
+
+import structlog
+import trio
+
+from contextledger.events import (
+    AssistantFinished,
+    Event,
+    IdGenerator,
+    MessageAdded,
+    PartAdded,
+    SessionStarted,
+    TextPart,
+    ToolCompleted,
+    ToolOutputCleared,
+    ToolPart,
+    ToolPending,
+    ToolStateChanged,
+)
+from contextledger.history import History
+from contextledger.ledger import SessionLog
+from contextledger.store import Durability, SQLiteStore
+from contextledger.store.sqlite import INLINE_COMMIT_BYTES
+
+#: Snapshots often, so restarts load from a snapshot plus a short tail.
+SNAPSHOT_EVERY = 40
+#: A fixed clock: ids then differ by their counter only, and runs are reproducible.
+NOW_MS = 1_700_000_000_000
+
+
+class Writer:
+    """Makes the next batch for a session, continuing whatever the history holds."""
+
+    def __init__(self, history: History, rng: random.Random) -> None:
+        self.session_id = history.session_id
+        self.rng = rng
+        index = history.index
+        self.message_ids = IdGenerator("msg", last=index.last_message_id or None)
+        self.part_ids = IdGenerator("prt", last=index.last_part_id or None)
+        self.last_user_id: str | None = None
+        self.uncleared: list[str] = []
+        for message in history.messages:
+            if message.role == "user":
+                self.last_user_id = message.id
+            for part in message.parts:
+                if (
+                    isinstance(part, ToolPart)
+                    and isinstance(part.state, ToolCompleted)
+                    and part.state.compacted_ms is None
+                ):
+                    self.uncleared.append(part.id)
+
+    def next_batch(self) -> list[Event]:
+        roll = self.rng.random()
+        if roll < 0.3:
+            return [self.user_message()]
+        if roll < 0.4 and self.uncleared:
+            return [self.clear_tools()]
+        return self.assistant_turn(huge=roll > 0.999)
+
+    def user_message(self) -> MessageAdded:
+        message_id = self.message_ids.next(NOW_MS)
+        self.last_user_id = message_id
+        return MessageAdded(session_id=self.session_id, message_id=message_id, role="user")
+
+    def clear_tools(self) -> ToolOutputCleared:
+        count = min(len(self.uncleared), self.rng.randint(1, 3))
+        cleared, self.uncleared = self.uncleared[:count], self.uncleared[count:]
+        return ToolOutputCleared(
+            session_id=self.session_id, part_ids=tuple(cleared), reason="normal"
+        )
+
+    def assistant_turn(self, *, huge: bool) -> list[Event]:
+        sid = self.session_id
+        message_id = self.message_ids.next(NOW_MS)
+        batch: list[Event] = [
+            MessageAdded(
+                session_id=sid, message_id=message_id, role="assistant", parent_id=self.last_user_id
+            )
+        ]
+        if huge:
+            text = "h" * (INLINE_COMMIT_BYTES + 1)
+            part = TextPart(id=self.part_ids.next(NOW_MS), message_id=message_id, text=text)
+            batch.append(PartAdded(session_id=sid, part=part))
+        completed: list[str] = []
+        for _ in range(self.rng.randint(0, 4)):
+            part_id = self.part_ids.next(NOW_MS)
+            if self.rng.random() < 0.5:
+                text = "t" * self.rng.randint(1, 400)
+                part = TextPart(id=part_id, message_id=message_id, text=text)
+                batch.append(PartAdded(session_id=sid, part=part))
+            else:
+                call = ToolPart(
+                    id=part_id,
+                    message_id=message_id,
+                    call_id=f"call_{part_id}",
+                    tool="read",
+                    state=ToolPending(input={"path": f"{part_id}.py"}),
+                )
+                done = ToolCompleted(input={"path": f"{part_id}.py"}, output="o" * 300)
+                batch.append(PartAdded(session_id=sid, part=call))
+                batch.append(
+                    ToolStateChanged(
+                        session_id=sid, message_id=message_id, part_id=part_id, state=done
+                    )
+                )
+                completed.append(part_id)
+        finished = AssistantFinished(
+            session_id=sid, message_id=message_id, finish=f"stop:{len(batch) + 1}"
+        )
+        batch.append(finished)
+        self.uncleared.extend(completed)
+        return batch
+
+
+async def main(path: str, session_id: str, seed: int) -> None:
+    rng = random.Random(seed)
+    durability: Durability = "full" if rng.random() < 0.3 else "normal"
+    async with SQLiteStore.open(path, durability=durability) as store:
+        log = await SessionLog.open(store, session_id, snapshot_every=SNAPSHOT_EVERY)
+        if log.history.seq == 0:
+            started = SessionStarted(session_id=session_id, title="crash test")
+            recorded = await log.append([started])
+            print(recorded[-1].seq, flush=True)
+        writer = Writer(log.history, rng)
+        while True:
+            recorded = await log.append(writer.next_batch())
+            print(recorded[-1].seq, flush=True)
+
+
+if __name__ == "__main__":
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))

@@ -1,0 +1,576 @@
+"""What the SQLite store promises beyond the ``EventStore`` contract: durability modes, where
+commits run, group commit, several stores on one file, checkpoints, and reading rows that
+are corrupt or were written under an older event schema."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+
+import apsw
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+import contextledger.store.sqlite as sqlite_module
+from contextledger.events import (
+    EventBase,
+    EventCodec,
+    EventDecodeError,
+    MemoryPinned,
+    RecordedEvent,
+    UpcasterRegistry,
+)
+from contextledger.store import ConcurrencyError, Snapshot, SQLiteStore, StoreSchemaError
+from contextledger.store.sqlite import INLINE_COMMIT_BYTES
+
+#: Generous: a test that needs it has hung, it is not slow.
+TIMEOUT = 10
+
+
+def note(text: str, stream: str = "s") -> MemoryPinned:
+    return MemoryPinned(session_id=stream, text=text)
+
+
+def big(stream: str = "big") -> MemoryPinned:
+    """One event larger than ``INLINE_COMMIT_BYTES``: its commit runs on a worker thread."""
+    return MemoryPinned(session_id=stream, text="x" * (INLINE_COMMIT_BYTES + 1))
+
+
+def texts(recorded: list[RecordedEvent]) -> list[str]:
+    return [r.event.text for r in recorded]  # type: ignore[union-attr]
+
+
+class Commits:
+    """Watches a store's writer connection through an apsw commit hook: records the thread
+    of every commit, and can hold the next commit made on a worker thread until released
+    (``held`` is set while it waits), so a test can act while that commit is in flight."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.trio_thread = threading.get_ident()
+        self.threads: list[int] = []
+        self.held = trio.Event()
+        self._hold_next = False
+        self._released = threading.Event()
+        store._writer.set_commit_hook(self._hook)
+
+    def hold_next_worker_commit(self) -> None:
+        self._hold_next = True
+
+    def release(self) -> None:
+        self._released.set()
+
+    @property
+    def on_trio_thread(self) -> int:
+        return sum(t == self.trio_thread for t in self.threads)
+
+    @property
+    def on_worker_threads(self) -> int:
+        return sum(t != self.trio_thread for t in self.threads)
+
+    def _hook(self) -> bool:
+        thread = threading.get_ident()
+        self.threads.append(thread)
+        if self._hold_next and thread != self.trio_thread:
+            self._hold_next = False
+            trio.from_thread.run_sync(self.held.set)
+            self._released.wait(TIMEOUT)
+        return False  # let the commit go ahead
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "x.db"
+
+
+def raw_connection(path: Path) -> apsw.Connection:
+    """A plain connection to the store's file, as another program would open it."""
+    conn = apsw.Connection(str(path))
+    conn.set_busy_timeout(5000)
+    return conn
+
+
+def insert_row(path: Path, stream: str, type_: str, v: int, data: bytes) -> int:
+    """Write an event row behind the store's back; return its position."""
+    conn = raw_connection(path)
+    try:
+        with conn:
+            position = conn.execute("SELECT coalesce(max(position), 0) + 1 FROM events").get
+            seq = conn.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE stream = ?", (stream,)
+            ).get
+            conn.execute(
+                "INSERT INTO events (position, stream, seq, type, v, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (position, stream, seq, type_, v, data),
+            )
+    finally:
+        conn.close()
+    return int(position)
+
+
+def pragma(store: SQLiteStore, name: str) -> Any:
+    return store._writer.execute(f"PRAGMA {name}").get
+
+
+# --- durability and where commits run -----------------------------------------------------
+
+
+async def test_normal_durability_is_the_default(db: Path) -> None:
+    async with SQLiteStore.open(db) as store:
+        assert store.durability == "normal"
+        assert pragma(store, "synchronous") == 1  # NORMAL
+
+
+async def test_small_commits_at_normal_durability_run_on_the_trio_thread(db: Path) -> None:
+    async with SQLiteStore.open(db) as store:
+        commits = Commits(store)
+        for i in range(3):
+            await store.append("s", i, [note(f"n{i}")])
+
+    assert (commits.on_trio_thread, commits.on_worker_threads) == (3, 0)
+
+
+async def test_full_durability_syncs_every_commit(db: Path) -> None:
+    async with SQLiteStore.open(db, durability="full") as store:
+        assert store.durability == "full"
+        assert pragma(store, "synchronous") == 2  # FULL
+
+
+async def test_full_durability_commits_on_a_worker_thread(db: Path) -> None:
+    async with SQLiteStore.open(db, durability="full") as store:
+        commits = Commits(store)
+        for i in range(3):
+            await store.append("s", i, [note(f"n{i}")])
+        await store.save_snapshot(Snapshot("s", 3, 1, b"snap"))
+
+        assert texts(await store.read("s")) == ["n0", "n1", "n2"]
+        assert await store.load_snapshot("s") == Snapshot("s", 3, 1, b"snap")
+    assert (commits.on_trio_thread, commits.on_worker_threads) == (0, 4)
+
+
+async def test_an_unknown_durability_raises_value_error(db: Path) -> None:
+    with pytest.raises(ValueError, match="durability"):
+        async with SQLiteStore.open(db, durability="fast"):  # type: ignore[arg-type]
+            pass
+
+
+async def test_a_batch_over_the_inline_limit_commits_on_a_worker_thread(db: Path) -> None:
+    async with SQLiteStore.open(db) as store:
+        commits = Commits(store)
+        recorded = await store.append("big", 0, [big()])
+
+        assert await store.read("big") == recorded
+    assert (commits.on_trio_thread, commits.on_worker_threads) == (0, 1)
+
+
+async def test_the_event_loop_keeps_running_while_a_large_commit_is_in_flight(
+    db: Path,
+) -> None:
+    ticks = 0
+    committed = trio.Event()
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.sleep(0)
+
+    async def append_big() -> None:
+        await store.append("big", 0, [big()])
+        committed.set()
+
+    async with SQLiteStore.open(db) as store:
+        commits = Commits(store)
+        commits.hold_next_worker_commit()
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(tick)
+                nursery.start_soon(append_big)
+                await commits.held.wait()
+                ticks_when_held = ticks
+                while ticks < ticks_when_held + 100:
+                    await trio.sleep(0)
+                assert not committed.is_set()  # the other task ran 100 steps meanwhile
+                commits.release()
+                await committed.wait()
+                nursery.cancel_scope.cancel()
+
+        assert await store.stream_version("big") == 1
+
+
+async def test_an_append_waiting_for_another_writers_lock_waits_off_the_event_loop(
+    db: Path,
+) -> None:
+    ticks = 0
+    committed = trio.Event()
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.sleep(0)
+
+    async def append() -> None:
+        await store.append("s", 1, [note("b")])
+        committed.set()
+
+    async with SQLiteStore.open(db) as store:
+        await store.append("s", 0, [note("a")])
+        commits = Commits(store)
+        other = raw_connection(db)  # another process, holding the write lock
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with trio.fail_after(TIMEOUT):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(tick)
+                    nursery.start_soon(append)
+                    while ticks < 100:
+                        await trio.sleep(0)
+                    assert not committed.is_set()  # the loop runs while the append waits
+                    other.execute("ROLLBACK")
+                    await committed.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            other.close()
+
+        assert texts(await store.read("s")) == ["a", "b"]
+    assert (commits.on_trio_thread, commits.on_worker_threads) == (0, 1)
+
+
+async def test_a_cancelled_append_at_full_durability_still_commits_and_returns(
+    db: Path,
+) -> None:
+    async with SQLiteStore.open(db, durability="full") as store:
+        returned: list[RecordedEvent] = []
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            returned = await store.append("s", 0, [note("a")])
+            await trio.lowlevel.checkpoint()
+
+        assert scope.cancelled_caught
+        assert returned == await store.read("s")
+
+
+async def test_an_append_cancelled_while_queued_behind_a_commit_still_commits(db: Path) -> None:
+    returned: list[RecordedEvent] = []
+    scope = trio.CancelScope()
+
+    async def append() -> None:
+        with scope:
+            returned.extend(await store.append("s", 0, [note("a")]))
+            await trio.lowlevel.checkpoint()
+
+    async with SQLiteStore.open(db) as store:
+        commits = Commits(store)
+        commits.hold_next_worker_commit()
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(store.append, "big", 0, [big()])
+                await commits.held.wait()
+                nursery.start_soon(append)
+                await trio.testing.wait_all_tasks_blocked()  # queued
+                scope.cancel()
+                await trio.testing.wait_all_tasks_blocked()  # still queued, not cancelled
+                commits.release()
+
+        assert scope.cancelled_caught
+        assert returned == await store.read("s")
+        assert texts(returned) == ["a"]
+
+
+async def test_appends_queued_behind_a_commit_in_flight_share_one_commit(db: Path) -> None:
+    returned: dict[str, list[RecordedEvent]] = {}
+
+    async def append(stream: str) -> None:
+        returned[stream] = await store.append(stream, 0, [note("a", stream), note("b", stream)])
+
+    async with SQLiteStore.open(db) as store:
+        commits = Commits(store)
+        commits.hold_next_worker_commit()
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(store.append, "big", 0, [big()])
+                await commits.held.wait()
+                for i in range(5):
+                    nursery.start_soon(append, f"s{i}")
+                await trio.testing.wait_all_tasks_blocked()  # all five are queued
+                commits.release()
+
+        assert len(commits.threads) == 2  # the large commit, then one for all five appends
+        positions = sorted(r.position for batch in returned.values() for r in batch)
+        assert positions == list(range(2, 12))
+        for stream, batch in returned.items():
+            assert await store.read(stream) == batch
+
+
+async def test_a_version_conflict_in_a_group_fails_only_that_append(db: Path) -> None:
+    won: list[str] = []
+    lost: list[ConcurrencyError] = []
+
+    async def append(stream: str, expected: int, text: str) -> None:
+        try:
+            await store.append(stream, expected, [note(text, stream), note(f"{text}+", stream)])
+        except ConcurrencyError as exc:
+            lost.append(exc)
+        else:
+            won.append(text)
+
+    async with SQLiteStore.open(db) as store:
+        await store.append("a", 0, [note("a0", "a")])
+        commits = Commits(store)
+        commits.hold_next_worker_commit()
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(store.append, "big", 0, [big()])
+                await commits.held.wait()
+                nursery.start_soon(append, "a", 1, "x")
+                nursery.start_soon(append, "a", 1, "y")
+                nursery.start_soon(append, "b", 0, "b0")
+                await trio.testing.wait_all_tasks_blocked()
+                commits.release()
+
+        assert len(commits.threads) == 2  # the three queued appends shared one commit
+        assert [(e.stream, e.expected, e.actual) for e in lost] == [("a", 1, 3)]
+        assert sorted(won) in (["b0", "x"], ["b0", "y"])
+        winner = next(w for w in won if w != "b0")
+        assert texts(await store.read("a")) == ["a0", winner, f"{winner}+"]
+        assert texts(await store.read("b")) == ["b0", "b0+"]
+        assert [r.position for r in await store.read_all()] == list(range(1, 7))
+
+
+# --- reopening and sharing the file -------------------------------------------------------
+
+
+async def test_a_reopened_store_sees_everything_committed_before(db: Path) -> None:
+    async with SQLiteStore.open(db) as store:
+        await store.append("a", 0, [note("a1", "a"), note("a2", "a")])
+        await store.append("b", 0, [note("b1", "b")])
+        await store.save_snapshot(Snapshot("a", 2, 1, b"snap"))
+        before = await store.read_all()
+
+    async with SQLiteStore.open(db) as store:
+        assert await store.read_all() == before
+        assert await store.streams() == ["a", "b"]
+        assert await store.stream_version("a") == 2
+        assert await store.load_snapshot("a") == Snapshot("a", 2, 1, b"snap")
+
+
+async def test_a_reopened_store_continues_seqs_and_positions(db: Path) -> None:
+    async with SQLiteStore.open(db) as store:
+        await store.append("a", 0, [note("a1", "a"), note("a2", "a")])
+
+    async with SQLiteStore.open(db) as store:
+        with pytest.raises(ConcurrencyError):
+            await store.append("a", 0, [note("stale", "a")])
+        recorded = await store.append("a", 2, [note("a3", "a")])
+
+    assert [(r.seq, r.position) for r in recorded] == [(3, 3)]
+
+
+async def test_a_file_of_another_store_schema_is_refused(db: Path) -> None:
+    async with SQLiteStore.open(db):
+        pass
+    conn = raw_connection(db)
+    conn.execute("PRAGMA user_version=99")
+    conn.close()
+
+    with pytest.raises(StoreSchemaError, match="schema 99"):
+        async with SQLiteStore.open(db):
+            pass
+
+
+async def test_a_second_store_on_the_same_file_sees_the_firsts_writes(db: Path) -> None:
+    async with SQLiteStore.open(db) as one, SQLiteStore.open(db) as two:
+        written = await one.append("s", 0, [note("a"), note("b")])
+
+        assert await two.read("s") == written
+        assert await two.stream_version("s") == 2
+
+
+async def test_a_store_refreshes_its_cached_versions_after_another_writes(db: Path) -> None:
+    async with SQLiteStore.open(db) as one, SQLiteStore.open(db) as two:
+        await one.append("s", 0, [note("one")])  # one now caches version 1
+        await two.append("s", 1, [note("two")])
+
+        recorded = await one.append("s", 2, [note("one again")])
+
+        assert [(r.seq, r.position) for r in recorded] == [(3, 3)]
+        assert texts(await two.read("s")) == ["one", "two", "one again"]
+
+
+async def test_a_store_detects_a_conflict_with_another_stores_write(db: Path) -> None:
+    async with SQLiteStore.open(db) as one, SQLiteStore.open(db) as two:
+        await one.append("s", 0, [note("one")])
+        await two.append("s", 1, [note("two")])
+
+        with pytest.raises(ConcurrencyError) as caught:
+            await one.append("s", 1, [note("stale")])
+
+        assert (caught.value.expected, caught.value.actual) == (1, 2)
+
+
+async def test_positions_stay_gap_free_when_two_stores_interleave_writes(db: Path) -> None:
+    async with SQLiteStore.open(db) as one, SQLiteStore.open(db) as two:
+        for i in range(3):
+            await one.append("a", i, [note(f"a{i}", "a")])
+            await two.append("b", 2 * i, [note(f"b{i}", "b"), note(f"b{i}+", "b")])
+
+        recorded = await one.read_all()
+
+    assert [r.position for r in recorded] == list(range(1, 10))
+    assert texts(recorded) == ["a0", "b0", "b0+", "a1", "b1", "b1+", "a2", "b2", "b2+"]
+
+
+# --- checkpoints --------------------------------------------------------------------------
+
+
+def events_in_database_file(path: Path) -> int | None:
+    """How many events the database file itself holds, ignoring the WAL (``immutable=1``);
+    None while a checkpoint is half-way through copying pages into it."""
+    uri = f"file:{path}?immutable=1"
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    try:
+        conn = apsw.Connection(uri, flags=flags)
+        try:
+            return int(conn.execute("SELECT count(*) FROM events").get)
+        finally:
+            conn.close()
+    except apsw.Error:
+        return None
+
+
+async def test_the_wal_is_checkpointed_once_it_passes_checkpoint_pages(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At one page every commit passes the limit, so no commit may stay in the WAL for good:
+    # whenever the appends stop, the database file itself must come to hold every event.
+    # Bursts of commits racing the checkpoints, three times over.
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_PAGES", 1)
+    events = [note(f"{i:03d}" * 10_000) for i in range(300)]  # 30 kB each
+
+    async with SQLiteStore.open(db) as store:
+        for burst in range(3):
+            for i in range(burst * 100, (burst + 1) * 100):
+                await store.append("s", i, [events[i]])
+            with trio.fail_after(TIMEOUT):
+                # Committed pages live only in the WAL until a checkpoint copies them.
+                while events_in_database_file(db) != (burst + 1) * 100:
+                    await trio.sleep(0.01)
+
+        assert [r.event for r in await store.read_all()] == events
+
+    conn = raw_connection(db)
+    assert conn.execute("PRAGMA integrity_check").get == "ok"
+    conn.close()
+
+
+# --- rows that cannot be read -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("row", [("memory.pinned", 1, b"\xc1\xc1\xc1"), ("no.such.event", 1, b"")])
+@pytest.mark.parametrize("read", ["read", "read_all"])
+async def test_an_unreadable_row_raises_decode_error_naming_stream_and_position(
+    db: Path, row: tuple[str, int, bytes], read: str
+) -> None:
+    async with SQLiteStore.open(db) as store:
+        await store.append("s", 0, [note("fine")])
+        position = insert_row(db, "s", *row)
+
+        with pytest.raises(EventDecodeError) as caught:
+            await (store.read("s") if read == "read" else store.read_all())
+
+    assert (caught.value.stream, caught.value.position) == ("s", position)
+    assert "'s'" in str(caught.value)
+    assert f"position {position}" in str(caught.value)
+
+
+# --- upcasting ----------------------------------------------------------------------------
+
+
+class NoteTaken(EventBase, tag="test.note_taken", frozen=True):
+    """A test-only event at version 3. v1 held ``body``; v2 renamed it ``text``; v3 added
+    ``author``."""
+
+    VERSION: ClassVar[int] = 3
+
+    text: str
+    author: str
+
+
+TestEvent = NoteTaken | MemoryPinned
+
+
+def upcasters(*, from_v1: bool = True, from_v2: bool = True) -> UpcasterRegistry:
+    registry = UpcasterRegistry()
+    if from_v1:
+
+        @registry.register("test.note_taken", 1)
+        def rename_body(raw: dict[str, Any]) -> dict[str, Any]:
+            raw = dict(raw)
+            raw["text"] = raw.pop("body")
+            return raw
+
+    if from_v2:
+
+        @registry.register("test.note_taken", 2)
+        def add_author(raw: dict[str, Any]) -> dict[str, Any]:
+            return {**raw, "author": "unknown"}
+
+    return registry
+
+
+def codec(registry: UpcasterRegistry) -> EventCodec:
+    return EventCodec(TestEvent, (NoteTaken, MemoryPinned), registry)
+
+
+V1_ROW = {"type": "test.note_taken", "session_id": "s", "body": "hello"}
+V2_ROW = {"type": "test.note_taken", "session_id": "s", "text": "hello"}
+
+
+@pytest.mark.parametrize(("version", "fields"), [(1, V1_ROW), (2, V2_ROW)], ids=["v1", "v2"])
+async def test_an_event_stored_under_an_older_version_is_upcast_on_read(
+    db: Path, version: int, fields: dict[str, Any]
+) -> None:
+    async with SQLiteStore.open(db, codec=codec(upcasters())) as store:
+        insert_row(db, "s", "test.note_taken", version, msgspec.msgpack.encode(fields))
+
+        [recorded] = await store.read("s")
+
+    assert recorded.event == NoteTaken(session_id="s", text="hello", author="unknown")
+
+
+async def test_an_event_is_stored_under_its_current_version(db: Path) -> None:
+    event = NoteTaken(session_id="s", text="hi", author="me")
+
+    async with SQLiteStore.open(db, codec=codec(upcasters())) as store:
+        await store.append("s", 0, [event])
+
+        assert [r.event for r in await store.read("s")] == [event]
+    conn = raw_connection(db)
+    assert conn.execute("SELECT type, v FROM events").get == ("test.note_taken", 3)
+    conn.close()
+
+
+async def test_an_event_stored_under_a_newer_version_raises_decode_error(db: Path) -> None:
+    async with SQLiteStore.open(db, codec=codec(upcasters())) as store:
+        position = insert_row(
+            db, "s", "test.note_taken", 4, msgspec.msgpack.encode({**V2_ROW, "author": "me"})
+        )
+
+        with pytest.raises(EventDecodeError, match="newer") as caught:
+            await store.read("s")
+
+    assert (caught.value.stream, caught.value.position) == ("s", position)
+
+
+async def test_an_old_event_without_an_upcaster_raises_decode_error(db: Path) -> None:
+    async with SQLiteStore.open(db, codec=codec(upcasters(from_v2=False))) as store:
+        position = insert_row(db, "s", "test.note_taken", 1, msgspec.msgpack.encode(V1_ROW))
+
+        with pytest.raises(EventDecodeError, match="no upcaster") as caught:
+            await store.read("s")
+
+    assert (caught.value.stream, caught.value.position) == ("s", position)
