@@ -1,0 +1,485 @@
+"""The Claude Code importer: transcript lines in, valid events out.
+
+Each scenario is a small inline transcript shaped like Claude Code 1.0's (records checked
+against ``shared/traces/claude-code-jsonl``); the last tests import every shared trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from contextledger.events.catalogue import (
+    AssistantFinished,
+    Event,
+    MessageAdded,
+    PartAdded,
+    RecordedEvent,
+    SessionStarted,
+    ToolStateChanged,
+    UsageReported,
+)
+from contextledger.events.codec import DEFAULT_CODEC
+from contextledger.events.parts import (
+    FilePart,
+    StepFinishPart,
+    StepStartPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    ToolPending,
+    Usage,
+)
+from contextledger.history import History, SessionIndex, validate_events
+from contextledger.importers import (
+    ImportedSession,
+    TraceImportError,
+    import_claude_code,
+    import_claude_code_lines,
+)
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "claude-code-jsonl"
+
+#: The "API calls" figures of ``shared/traces/README.md``, by trace file prefix.
+README_API_CALLS = {
+    "vsla_f67ab274": 271,
+    "vsla_9034225e": 229,
+    "vsla_0a725fb5": 212,
+    "vsla_5f8cbb78": 207,
+    "vsla_d7d349f9": 90,
+}
+
+USAGE = {
+    "input_tokens": 4,
+    "cache_creation_input_tokens": 14410,
+    "cache_read_input_tokens": 120,
+    "output_tokens": 3,
+    "service_tier": "standard",
+}
+
+
+class Transcript:
+    """Writes Claude Code records: a clock a second per record, uuids chained by parent."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._uuids = count(1)
+        self._seconds = count(0)
+        self.last_uuid: str | None = None
+
+    def record(self, kind: str, *, sidechain: bool = False, **fields: Any) -> str:
+        uuid = f"uuid-{next(self._uuids):04d}"
+        record = {
+            "parentUuid": self.last_uuid,
+            "isSidechain": sidechain,
+            "userType": "external",
+            "cwd": "/repo",
+            "sessionId": "0a725fb5-6378-432a-9e84-9f3f49d4043d",
+            "version": "1.0.53",
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": f"2025-07-20T03:51:{next(self._seconds):02d}.360Z",
+            **fields,
+        }
+        self.lines.append(json.dumps(record))
+        self.last_uuid = uuid
+        return uuid
+
+    def user(self, content: str | list[dict[str, Any]], **fields: Any) -> str:
+        return self.record("user", message={"role": "user", "content": content}, **fields)
+
+    def assistant(
+        self,
+        message_id: str,
+        block: dict[str, Any],
+        *,
+        usage: dict[str, Any] | None = None,
+        stop_reason: str | None = None,
+        **fields: Any,
+    ) -> str:
+        message = {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-opus-4-20250514",
+            "content": [block],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage or USAGE,
+        }
+        return self.record("assistant", message=message, requestId="req_1", **fields)
+
+    def raw(self, line: str) -> None:
+        self.lines.append(line)
+
+    def imported(self) -> ImportedSession:
+        return import_claude_code_lines(self.lines, source="fixture.jsonl")
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def tool_use(call_id: str, name: str = "Bash", **tool_input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
+
+
+def tool_result(call_id: str, content: Any, **fields: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": content, **fields}
+
+
+E = TypeVar("E")
+
+
+def of_type(events: list[Event], kind: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def parts(events: list[Event]) -> list[Any]:
+    return [e.part for e in of_type(events, PartAdded)]
+
+
+def assert_valid(imported: ImportedSession) -> None:
+    for session in imported.sessions():
+        validate_events(SessionIndex(session.session_id), session.events)
+        recorded = (
+            RecordedEvent(session.session_id, seq, seq, event)
+            for seq, event in enumerate(session.events, 1)
+        )
+        History.rebuild(session.session_id, recorded)
+        for event in session.events:
+            DEFAULT_CODEC.encode(event)
+
+
+def a_turn() -> Transcript:
+    t = Transcript()
+    t.user("list the files")
+    t.assistant("msg_A", text("Let me look."))
+    t.assistant("msg_A", tool_use("toolu_1", command="ls"), usage={**USAGE, "output_tokens": 208})
+    return t
+
+
+# --- responses and usage ---------------------------------------------------------------------
+
+
+def test_lines_of_one_response_become_one_assistant_message() -> None:
+    imported = a_turn().imported()
+    events = imported.events
+    assistants = [e for e in of_type(events, MessageAdded) if e.role == "assistant"]
+    assert len(assistants) == 1
+    kinds = [type(p) for p in parts(events) if p.message_id == assistants[0].message_id]
+    assert kinds == [StepStartPart, TextPart, ToolPart, StepFinishPart]
+    assert len(of_type(events, AssistantFinished)) == 1
+    assert_valid(imported)
+
+
+def test_usage_repeated_on_each_line_is_counted_once() -> None:
+    imported = a_turn().imported()
+    expected = Usage(input=4, output=208, cache_read=120, cache_write=14410)
+    assert [call.usage for call in imported.calls] == [expected]
+    assert [r.usage for r in of_type(imported.events, UsageReported)] == [expected]
+    assert of_type(imported.events, AssistantFinished)[0].usage == expected
+    assert imported.calls[0].api_message_id == "msg_A"
+    assert imported.calls[0].usage.prompt == 4 + 120 + 14410
+
+
+def test_each_api_call_is_its_own_message_with_the_user_as_parent() -> None:
+    t = a_turn()
+    t.user([tool_result("toolu_1", "a.py")])
+    t.assistant("msg_B", text("Done."), stop_reason="end_turn")
+    imported = t.imported()
+    messages = of_type(imported.events, MessageAdded)
+    assert [m.role for m in messages] == ["user", "assistant", "assistant"]
+    assert messages[1].parent_id == messages[2].parent_id == messages[0].message_id
+    finishes = [e.finish for e in of_type(imported.events, AssistantFinished)]
+    assert finishes == ["tool-calls", "stop"]
+    assert [c.message_id for c in imported.calls] == [m.message_id for m in messages[1:]]
+    assert_valid(imported)
+
+
+# --- tool results ----------------------------------------------------------------------------
+
+
+def test_tool_result_completes_the_call_with_its_id() -> None:
+    t = a_turn()
+    t.user([tool_result("toolu_1", "a.py\nb.py")])
+    imported = t.imported()
+    (call,) = [p for p in parts(imported.events) if isinstance(p, ToolPart)]
+    assert call.call_id == "toolu_1" and call.tool == "Bash"
+    (change,) = of_type(imported.events, ToolStateChanged)
+    assert change.part_id == call.id and change.message_id == call.message_id
+    assert isinstance(change.state, ToolCompleted)
+    assert change.state.output == "a.py\nb.py"
+    assert change.state.input == {"command": "ls"}
+    assert_valid(imported)
+
+
+def test_tool_result_marked_is_error_fails_the_call() -> None:
+    t = a_turn()
+    t.user([tool_result("toolu_1", "File does not exist.", is_error=True)])
+    imported = t.imported()
+    (change,) = of_type(imported.events, ToolStateChanged)
+    assert isinstance(change.state, ToolErrored)
+    assert change.state.error == "File does not exist."
+    assert_valid(imported)
+
+
+def test_tool_result_blocks_are_joined_and_images_attached() -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}
+    t = a_turn()
+    t.user([tool_result("toolu_1", [text("first"), image, text("second")])])
+    imported = t.imported()
+    (change,) = of_type(imported.events, ToolStateChanged)
+    assert isinstance(change.state, ToolCompleted)
+    assert change.state.output == "first\nsecond"
+    (attachment,) = change.state.attachments
+    assert attachment.mime == "image/png" and attachment.url == "data:image/png;base64,AA"
+    assert attachment.message_id == change.message_id
+    assert_valid(imported)
+
+
+def test_a_call_without_result_stays_pending() -> None:
+    imported = a_turn().imported()
+    (call,) = [p for p in parts(imported.events) if isinstance(p, ToolPart)]
+    assert isinstance(call.state, ToolPending)
+    assert not of_type(imported.events, ToolStateChanged)
+    assert_valid(imported)
+
+
+def test_a_result_for_an_unknown_call_is_skipped_and_counted() -> None:
+    t = a_turn()
+    t.user([tool_result("toolu_nope", "?")])
+    imported = t.imported()
+    assert imported.skipped == {"orphan_tool_result": 1}
+    assert_valid(imported)
+
+
+# --- user text -------------------------------------------------------------------------------
+
+
+def test_user_text_becomes_a_user_message_with_a_text_part() -> None:
+    t = Transcript()
+    uuid = t.user("fix the build")
+    t.user([text("[Request interrupted by user]")])
+    imported = t.imported()
+    users = of_type(imported.events, MessageAdded)
+    assert [m.role for m in users] == ["user", "user"]
+    texts = [p for p in parts(imported.events) if isinstance(p, TextPart)]
+    assert [p.text for p in texts] == ["fix the build", "[Request interrupted by user]"]
+    assert texts[0].metadata == {"claude_code": {"uuid": uuid}}
+    assert_valid(imported)
+
+
+def test_meta_user_records_are_synthetic() -> None:
+    t = Transcript()
+    t.user("Caveat: The messages below were generated by the user", isMeta=True)
+    imported = t.imported()
+    (message,) = of_type(imported.events, MessageAdded)
+    assert message.synthetic
+    (part,) = parts(imported.events)
+    assert isinstance(part, TextPart) and part.synthetic
+
+
+def test_user_images_become_file_parts() -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "B"}}
+    t = Transcript()
+    t.user([image, text("what is this?")])
+    imported = t.imported()
+    kinds = [type(p) for p in parts(imported.events)]
+    assert kinds == [TextPart, FilePart]
+    assert_valid(imported)
+
+
+def test_ids_are_ours_monotonic_and_originals_are_kept() -> None:
+    t = a_turn()
+    t.user([tool_result("toolu_1", "ok")])
+    t.assistant("msg_B", text("Done."))
+    imported = t.imported()
+    message_ids = [e.message_id for e in of_type(imported.events, MessageAdded)]
+    part_ids = [p.id for p in parts(imported.events)]
+    assert message_ids == sorted(message_ids) and len(set(message_ids)) == len(message_ids)
+    assert part_ids == sorted(part_ids) and all(i.startswith("prt_") for i in part_ids)
+    started = imported.events[0]
+    assert isinstance(started, SessionStarted)
+    assert started.config["source_session_id"] == "0a725fb5-6378-432a-9e84-9f3f49d4043d"
+    assert imported.session_id.startswith("ses_")
+    reply = [p for p in parts(imported.events) if isinstance(p, TextPart)][1]
+    assert reply.metadata["claude_code"]["message_id"] == "msg_A"
+
+
+# --- sub-agents, summaries, other records ------------------------------------------------------
+
+
+def test_a_sidechain_becomes_a_child_session_linked_to_its_task_call() -> None:
+    t = Transcript()
+    t.user("survey the code")
+    t.assistant("msg_A", tool_use("toolu_task", "Task", prompt="Read src/", subagent_type="x"))
+    task_uuid = t.last_uuid
+    t.last_uuid = None
+    t.user("Read src/", sidechain=True)
+    t.assistant("msg_S", tool_use("toolu_read", "Read", file_path="src/a.c"), sidechain=True)
+    t.user([tool_result("toolu_read", "int main;")], sidechain=True)
+    t.assistant("msg_S2", text("src/ has a.c"), sidechain=True)
+    t.last_uuid = task_uuid
+    t.user([tool_result("toolu_task", [text("src/ has a.c")])])
+    imported = t.imported()
+
+    (child,) = imported.children
+    started = child.events[0]
+    assert isinstance(started, SessionStarted)
+    assert started.parent_session_id == imported.session_id != child.session_id
+    assert child.parent_call_id == "toolu_task" and started.agent == "x"
+    assert [c.api_message_id for c in imported.calls] == ["msg_A"]
+    assert [c.api_message_id for c in child.calls] == ["msg_S", "msg_S2"]
+    assert len(imported.all_calls()) == 3
+    (main_result,) = of_type(imported.events, ToolStateChanged)
+    assert isinstance(main_result.state, ToolCompleted)
+    assert main_result.state.output == "src/ has a.c"
+    assert_valid(imported)
+
+
+def test_summary_records_are_skipped_counted_and_kept_aside() -> None:
+    t = Transcript()
+    t.raw(json.dumps({"type": "summary", "summary": "Fix the build", "leafUuid": "uuid-9"}))
+    t.user("hello")
+    imported = t.imported()
+    assert imported.skipped == {"summary": 1}
+    assert imported.summaries == ["Fix the build"]
+    assert [p.text for p in parts(imported.events)] == ["hello"]
+    assert_valid(imported)
+
+
+def test_unknown_record_types_are_skipped_and_counted() -> None:
+    t = Transcript()
+    t.user("hello")
+    t.record("system", content="Claude Opus 4 limit reached, now using Sonnet 4", level="warning")
+    t.record("file-history-snapshot", snapshot={"files": 3})
+    t.record("file-history-snapshot", message="not a message")
+    imported = t.imported()
+    assert imported.skipped == {"file-history-snapshot": 2, "system": 1}
+    assert len(imported.events) == 3  # started, the user message, its text
+    assert_valid(imported)
+
+
+def test_a_repeated_record_is_imported_once() -> None:
+    t = a_turn()
+    t.raw(t.lines[-1])
+    imported = t.imported()
+    assert imported.skipped == {"duplicate_record": 1}
+    assert len([p for p in parts(imported.events) if isinstance(p, ToolPart)]) == 1
+    assert_valid(imported)
+
+
+def test_lone_surrogates_are_replaced() -> None:
+    t = Transcript()
+    t.user("placeholder")
+    t.lines[-1] = t.lines[-1].replace("placeholder", "party \\ud83c time")
+    imported = t.imported()
+    assert [p.text for p in parts(imported.events)] == ["party \ufffd time"]
+    assert_valid(imported)
+
+
+def test_invalid_utf8_bytes_are_replaced() -> None:
+    lines = [b'{"type":"user","message":{"role":"user","content":"bad \xff byte"}}']
+    imported = import_claude_code_lines(lines)
+    assert [p.text for p in parts(imported.events)] == ["bad \ufffd byte"]
+    assert_valid(imported)
+
+
+def test_an_empty_transcript_is_an_empty_session() -> None:
+    imported = import_claude_code_lines(["", "\n"])
+    assert [type(e) for e in imported.events] == [SessionStarted]
+    assert imported.calls == [] and imported.children == []
+
+
+# --- malformed input ---------------------------------------------------------------------------
+
+
+def _assistant_line(**message: Any) -> str:
+    base = {"id": "msg_A", "role": "assistant", "content": [text("hi")], "usage": USAGE}
+    base.update(message)
+    return json.dumps({"type": "assistant", "uuid": "u", "message": base})
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("{not json", ""),
+        ("[1, 2]", ""),
+        ('{"uuid": "u"}', "type"),
+        ('{"type": 7}', "type"),
+        ('{"type": "user", "uuid": "u"}', "message"),
+        ('{"type": "user", "message": {"role": "user"}}', "message.content"),
+        (_assistant_line(id=None), "message.id"),
+        (_assistant_line(content="hi"), "message.content"),
+        (_assistant_line(content=[{"type": "text", "text": 5}]), "message.content[0].text"),
+        (_assistant_line(content=[{"text": "x"}]), "message.content[0].type"),
+        (_assistant_line(content=[{"type": "tool_use", "name": "Bash"}]), "message.content[0].id"),
+        (_assistant_line(usage={"input_tokens": "many"}), "message.usage.input_tokens"),
+        (
+            json.dumps({"type": "user", "timestamp": "yesterday", "message": {"content": "x"}}),
+            "timestamp",
+        ),
+        (
+            json.dumps(
+                {"type": "user", "message": {"content": [{"type": "tool_result", "content": ""}]}}
+            ),
+            "message.content[0].tool_use_id",
+        ),
+    ],
+)
+def test_a_malformed_record_names_its_line_and_field(line: str, field: str) -> None:
+    t = Transcript()
+    t.user("fine")
+    t.raw(line)
+    with pytest.raises(TraceImportError) as raised:
+        t.imported()
+    assert raised.value.line == 2
+    assert raised.value.field == field
+    assert raised.value.source == "fixture.jsonl"
+    assert "fixture.jsonl:2" in str(raised.value)
+
+
+def test_import_reads_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(a_turn().lines) + "\n", encoding="utf-8")
+    imported = import_claude_code(path, session_id="ses_given")
+    assert imported.session_id == "ses_given"
+    assert all(e.session_id == "ses_given" for e in imported.events)
+    assert len(imported.calls) == 1
+
+
+# --- the shared traces ---------------------------------------------------------------------------
+
+
+def _trace_files() -> Iterator[Path]:
+    return iter(sorted(TRACES.glob("*.jsonl")))
+
+
+@pytest.fixture
+def traces() -> list[Path]:
+    if not TRACES.is_dir():
+        pytest.skip(f"shared/traces not present: {TRACES} does not exist")
+    files = list(_trace_files())
+    assert files, f"{TRACES} holds no .jsonl file"
+    return files
+
+
+def test_every_shared_trace_imports_and_validates(traces: list[Path]) -> None:
+    for path in traces:
+        imported = import_claude_code(path)
+        assert imported.calls, path.name
+        assert_valid(imported)
+        for child in imported.children:
+            assert child.parent_call_id is not None, path.name
+
+
+def test_shared_traces_have_the_readme_api_call_counts(traces: list[Path]) -> None:
+    counted = {path.name[:13]: len(import_claude_code(path).all_calls()) for path in traces}
+    assert {name: counted.get(name) for name in README_API_CALLS} == README_API_CALLS

@@ -1,0 +1,287 @@
+"""Token counters: the plain estimate, the calibrated counter and the optional exact one."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+
+from contextledger.events.catalogue import RecordedEvent
+from contextledger.history import History, part_chars
+from contextledger.history.estimate import MEDIA_TOKENS
+from contextledger.history.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.policy.tokens import (
+    MAX_OVERHEAD,
+    MAX_RATE,
+    MIN_RATE,
+    CalibratedCounter,
+    Calibration,
+    EstimateCounter,
+    Observation,
+    PromptMeasure,
+    TiktokenCounter,
+    TokenCounter,
+    TokenizerUnavailable,
+    calibrate,
+    measure_messages,
+    measure_part,
+)
+from contextledger.testing.strategies import session_events
+
+VIEW = [
+    ModelMessage(
+        role="user",
+        content=(ModelText(text="x" * 40), ModelFile(mime="image/png", url="data:,")),
+        source_id="m1",
+    ),
+    ModelMessage(
+        role="assistant",
+        content=(
+            ModelReasoning(text="r" * 8),
+            ModelToolCall(call_id="c1", tool="bash", input={"cmd": "ls"}),
+        ),
+        source_id="m2",
+    ),
+    ModelMessage(
+        role="tool",
+        content=(
+            ModelToolResult(
+                call_id="c1",
+                tool="bash",
+                output="o" * 100,
+                attachments=(ModelFile(mime="image/png", url="data:,"),),
+            ),
+        ),
+        source_id="m2",
+    ),
+]
+#: ``bash`` + ``{"cmd":"ls"}``.
+VIEW_INPUT_CHARS = 4 + 12
+
+
+# --- the plain estimate ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("chars", "tokens"),
+    [(4000, 1000), (20000, 5000), (0, 0), (1, 0), (2, 1), (6, 2), (7, 2), (10, 3)],
+)
+def test_estimate_is_characters_over_four_rounded_half_up(chars: int, tokens: int) -> None:
+    assert EstimateCounter().count("x" * chars) == tokens
+
+
+def test_estimate_of_a_view_counts_every_text_and_charges_media() -> None:
+    measure = measure_messages(VIEW)
+    assert measure == PromptMeasure(
+        text_chars=48, input_chars=VIEW_INPUT_CHARS, output_chars=100, tool_calls=1, media=2
+    )
+    expected = round((48 + VIEW_INPUT_CHARS + 100) / 4) + 2 * MEDIA_TOKENS
+    assert EstimateCounter().count_messages(VIEW) == expected
+
+
+def test_counters_satisfy_the_protocol() -> None:
+    counters: list[TokenCounter] = [EstimateCounter(), CalibratedCounter()]
+    assert [c.count("abcd") for c in counters] == [1, 1]
+
+
+@settings(max_examples=50, deadline=None)
+@given(session_events(max_moves=10))
+def test_part_measure_has_the_characters_the_history_counts(events: list[Any]) -> None:
+    history = History.rebuild(
+        "ses_test", (RecordedEvent("ses_test", i, i, e) for i, e in enumerate(events, 1))
+    )
+    for message in history.messages:
+        for part in message.parts:
+            assert measure_part(part).chars == part_chars(part)
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+#: A made-up tokenizer: tokens per character of text, tool input, tool output; per tool call.
+TRUE_RATES = (0.3, 0.5, 0.35)
+TRUE_OVERHEAD = 70.0
+#: The system prompt and tool table: constant, so differences never see it.
+BASE_TOKENS = 14_000
+
+
+def true_tokens(m: PromptMeasure) -> int:
+    return round(
+        BASE_TOKENS
+        + m.text_chars * TRUE_RATES[0]
+        + m.input_chars * TRUE_RATES[1]
+        + m.output_chars * TRUE_RATES[2]
+        + m.tool_calls * TRUE_OVERHEAD
+        + m.media * MEDIA_TOKENS
+    )
+
+
+def growing_prompt(steps: int) -> list[Observation]:
+    """A session whose prompt grows by varied steps, as a coding agent's does."""
+    measure = PromptMeasure(text_chars=500)
+    observations = []
+    for i in range(steps):
+        observations.append(Observation(measure=measure, prompt_tokens=true_tokens(measure)))
+        step = PromptMeasure(
+            text_chars=40 + 37 * (i % 5),
+            input_chars=[30, 800, 120, 2500, 60, 400][i % 6],
+            output_chars=[20, 3000, 400, 15000, 150][i % 5],
+            tool_calls=1 + (i % 4 == 0) + (i % 7 == 0),
+        )
+        measure = measure + step
+    return observations
+
+
+def replay(observations: list[Observation]) -> Calibration:
+    calibration = Calibration()
+    for observation in observations:
+        calibration = calibrate(calibration, observation)
+    return calibration
+
+
+def test_without_observations_the_calibrated_counter_is_the_plain_estimate() -> None:
+    plain, calibrated = EstimateCounter(), CalibratedCounter()
+    for chars in (0, 1, 2, 7, 4000):
+        assert calibrated.count("y" * chars) == plain.count("y" * chars)
+    assert calibrated.count_messages(VIEW) == plain.count_messages(VIEW)
+    one_call = calibrated.observe(growing_prompt(1)[0])
+    assert one_call.calibration.pairs == 0
+    assert one_call.count_messages(VIEW) == plain.count_messages(VIEW)
+
+
+def test_calibration_learns_the_rates_of_a_tokenizer() -> None:
+    calibration = replay(growing_prompt(40))
+    assert calibration.pairs == 39
+    for learnt, true in zip(calibration.rates, TRUE_RATES, strict=True):
+        assert learnt == pytest.approx(true, rel=0.02)
+    assert calibration.overhead == pytest.approx(TRUE_OVERHEAD, rel=0.05)
+    step = PromptMeasure(text_chars=300, input_chars=200, output_chars=5000, tool_calls=2)
+    predicted = CalibratedCounter(calibration).count_measure(step)
+    assert predicted == pytest.approx(true_tokens(step) - BASE_TOKENS, rel=0.01)
+
+
+def test_calibration_is_a_pure_function_so_replay_is_exact() -> None:
+    observations = growing_prompt(12)
+    first, second = replay(observations), replay(observations)
+    assert first == second
+    assert msgspec.msgpack.encode(first) == msgspec.msgpack.encode(second)
+    before = replay(observations[:5])
+    frozen = msgspec.msgpack.encode(before)
+    calibrate(before, observations[5])
+    assert msgspec.msgpack.encode(before) == frozen
+
+
+def test_observe_returns_a_new_counter_and_leaves_the_old_one() -> None:
+    observations = growing_prompt(3)
+    counter = CalibratedCounter().observe(observations[0])
+    later = counter.observe(observations[1]).observe(observations[2])
+    assert counter.calibration.pairs == 0 and later.calibration.pairs == 2
+    assert later.calibration == replay(observations)
+
+
+def test_a_shrinking_prompt_teaches_nothing_and_becomes_the_baseline() -> None:
+    observations = growing_prompt(6)
+    learnt = replay(observations)
+    compacted = Observation(measure=PromptMeasure(text_chars=900), prompt_tokens=BASE_TOKENS + 300)
+    after = calibrate(learnt, compacted)
+    assert after.pairs == learnt.pairs
+    assert after.rates == learnt.rates and after.overhead == learnt.overhead
+    assert after.last == compacted
+
+
+def test_a_pair_that_gained_no_characters_teaches_nothing() -> None:
+    first = Observation(measure=PromptMeasure(text_chars=100), prompt_tokens=1000)
+    same = Observation(measure=PromptMeasure(text_chars=100), prompt_tokens=1040)
+    assert calibrate(calibrate(Calibration(), first), same).pairs == 0
+
+
+def test_media_are_charged_at_the_fixed_rate_and_not_learnt() -> None:
+    with_image = [
+        Observation(
+            measure=o.measure + PromptMeasure(media=i // 3),
+            prompt_tokens=o.prompt_tokens + (i // 3) * MEDIA_TOKENS,
+        )
+        for i, o in enumerate(growing_prompt(30))
+    ]
+    assert replay(with_image).rates == pytest.approx(replay(growing_prompt(30)).rates)
+
+
+def test_absurd_usage_is_clamped_to_a_sane_range() -> None:
+    huge = [
+        Observation(measure=PromptMeasure(text_chars=10 * i, tool_calls=i), prompt_tokens=10**6 * i)
+        for i in range(1, 6)
+    ]
+    calibration = replay(huge)
+    assert all(MIN_RATE <= r <= MAX_RATE for r in calibration.rates)
+    assert 0 <= calibration.overhead <= MAX_OVERHEAD
+    tiny = [
+        Observation(measure=PromptMeasure(output_chars=10**6 * i), prompt_tokens=i)
+        for i in range(1, 6)
+    ]
+    assert replay(tiny).rates[2] == MIN_RATE
+
+
+def test_chars_per_token_reads_the_text_rate() -> None:
+    assert Calibration().chars_per_token == 4.0
+    assert replay(growing_prompt(40)).chars_per_token == pytest.approx(1 / 0.3, rel=0.02)
+
+
+# --- tiktoken ------------------------------------------------------------------------------------
+
+
+def _local_tiktoken() -> TiktokenCounter:
+    try:
+        return TiktokenCounter()
+    except TokenizerUnavailable as e:
+        pytest.skip(e.reason)
+
+
+def test_tiktoken_counts_exactly() -> None:
+    counter = _local_tiktoken()
+    assert counter.count("hello world") == 2
+    assert counter.count("") == 0
+    assert counter.count("<|endoftext|>") > 1  # special-token text counts as text
+    assert counter.count_messages(VIEW) > 2 * MEDIA_TOKENS
+
+
+def test_tiktoken_not_installed_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # makes the import fail
+    with pytest.raises(TokenizerUnavailable) as raised:
+        TiktokenCounter()
+    assert raised.value.reason == "tiktoken is not installed"
+
+
+def test_tiktoken_without_a_local_encoding_is_a_typed_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = types.ModuleType("tiktoken")
+    fake.list_encoding_names = lambda: ["cl100k_base", "o200k_base"]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", fake)
+    with pytest.raises(TokenizerUnavailable) as raised:
+        TiktokenCounter()
+    assert raised.value.reason.startswith("no local tiktoken encoding 'cl100k_base'")
+
+
+class _CharEncoding:
+    """A stand-in encoding: one token per character."""
+
+    name = "chars"
+
+    def encode(self, text: str, *, disallowed_special: Any = ()) -> list[int]:
+        return [ord(c) for c in text]
+
+
+def test_tiktoken_counter_over_a_given_encoding_counts_every_content() -> None:
+    counter = TiktokenCounter(_CharEncoding())
+    assert counter.count("abc") == 3
+    assert counter.count_messages(VIEW) == 48 + VIEW_INPUT_CHARS + 100 + 2 * MEDIA_TOKENS
