@@ -31,7 +31,7 @@ from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.testing.synthetic import synthetic_session
+from contextledger.synthetic import synthetic_session
 
 _PREVIEW = 60
 #: Parts that only mark model-call boundaries; the per-message table leaves them out.

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 
-class ModelRef(msgspec.Struct, frozen=True, kw_only=True):
+class ModelRef(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Which provider and model produced or will receive a message."""
 
     provider_id: str
@@ -21,7 +21,7 @@ class ModelRef(msgspec.Struct, frozen=True, kw_only=True):
     variant: str | None = None
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
+class Usage(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Token usage of one model call as the provider reported it.
 
     ``input`` is the uncached input; the whole prompt is ``input + cache_read + cache_write``.
@@ -55,7 +55,7 @@ ErrorName = Literal[
 ]
 
 
-class MessageError(msgspec.Struct, frozen=True, kw_only=True):
+class MessageError(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """Why an assistant message ended in error (opencode's named error union)."""
 
     name: ErrorName
@@ -71,7 +71,7 @@ def struct_tag(value: msgspec.Struct) -> str:
 # --- parts ---------------------------------------------------------------------------------
 
 
-class PartBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+class PartBase(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="kind"):
     """Fields every part has: its own id and the message it belongs to."""
 
     id: str
@@ -103,14 +103,18 @@ class FilePart(PartBase, tag="file", frozen=True):
     source_path: str | None = None
 
 
-class ToolPending(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="pending"):
+class ToolPending(
+    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="pending"
+):
     """The model asked for the call; it has not started."""
 
     input: dict[str, Any] = {}
     raw: str = ""
 
 
-class ToolRunning(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="running"):
+class ToolRunning(
+    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="running"
+):
     """The call is executing."""
 
     input: dict[str, Any] = {}
@@ -119,7 +123,9 @@ class ToolRunning(msgspec.Struct, frozen=True, kw_only=True, tag_field="status",
     started_ms: int = 0
 
 
-class ToolCompleted(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="completed"):
+class ToolCompleted(
+    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="completed"
+):
     """The call returned ``output``.
 
     ``compacted_ms`` is set by a prune (the output is then sent as a placeholder, never lost);
@@ -138,7 +144,9 @@ class ToolCompleted(msgspec.Struct, frozen=True, kw_only=True, tag_field="status
     trimmed: tuple[int, int] | None = None
 
 
-class ToolErrored(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="error"):
+class ToolErrored(
+    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="error"
+):
     """The call failed. ``interrupted`` with ``partial_output`` means it was cut off mid-way."""
 
     input: dict[str, Any] = {}

@@ -38,6 +38,7 @@ class LiveView:
         "_flat",
         "_history",
         "_memo",
+        "_newest",
         "_options",
         "_position",
         "_segments",
@@ -51,6 +52,7 @@ class LiveView:
         self._cursor = 0
         self._structure = -1
         self._boundary = ""
+        self._newest = ""
         self._position: dict[str, int] = {}
         self._segments: list[list[ModelMessage]] = []
         self._starts: list[int] = []
@@ -71,6 +73,7 @@ class LiveView:
         else:
             self._patch(history, changed)
         self._history, self._cursor, self._structure = history, cursor, history.structure
+        self._newest = history.messages[-1].id if history.messages else ""
         return self._flat
 
     # --- full recompute (memoised) ------------------------------------------------------------
@@ -82,14 +85,16 @@ class LiveView:
         self._boundary = media_boundary(order) if options.historical_media == "compaction" else ""
         self._position = {m.id: i for i, m in enumerate(order)}
         self._segments = [
-            self._convert(m, _environment(history, m, options, latest_user)) for m in order
+            self._convert(history, m, _environment(history, m, options, latest_user)) for m in order
         ]
         self._restack(0)
 
-    def _convert(self, message: Message, environment: str | None) -> list[ModelMessage]:
+    def _convert(
+        self, history: History, message: Message, environment: str | None
+    ) -> list[ModelMessage]:
         """The message's conversion, memoised on its version and the inputs it depends on.
-        ``message`` may be a media-stripped copy; the key says so."""
-        stripped = message.id < self._boundary
+        ``message`` may be a media-stripped copy of the history's; the key says so."""
+        stripped = message is not history.message(message.id)
         key: _Key = (message.version, environment, stripped)
         cached = self._memo.get(message.id)
         if cached is not None and cached[0] == key:
@@ -116,7 +121,9 @@ class LiveView:
             message = history.message(message_id)
             position = self._position.get(message_id)
             if position is None:
-                if not self._joins(history, message):
+                # Only a message newer than the last update can join (at the end); a change
+                # to an older message outside the view (before a compaction) leaves it out.
+                if message_id <= self._newest or not self._joins(history, message):
                     continue
                 position = len(self._segments)
                 self._position[message_id] = position
@@ -124,7 +131,7 @@ class LiveView:
             if message.id < self._boundary:
                 message = without_media(message)
             environment = _environment(history, message, options, None)
-            self._segments[position] = self._convert(message, environment)
+            self._segments[position] = self._convert(history, message, environment)
             first = min(first, position)
         if first < len(self._segments):
             self._restack(first)

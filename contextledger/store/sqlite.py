@@ -11,8 +11,9 @@ append, no fsync); a trip to a worker thread and back costs about 130 us, so suc
 run inline on the trio thread. Commits that can be slow (``durability="full"``, which
 fsyncs every commit, or a batch over ``INLINE_COMMIT_BYTES``) run on a worker thread and
 the event loop keeps going. The writer never checkpoints on commit
-(``wal_autocheckpoint=0``); once the WAL passes ``CHECKPOINT_PAGES``, a short-lived thread
-checkpoints it on a connection of its own while commits go on, so no commit pays for it.
+(``wal_autocheckpoint=0``); each time the WAL grows by ``CHECKPOINT_PAGES``, a long-lived
+checkpointer thread with a connection of its own checkpoints it while commits go on, so no
+commit pays for it; past ``WAL_RESTART_PAGES`` it waits for a gap so the WAL starts over.
 
 Durability. ``"normal"`` (the default) survives a crash of the process at any moment: an
 acknowledged append is never lost and no partial transaction is ever visible. It can lose the
@@ -42,8 +43,11 @@ Durability = Literal["normal", "full"]
 #: Batches larger than this commit on a worker thread: writing 1 MiB into the WAL takes
 #: about a millisecond, longer than the 130 us thread round trip that avoids blocking.
 INLINE_COMMIT_BYTES: Final = 1 << 20
-#: Checkpoint once the WAL holds this many pages (SQLite's own default trigger, 4 MiB).
+#: Checkpoint each time the WAL grows by this many pages (SQLite's own default, 4 MiB).
 CHECKPOINT_PAGES: Final = 1000
+#: Past this many pages (64 MiB at 4 KiB) a checkpoint waits for a gap between commits so
+#: the WAL can start over instead of growing without bound.
+WAL_RESTART_PAGES: Final = 16 * CHECKPOINT_PAGES
 #: How long a connection waits for a lock held by another process before failing.
 BUSY_TIMEOUT_MS: Final = 10_000
 #: An inline commit never waits, so a task appending in a loop would never let others run;
@@ -156,9 +160,9 @@ class SQLiteStore:
         self._closed = False
         self._committed: trio.Event | None = None
         self._last_yield = 0.0
-        self._checkpoint_thread: threading.Thread | None = None
-        self._checkpoint_wanted = False
-        self._checkpoint_lock = threading.Lock()
+        self._checkpointer: threading.Thread | None = None
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_mark = 0
 
     def _check_schema(self) -> None:
         cur = self._writer.cursor()
@@ -180,9 +184,7 @@ class SQLiteStore:
         codec: EventCodec = DEFAULT_CODEC,
     ) -> AsyncIterator[SQLiteStore]:
         """Open (creating if needed) the store at ``path`` for the duration of the block."""
-        store = await trio.to_thread.run_sync(
-            lambda: cls(path, durability=durability, codec=codec)
-        )
+        store = await trio.to_thread.run_sync(lambda: cls(path, durability=durability, codec=codec))
         try:
             yield store
         finally:
@@ -200,18 +202,17 @@ class SQLiteStore:
             return []
         codec = self._codec
         rows: list[tuple[str, int, bytes]] = []
-        stored: list[Event] = []
         nbytes = 0
         for event in events:
-            tag, data = codec.tag_of(event), codec.encode(event)
+            data = codec.encode(event)
             nbytes += len(data)
-            rows.append((tag, event.v, data))
-            # What a later read returns, so the live projection equals a replayed one even
-            # for values msgpack does not keep as they were (a tuple comes back a list).
-            stored.append(codec.decode(tag, event.v, data, stream=stream))
+            rows.append((codec.tag_of(event), event.v, data))
+        # The caller's own events come back: they encode to exactly the stored bytes. (Inside
+        # untyped fields a tuple is read back as a list; use lists there for equality.)
+        given = list(events)
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
-            return self._insert(cur, stream, expected_version, rows, stored)
+            return self._insert(cur, stream, expected_version, rows, given)
 
         result: list[RecordedEvent] = await self._submit(_Write(run, nbytes))
         return result
@@ -321,9 +322,12 @@ class SQLiteStore:
         if self._committed is not None:
             self._committed.set()
             self._committed = None
-        if self._wal_pages >= CHECKPOINT_PAGES:
-            self._wal_pages = 0
-            self._start_checkpoint()
+        pages = self._wal_pages
+        if pages < self._checkpoint_mark:  # the WAL started over
+            self._checkpoint_mark = 0
+        if pages - self._checkpoint_mark >= CHECKPOINT_PAGES:
+            self._checkpoint_mark = pages
+            self._request_checkpoint()
 
     def _commit(self, batch: list[_Write], wait: bool) -> None:
         """Run every write of ``batch`` in one transaction. A write that raises a version
@@ -390,36 +394,39 @@ class SQLiteStore:
         self._wal_pages = pages
         return int(apsw.SQLITE_OK)
 
-    def _start_checkpoint(self) -> None:
-        """Checkpoint the WAL on a thread of its own with its own connection, so neither the
-        event loop nor the writer waits for it. At most one thread runs; a request made while
-        it runs makes it go round once more (commits made meanwhile are not yet in it)."""
-        with self._checkpoint_lock:
-            self._checkpoint_wanted = True
-            if self._checkpoint_thread is not None:
-                return
-            self._checkpoint_thread = threading.Thread(
-                target=self._checkpoint, name="contextledger-checkpoint", daemon=True
+    def _request_checkpoint(self) -> None:
+        """Wake the checkpointer (starting it the first time): one long-lived thread with its
+        own connection, so neither the event loop nor the writer waits for a checkpoint."""
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(
+                target=self._checkpoint_loop, name="contextledger-checkpoint", daemon=True
             )
-            self._checkpoint_thread.start()
+            self._checkpointer.start()
+        self._checkpoint_wanted.set()
 
-    def _checkpoint(self) -> None:
+    def _checkpoint_loop(self) -> None:
         conn = _open_reader(self.path)
         try:
             # A connection learns that the file is in WAL mode on its first read; before
             # that, a checkpoint request does nothing.
             conn.execute("PRAGMA journal_mode").fetchall()
             while True:
-                with self._checkpoint_lock:
-                    if not self._checkpoint_wanted:
-                        self._checkpoint_thread = None
-                        return
-                    self._checkpoint_wanted = False
-                conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                self._checkpoint_wanted.wait()
+                self._checkpoint_wanted.clear()
+                if self._closed:
+                    return
+                # PASSIVE copies what it can without waiting. Under a steady stream of
+                # commits it never catches up and the WAL file only grows, so past
+                # WAL_RESTART_PAGES a RESTART waits for a gap between commits (the writer
+                # moves its commits to a thread meanwhile) and lets the WAL start over.
+                restart = self._wal_pages >= WAL_RESTART_PAGES
+                mode = apsw.SQLITE_CHECKPOINT_RESTART if restart else apsw.SQLITE_CHECKPOINT_PASSIVE
+                try:
+                    conn.wal_checkpoint(mode=mode)
+                except apsw.BusyError:
+                    _log.info("checkpoint postponed: the database is busy", path=self.path)
         except apsw.Error as exc:
-            with self._checkpoint_lock:
-                self._checkpoint_thread = None
-            _log.warning("checkpoint failed", path=self.path, error=str(exc))
+            _log.warning("checkpointer stopped", path=self.path, error=str(exc))
         finally:
             conn.close()
 
@@ -527,21 +534,21 @@ class SQLiteStore:
         return Snapshot(stream, int(seq), int(schema), bytes(data))
 
     async def aclose(self) -> None:
-        """See ``EventStore.aclose``. Waits for an in-flight commit, then closes."""
+        """See ``EventStore.aclose``. Waits for an in-flight commit and the checkpointer, then
+        closes every connection. Shielded: a cancellation cannot leave it half done."""
         if self._closed:
             return
         with trio.CancelScope(shield=True):
             while self._leading or self._queue:
                 await trio.sleep(0.001)
-        self._closed = True
-        if self._committed is not None:
-            self._committed.set()
-        with self._readers_lock:
-            readers, self._readers = self._readers, []
-        for conn in readers:
-            conn.close()
-        with self._checkpoint_lock:
-            running = self._checkpoint_thread
-        if running is not None:
-            await trio.to_thread.run_sync(running.join)
-        self._writer.close()
+            self._closed = True
+            if self._committed is not None:
+                self._committed.set()
+            with self._readers_lock:
+                readers, self._readers = self._readers, []
+            for conn in readers:
+                conn.close()
+            if self._checkpointer is not None:
+                self._checkpoint_wanted.set()
+                await trio.to_thread.run_sync(self._checkpointer.join)
+            self._writer.close()

@@ -3,7 +3,7 @@ and prefix stability."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from contextledger.events import (
@@ -117,6 +117,7 @@ def test_the_live_view_equals_the_view_built_from_scratch(
     events: list[Event], options: ViewOptions, data: st.DataObject
 ) -> None:
     batches = data.draw(split_batches(events), label="batches")
+    note(f"batch sizes: {[len(b) for b in batches]}")
     history = History("ses_test")
     live = LiveView(options)
     seq = 0

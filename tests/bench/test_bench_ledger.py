@@ -1,0 +1,90 @@
+"""The ledger benchmark runs end to end at a tiny size and reports every figure (no timing
+assertions: benchmarks are never pass/fail in tests)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from contextledger.bench import ledger
+from contextledger.bench.__main__ import main
+from contextledger.bench._common import synthetic_corpus
+from contextledger.bench.ledger import TARGETS
+
+FIGURES = (
+    "single_appends_per_s",
+    "batched_appends_per_s",
+    "batched_full_appends_per_s",
+    "replay_events_per_s",
+    "replay_mb_per_s",
+    "floor_insert_per_s",
+    "floor_insert_batched_per_s",
+    "floor_insert_batched_full_per_s",
+    "floor_single_commit_per_s",
+    "floor_read_decode_per_s",
+    "eventsourcing_batched_per_s",
+    "eventsourcing_read_decode_per_s",
+)
+RATIOS = ("batched_vs_floor", "batched_vs_eventsourcing", "single_vs_floor", "replay_vs_floor")
+
+
+def test_corpus_has_exactly_the_events_asked_for() -> None:
+    corpus = synthetic_corpus(700, turns=2)
+    assert sum(len(events) for _, events in corpus) == 700
+    assert len({stream for stream, _ in corpus}) == len(corpus) > 1
+
+
+def test_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(ledger, "TURNS", 2)  # several short sessions
+    assert main(["ledger", "--json", "--events", "900"]) == 0
+    result = json.loads(capsys.readouterr().out)  # exactly one JSON object
+    assert result["events"] == 900 and result["single_events"] == 900
+    assert result["sessions"] > 1
+    assert result["batch_size"] == 100 and result["encoded_mb"] > 0
+    for key in FIGURES:
+        assert key in result
+    for key in RATIOS:
+        assert key in result and key in result["met"]
+        assert result["targets"][key] == TARGETS[key]
+    assert "eventsourcing_synchronous" in result and "eventsourcing_unavailable" in result
+    numbers = [*FIGURES, *RATIOS]
+    if result["eventsourcing_unavailable"] is not None:
+        # Without the peer its figures and ratio are null, with the reason given.
+        numbers = [k for k in numbers if "eventsourcing" not in k]
+        assert result["batched_vs_eventsourcing"] is None
+    else:
+        assert result["eventsourcing_synchronous"] in ("OFF", "NORMAL", "FULL", "EXTRA")
+    for key in numbers:
+        assert isinstance(result[key], float) and result[key] > 0, key
+    for key in RATIOS:
+        assert result["met"][key] is None or isinstance(result["met"][key], bool)
+
+
+def test_table_and_all(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["all", "--events", "250"]) == 0
+    out = capsys.readouterr().out
+    assert "batched_vs_floor" in out and "floor: read + decode" in out
+    assert main(["all", "--json", "--events", "250"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"ledger", "view", "estimation"}
+
+
+def test_rejects_unknown_names() -> None:
+    with pytest.raises(SystemExit):
+        main(["nope"])
+
+
+def test_runs_without_the_peer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "eventsourcing", None)  # makes the import fail
+    assert main(["ledger", "--json", "--events", "200"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "not installed" in result["eventsourcing_unavailable"]
+    assert result["eventsourcing_batched_per_s"] is None
+    assert (
+        result["batched_vs_eventsourcing"] is None
+        and result["met"]["batched_vs_eventsourcing"] is None
+    )
+    assert result["batched_vs_floor"] > 0
