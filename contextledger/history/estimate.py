@@ -8,7 +8,7 @@ provider-reported usage; the per-part figure stays the common currency.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -33,31 +33,40 @@ MEDIA_TOKENS: Final = 1500
 _json = msgspec.json.Encoder()
 
 
-def part_chars(part: Part) -> int:
-    """The characters of ``part`` that a request would carry, before any view rule."""
-    match part:
-        case TextPart(text=text) | ReasoningPart(text=text):
-            return len(text)
-        case ToolPart(state=state, tool=tool):
-            size = len(tool) + len(_json.encode(state.input))
-            if isinstance(state, ToolCompleted):
-                size += len(state.output)
-            elif isinstance(state, ToolErrored):
-                size += len(state.error) + len(state.partial_output or "")
-            return size
-        case SubtaskPart(prompt=prompt, description=description):
-            return len(prompt) + len(description)
-        case CompactionPart():
-            return len("What did we do so far?")
-        case _:
-            return 0
+def input_chars(tool_input: dict[str, Any]) -> int:
+    """Characters of a tool call's input as JSON."""
+    return len(_json.encode(tool_input))
 
 
-def estimate_part_tokens(part: Part) -> int:
+def part_chars(part: Part, *, tool_input_chars: int | None = None) -> int:
+    """The characters of ``part`` that a request would carry, before any view rule.
+    ``tool_input_chars``, when known, saves re-encoding a tool call's input."""
+    kind = type(part)
+    if kind is TextPart or kind is ReasoningPart:
+        return len(part.text)  # type: ignore[union-attr]
+    if kind is ToolPart:
+        state = part.state  # type: ignore[union-attr]
+        if tool_input_chars is None:
+            tool_input_chars = input_chars(state.input)
+        size: int = len(part.tool) + tool_input_chars  # type: ignore[union-attr]
+        if type(state) is ToolCompleted:
+            size += len(state.output)
+        elif type(state) is ToolErrored:
+            size += len(state.error) + len(state.partial_output or "")
+        return size
+    if kind is SubtaskPart:
+        return len(part.prompt) + len(part.description)  # type: ignore[union-attr]
+    if kind is CompactionPart:
+        return len("What did we do so far?")
+    return 0
+
+
+def estimate_part_tokens(part: Part, *, tool_input_chars: int | None = None) -> int:
     """Tokens of ``part`` by the characters / 4 rule, with a fixed charge per media item."""
-    tokens = -(-part_chars(part) // CHARS_PER_TOKEN)
-    if isinstance(part, FilePart):
+    tokens = -(-part_chars(part, tool_input_chars=tool_input_chars) // CHARS_PER_TOKEN)
+    kind = type(part)
+    if kind is FilePart:
         tokens += MEDIA_TOKENS
-    elif isinstance(part, ToolPart) and isinstance(part.state, ToolCompleted):
-        tokens += MEDIA_TOKENS * len(part.state.attachments)
+    elif kind is ToolPart and type(state := part.state) is ToolCompleted:  # type: ignore[union-attr]
+        tokens += MEDIA_TOKENS * len(state.attachments)
     return tokens

@@ -10,7 +10,7 @@ memoise per message version.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -48,7 +48,7 @@ from contextledger.events.parts import (
     ToolPart,
     Usage,
 )
-from contextledger.history.estimate import estimate_part_tokens
+from contextledger.history.estimate import estimate_part_tokens, input_chars
 from contextledger.history.validation import CompactionStatus, SessionIndex, validate_events
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
@@ -56,7 +56,7 @@ from contextledger.history.validation import CompactionStatus, SessionIndex, val
 SNAPSHOT_SCHEMA: Final = 1
 
 
-class Message(msgspec.Struct, kw_only=True):
+class Message(msgspec.Struct, kw_only=True, gc=False):
     """One message of the history with its parts in id order.
 
     ``excluded`` is set when a rolled-back compaction withdrew the message from every view.
@@ -81,7 +81,7 @@ class Message(msgspec.Struct, kw_only=True):
     parts: list[Part] = []
 
 
-class Compaction(msgspec.Struct, kw_only=True):
+class Compaction(msgspec.Struct, kw_only=True, gc=False):
     """One compaction request and what became of it."""
 
     request_message_id: str
@@ -91,7 +91,7 @@ class Compaction(msgspec.Struct, kw_only=True):
     projection: CompactionProjection | None = None
 
 
-class PinnedPrefix(msgspec.Struct, kw_only=True):
+class PinnedPrefix(msgspec.Struct, kw_only=True, gc=False):
     """The request prefix in force and how far a successful step has carried it."""
 
     key: str
@@ -100,7 +100,12 @@ class PinnedPrefix(msgspec.Struct, kw_only=True):
 
 
 class HistoryState(msgspec.Struct, kw_only=True):
-    """Everything a session's events amount to. Its encoding is the projection snapshot."""
+    """Everything a session's events amount to. Its encoding is the projection snapshot.
+
+    The projection's structs are not tracked by the garbage collector (``gc=False``): they
+    hold plain data and never refer back to each other, so they cannot form cycles, and a
+    long history of them would otherwise make every collection slower.
+    """
 
     session_id: str
     seq: int = 0
@@ -117,10 +122,6 @@ class HistoryState(msgspec.Struct, kw_only=True):
 
 TokenEstimator = Callable[[Part], int]
 
-#: Events after which a view must be rebuilt rather than patched: they move messages in or
-#: out of the view (a compaction request appears, completes or is rolled back; so does a
-#: summary message, below).
-_RESHAPING = (CompactionRequested, CompactionCompleted, CompactionRolledBack)
 
 _snapshot_encoder = msgspec.msgpack.Encoder()
 _snapshot_decoder = msgspec.msgpack.Decoder(HistoryState)
@@ -133,12 +134,23 @@ class History:
     estimate is computed once per part version; ``seq`` is the last applied event's seq.
     """
 
-    __slots__ = ("_changes", "_estimate", "_messages", "_parts", "_structure", "index", "state")
+    __slots__ = (
+        "_changes",
+        "_estimate",
+        "_inputs",
+        "_messages",
+        "_parts",
+        "_structure",
+        "index",
+        "state",
+    )
 
     def __init__(self, session_id: str, *, estimate: TokenEstimator = estimate_part_tokens) -> None:
         self.state = HistoryState(session_id=session_id)
         self.index = SessionIndex(session_id)
         self._estimate = estimate
+        # Tool calls keep their input from version to version: its size is measured once.
+        self._inputs: dict[str, tuple[dict[str, Any], int]] = {}
         self._messages: dict[str, Message] = {}
         self._parts: dict[str, tuple[Message, int]] = {}
         self._changes: list[str] = []
@@ -181,7 +193,9 @@ class History:
 
     @property
     def structure(self) -> int:
-        """Counts events that reshape views beyond single messages (compactions)."""
+        """Counts events after which a view must be rebuilt rather than patched: they move
+        messages in or out of it (a compaction requested, completed or rolled back, and a
+        summary message appearing)."""
         return self._structure
 
     def changed_since(self, cursor: int) -> tuple[list[str], int]:
@@ -221,112 +235,130 @@ class History:
 
     def _apply(self, event: Event) -> None:
         self.index.note(event)
-        state = self.state
-        if isinstance(event, _RESHAPING) or (isinstance(event, MessageAdded) and event.summary):
+        _APPLIERS[type(event)](self, event)
+
+    # One method per event type, dispatched on the type (this runs for every event applied).
+
+    def _on_part_added(self, event: PartAdded) -> None:
+        self._add_part(event.part)
+
+    def _on_tool_state(self, event: ToolStateChanged) -> None:
+        message, i = self._parts[event.part_id]
+        part = message.parts[i]
+        assert isinstance(part, ToolPart)
+        self._replace_part(msgspec.structs.replace(part, state=event.state))
+
+    def _on_message(self, event: MessageAdded) -> None:
+        self._add_message(
+            Message(
+                id=event.message_id,
+                role=event.role,
+                parent_id=event.parent_id,
+                agent=event.agent,
+                agent_id=event.agent_id,
+                model=event.model,
+                summary=event.summary,
+                synthetic=event.synthetic,
+                created_ms=event.time_ms,
+            )
+        )
+        if event.summary:
             self._structure += 1
-        match event:
-            case PartAdded(part=part):
-                self._add_part(part)
-            case ToolStateChanged():
-                self._update_tool(
-                    event.part_id, lambda p: msgspec.structs.replace(p, state=event.state)
-                )
-            case MessageAdded():
-                self._add_message(
-                    Message(
-                        id=event.message_id,
-                        role=event.role,
-                        parent_id=event.parent_id,
-                        agent=event.agent,
-                        agent_id=event.agent_id,
-                        model=event.model,
-                        summary=event.summary,
-                        synthetic=event.synthetic,
-                        created_ms=event.time_ms,
-                    )
-                )
-                if event.summary and event.parent_id in state.compactions:
-                    state.compactions[event.parent_id].summary_message_ids.append(event.message_id)
-            case AssistantFinished():
-                message = self._messages[event.message_id]
-                message.finish = event.finish
-                message.usage = event.usage
-                message.cost = event.cost
-                message.error = event.error
-                self._touch(message)
-            case PartUpdated(part=part):
-                self._replace_part(part)
-            case ToolOutputCleared():
-                for part_id in event.part_ids:
-                    self._update_tool(
-                        part_id,
-                        lambda p: _with_output(
-                            p, compacted_ms=event.time_ms, compacted_reason=event.reason
-                        ),
-                    )
-            case ToolOutputTrimmed():
-                self._update_tool(
-                    event.part_id,
-                    lambda p: _with_output(p, trimmed=(event.head_chars, event.tail_chars)),
-                )
-            case CompactionRequested():
-                self._add_message(
-                    Message(
-                        id=event.message_id,
-                        role="user",
-                        parent_id=event.parent_id,
-                        agent=event.agent_id,
-                        agent_id=event.agent_id,
-                        synthetic=event.trigger != "manual",
-                        created_ms=event.time_ms,
-                    )
-                )
-                self._add_part(
-                    CompactionPart(
-                        id=event.part_id,
-                        message_id=event.message_id,
-                        auto=event.auto,
-                        overflow=event.overflow,
-                        trigger=event.trigger,
-                    )
-                )
-                state.compactions[event.message_id] = Compaction(
-                    request_message_id=event.message_id
-                )
-            case CompactionCompleted():
-                compaction = state.compactions[event.request_message_id]
-                compaction.status = "completed"
-                compaction.tail_start_id = event.tail_start_id
-                compaction.projection = event.projection
-                request = self._messages[event.request_message_id]
-                for part in request.parts:
-                    if isinstance(part, CompactionPart):
-                        self._replace_part(
-                            msgspec.structs.replace(part, tail_start_id=event.tail_start_id)
-                        )
-            case CompactionRolledBack():
-                compaction = state.compactions[event.request_message_id]
-                compaction.status = "rolled_back"
-                for message_id in (event.request_message_id, *compaction.summary_message_ids):
-                    message = self._messages[message_id]
-                    message.excluded = True
-                    self._touch(message)
-            case SessionStarted():
-                state.started = event
-            case EnvironmentCaptured():
-                state.environment[event.user_message_id] = event.text
-                self._touch(self._messages[event.user_message_id])
-            case MemoryPinned():
-                state.memory = event.text
-            case PrefixPinned() | PrefixRotated():
-                state.prefix = PinnedPrefix(key=event.key, profile=event.profile)
-            case PrefixAdvanced():
-                if state.prefix is not None:
-                    state.prefix.advanced_to = event.message_id
-            case RequestSent():
-                state.last_request = event
-            case UsageReported():
-                state.usage_reports.append(event)
+            compaction = self.state.compactions.get(event.parent_id or "")
+            if compaction is not None:
+                compaction.summary_message_ids.append(event.message_id)
+
+    def _on_finished(self, event: AssistantFinished) -> None:
+        message = self._messages[event.message_id]
+        message.finish = event.finish
+        message.usage = event.usage
+        message.cost = event.cost
+        message.error = event.error
+        self._touch(message)
+
+    def _on_part_updated(self, event: PartUpdated) -> None:
+        self._replace_part(event.part)
+
+    def _on_cleared(self, event: ToolOutputCleared) -> None:
+        for part_id in event.part_ids:
+            self._update_tool(
+                part_id,
+                lambda p: _with_output(
+                    p, compacted_ms=event.time_ms, compacted_reason=event.reason
+                ),
+            )
+
+    def _on_trimmed(self, event: ToolOutputTrimmed) -> None:
+        self._update_tool(
+            event.part_id,
+            lambda p: _with_output(p, trimmed=(event.head_chars, event.tail_chars)),
+        )
+
+    def _on_compaction_requested(self, event: CompactionRequested) -> None:
+        self._structure += 1
+        self._add_message(
+            Message(
+                id=event.message_id,
+                role="user",
+                parent_id=event.parent_id,
+                agent=event.agent_id,
+                agent_id=event.agent_id,
+                synthetic=event.trigger != "manual",
+                created_ms=event.time_ms,
+            )
+        )
+        self._add_part(
+            CompactionPart(
+                id=event.part_id,
+                message_id=event.message_id,
+                auto=event.auto,
+                overflow=event.overflow,
+                trigger=event.trigger,
+            )
+        )
+        self.state.compactions[event.message_id] = Compaction(request_message_id=event.message_id)
+
+    def _on_compaction_completed(self, event: CompactionCompleted) -> None:
+        self._structure += 1
+        compaction = self.state.compactions[event.request_message_id]
+        compaction.status = "completed"
+        compaction.tail_start_id = event.tail_start_id
+        compaction.projection = event.projection
+        for part in self._messages[event.request_message_id].parts:
+            if isinstance(part, CompactionPart):
+                self._replace_part(msgspec.structs.replace(part, tail_start_id=event.tail_start_id))
+
+    def _on_rolled_back(self, event: CompactionRolledBack) -> None:
+        self._structure += 1
+        compaction = self.state.compactions[event.request_message_id]
+        compaction.status = "rolled_back"
+        for message_id in (event.request_message_id, *compaction.summary_message_ids):
+            message = self._messages[message_id]
+            message.excluded = True
+            self._touch(message)
+
+    def _on_started(self, event: SessionStarted) -> None:
+        self.state.started = event
+
+    def _on_environment(self, event: EnvironmentCaptured) -> None:
+        self.state.environment[event.user_message_id] = event.text
+        self._touch(self._messages[event.user_message_id])
+
+    def _on_memory(self, event: MemoryPinned) -> None:
+        self.state.memory = event.text
+
+    def _on_prefix(self, event: PrefixPinned | PrefixRotated) -> None:
+        self.state.prefix = PinnedPrefix(key=event.key, profile=event.profile)
+
+    def _on_prefix_advanced(self, event: PrefixAdvanced) -> None:
+        if self.state.prefix is not None:
+            self.state.prefix.advanced_to = event.message_id
+
+    def _on_request(self, event: RequestSent) -> None:
+        self.state.last_request = event
+
+    def _on_usage(self, event: UsageReported) -> None:
+        self.state.usage_reports.append(event)
 
     def _touch(self, message: Message) -> None:
         message.version += 1
@@ -342,13 +374,22 @@ class History:
         self._parts[part.id] = (message, len(message.parts))
         message.parts.append(part)
         self._touch(message)
-        self.state.part_tokens[part.id] = self._estimate(part)
+        self.state.part_tokens[part.id] = self._tokens(part)
+
+    def _tokens(self, part: Part) -> int:
+        if type(part) is not ToolPart or self._estimate is not estimate_part_tokens:
+            return self._estimate(part)
+        tool_input = part.state.input
+        known = self._inputs.get(part.id)
+        if known is None or (known[0] is not tool_input and known[0] != tool_input):
+            known = self._inputs[part.id] = (tool_input, input_chars(tool_input))
+        return estimate_part_tokens(part, tool_input_chars=known[1])
 
     def _replace_part(self, part: Part) -> None:
         message, i = self._parts[part.id]
         message.parts[i] = part
         self._touch(message)
-        self.state.part_tokens[part.id] = self._estimate(part)
+        self.state.part_tokens[part.id] = self._tokens(part)
 
     def _update_tool(self, part_id: str, change: Callable[[ToolPart], ToolPart]) -> None:
         message, i = self._parts[part_id]
@@ -415,3 +456,25 @@ def _with_output(
     if trimmed is not None:
         changes["trimmed"] = trimmed
     return msgspec.structs.replace(part, state=msgspec.structs.replace(state, **changes))
+
+
+_APPLIERS: dict[type, Callable[[History, Any], None]] = {
+    PartAdded: History._on_part_added,
+    ToolStateChanged: History._on_tool_state,
+    MessageAdded: History._on_message,
+    AssistantFinished: History._on_finished,
+    PartUpdated: History._on_part_updated,
+    ToolOutputCleared: History._on_cleared,
+    ToolOutputTrimmed: History._on_trimmed,
+    CompactionRequested: History._on_compaction_requested,
+    CompactionCompleted: History._on_compaction_completed,
+    CompactionRolledBack: History._on_rolled_back,
+    SessionStarted: History._on_started,
+    EnvironmentCaptured: History._on_environment,
+    MemoryPinned: History._on_memory,
+    PrefixPinned: History._on_prefix,
+    PrefixRotated: History._on_prefix,
+    PrefixAdvanced: History._on_prefix_advanced,
+    RequestSent: History._on_request,
+    UsageReported: History._on_usage,
+}

@@ -9,8 +9,10 @@ and nothing in the index changes unless the batch is applied.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Iterable, MutableMapping
-from typing import Literal
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import Any, Literal
+
+import msgspec
 
 from contextledger.events.catalogue import (
     AssistantFinished,
@@ -53,23 +55,17 @@ _NEXT_STATUS: dict[str, frozenset[str]] = {
 }
 
 
-class _MessageFacts:
-    __slots__ = ("finished", "parent_id", "role", "summary")
-
-    def __init__(self, role: str, parent_id: str | None, summary: bool) -> None:
-        self.role = role
-        self.parent_id = parent_id
-        self.summary = summary
-        self.finished = False
+class _MessageFacts(msgspec.Struct, gc=False):
+    role: str
+    parent_id: str | None
+    summary: bool
+    finished: bool = False
 
 
-class _PartFacts:
-    __slots__ = ("kind", "message_id", "status")
-
-    def __init__(self, message_id: str, kind: str, status: ToolStatus | None) -> None:
-        self.message_id = message_id
-        self.kind = kind
-        self.status = status
+class _PartFacts(msgspec.Struct, gc=False):
+    message_id: str
+    kind: str
+    status: ToolStatus | None
 
 
 class SessionIndex:
@@ -281,53 +277,96 @@ class SessionIndex:
 
     def note(self, event: Event) -> None:
         """Record the facts ``event`` establishes (call after ``check`` passed)."""
-        match event:
-            case SessionStarted():
-                self.started = True
-            case MessageAdded():
-                self.messages[event.message_id] = _MessageFacts(
-                    event.role, event.parent_id, event.summary
-                )
-                self.last_message_id = event.message_id
-            case CompactionRequested():
-                self.messages[event.message_id] = _MessageFacts("user", event.parent_id, False)
-                self.last_message_id = event.message_id
-                self.parts[event.part_id] = _PartFacts(event.message_id, "compaction", None)
-                self.last_part_id = event.part_id
-                self.compactions[event.message_id] = "requested"
-            case PartAdded(part=part):
-                status: ToolStatus | None = None
-                if isinstance(part, ToolPart):
-                    status = _added_status(part)
-                    self.calls[part.call_id] = part.id
-                self.parts[part.id] = _PartFacts(part.message_id, struct_tag(part), status)
-                self.last_part_id = part.id
-            case ToolStateChanged():
-                self._set_status(event.part_id, _status_of(event.state))
-            case ToolOutputCleared():
-                for part_id in event.part_ids:
-                    self._set_status(part_id, "cleared")
-            case AssistantFinished():
-                old = self.messages[event.message_id]
-                new = _MessageFacts(old.role, old.parent_id, old.summary)
-                new.finished = True
-                self.messages[event.message_id] = new
-            case CompactionCompleted():
-                self.compactions[event.request_message_id] = "completed"
-            case CompactionRolledBack():
-                self.compactions[event.request_message_id] = "rolled_back"
-            case MemoryPinned():
-                self.memory_pinned = True
-            case EnvironmentCaptured():
-                self.environment[event.user_message_id] = None
-            case PrefixPinned() | PrefixRotated():
-                self.prefix_key = event.key
-            case _:
-                pass
+        noter = _NOTERS.get(type(event))
+        if noter is not None:
+            noter(self, event)
 
     def _set_status(self, part_id: str, status: ToolStatus) -> None:
         old = self.parts[part_id]
         self.parts[part_id] = _PartFacts(old.message_id, old.kind, status)
+
+
+# --- what each event establishes (dispatched on the event's type: this runs on every apply) ---
+
+
+def _note_part_added(index: SessionIndex, event: PartAdded) -> None:
+    part = event.part
+    status: ToolStatus | None = None
+    if isinstance(part, ToolPart):
+        status = _added_status(part)
+        index.calls[part.call_id] = part.id
+    index.parts[part.id] = _PartFacts(part.message_id, struct_tag(part), status)
+    index.last_part_id = part.id
+
+
+def _note_tool_state(index: SessionIndex, event: ToolStateChanged) -> None:
+    index._set_status(event.part_id, _status_of(event.state))
+
+
+def _note_message(index: SessionIndex, event: MessageAdded) -> None:
+    index.messages[event.message_id] = _MessageFacts(event.role, event.parent_id, event.summary)
+    index.last_message_id = event.message_id
+
+
+def _note_finished(index: SessionIndex, event: AssistantFinished) -> None:
+    old = index.messages[event.message_id]
+    new = _MessageFacts(old.role, old.parent_id, old.summary)
+    new.finished = True
+    index.messages[event.message_id] = new
+
+
+def _note_cleared(index: SessionIndex, event: ToolOutputCleared) -> None:
+    for part_id in event.part_ids:
+        index._set_status(part_id, "cleared")
+
+
+def _note_compaction_requested(index: SessionIndex, event: CompactionRequested) -> None:
+    index.messages[event.message_id] = _MessageFacts("user", event.parent_id, False)
+    index.last_message_id = event.message_id
+    index.parts[event.part_id] = _PartFacts(event.message_id, "compaction", None)
+    index.last_part_id = event.part_id
+    index.compactions[event.message_id] = "requested"
+
+
+def _note_started(index: SessionIndex, event: SessionStarted) -> None:
+    index.started = True
+
+
+def _note_completed(index: SessionIndex, event: CompactionCompleted) -> None:
+    index.compactions[event.request_message_id] = "completed"
+
+
+def _note_rolled_back(index: SessionIndex, event: CompactionRolledBack) -> None:
+    index.compactions[event.request_message_id] = "rolled_back"
+
+
+def _note_memory(index: SessionIndex, event: MemoryPinned) -> None:
+    index.memory_pinned = True
+
+
+def _note_environment(index: SessionIndex, event: EnvironmentCaptured) -> None:
+    index.environment[event.user_message_id] = None
+
+
+def _note_prefix(index: SessionIndex, event: PrefixPinned | PrefixRotated) -> None:
+    index.prefix_key = event.key
+
+
+_NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
+    PartAdded: _note_part_added,
+    ToolStateChanged: _note_tool_state,
+    MessageAdded: _note_message,
+    AssistantFinished: _note_finished,
+    ToolOutputCleared: _note_cleared,
+    CompactionRequested: _note_compaction_requested,
+    SessionStarted: _note_started,
+    CompactionCompleted: _note_completed,
+    CompactionRolledBack: _note_rolled_back,
+    MemoryPinned: _note_memory,
+    EnvironmentCaptured: _note_environment,
+    PrefixPinned: _note_prefix,
+    PrefixRotated: _note_prefix,
+}
 
 
 def _added_status(part: ToolPart) -> ToolStatus:

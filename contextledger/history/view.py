@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from contextledger.events.catalogue import ToolStateChanged
 from contextledger.events.parts import (
     CompactionPart,
     FilePart,
@@ -38,6 +39,8 @@ from contextledger.events.parts import (
     ToolCompleted,
     ToolErrored,
     ToolPart,
+    ToolPending,
+    ToolRunning,
     is_media,
 )
 from contextledger.history.messages import (
@@ -504,6 +507,38 @@ def soft_trimmed(output: str, trimmed: tuple[int, int] | None) -> str:
 
 def _size(chars: int) -> str:
     return f"{chars / 1024:g}K" if chars >= 1024 and chars % 512 == 0 else str(chars)
+
+
+def interrupted_calls(history: History, *, time_ms: int) -> list[ToolStateChanged]:
+    """The events that answer every tool call still pending or running in a finished (or
+    errored) assistant message with a synthetic ``INTERRUPTED_OUTPUT`` error.
+
+    The view already answers such calls; recording the answer once, when a crash,
+    cancellation or abort leaves a call behind, makes the log say so and replay exact.
+    ``time_ms`` is the time to stamp them with (the core reads no clock).
+    """
+    events: list[ToolStateChanged] = []
+    for message in history.messages:
+        if message.role != "assistant" or (message.finish is None and message.error is None):
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolPart) and isinstance(part.state, ToolPending | ToolRunning):
+                events.append(
+                    ToolStateChanged(
+                        session_id=history.session_id,
+                        agent_id=message.agent_id,
+                        time_ms=time_ms,
+                        message_id=message.id,
+                        part_id=part.id,
+                        state=ToolErrored(
+                            input=part.state.input,
+                            error=INTERRUPTED_OUTPUT,
+                            synthetic=True,
+                            ended_ms=time_ms,
+                        ),
+                    )
+                )
+    return events
 
 
 def tool_pairs_ok(view: Iterable[ModelMessage]) -> bool:

@@ -27,6 +27,7 @@ import contextlib
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
+from itertools import count, repeat
 from typing import Any, Final, Literal
 
 import apsw
@@ -34,7 +35,7 @@ import structlog
 import trio
 
 from contextledger.events.catalogue import Event, RecordedEvent
-from contextledger.events.codec import DEFAULT_CODEC, EventCodec
+from contextledger.events.codec import DEFAULT_CODEC, EncodedBatch, EventCodec
 from contextledger.store.errors import ConcurrencyError, StoreClosedError, StoreSchemaError
 from contextledger.store.protocol import ANY_VERSION, Snapshot
 
@@ -200,21 +201,15 @@ class SQLiteStore:
             raise StoreClosedError("the store is closed")
         if not events:
             return []
-        codec = self._codec
-        rows: list[tuple[str, int, bytes]] = []
-        nbytes = 0
-        for event in events:
-            data = codec.encode(event)
-            nbytes += len(data)
-            rows.append((codec.tag_of(event), event.v, data))
+        batch = self._codec.encode_batch(events)
         # The caller's own events come back: they encode to exactly the stored bytes. (Inside
         # untyped fields a tuple is read back as a list; use lists there for equality.)
         given = list(events)
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
-            return self._insert(cur, stream, expected_version, rows, given)
+            return self._insert(cur, stream, expected_version, batch, given)
 
-        result: list[RecordedEvent] = await self._submit(_Write(run, nbytes))
+        result: list[RecordedEvent] = await self._submit(_Write(run, batch.nbytes))
         return result
 
     def _insert(
@@ -222,7 +217,7 @@ class SQLiteStore:
         cur: apsw.Cursor,
         stream: str,
         expected: int,
-        rows: list[tuple[str, int, bytes]],
+        batch: EncodedBatch,
         events: list[Event],
     ) -> list[RecordedEvent]:
         version = self._versions.get(stream)
@@ -233,22 +228,21 @@ class SQLiteStore:
         if expected not in (ANY_VERSION, version):
             raise ConcurrencyError(stream, expected, version)
         last = self._last_position
-        if len(rows) == 1:
-            tag, v, data = rows[0]
-            cur.execute(_INSERT, (last + 1, stream, version + 1, tag, v, data))
-        else:
-            cur.executemany(
-                _INSERT,
-                [
-                    (last + i, stream, version + i, tag, v, data)
-                    for i, (tag, v, data) in enumerate(rows, 1)
-                ],
-            )
-        self._versions[stream] = version + len(rows)
-        self._last_position = last + len(rows)
-        return [
-            RecordedEvent(stream, version + i, last + i, event) for i, event in enumerate(events, 1)
-        ]
+        # Rows and results are zipped and mapped in C: no Python code runs per event here.
+        cur.executemany(
+            _INSERT,
+            zip(
+                count(last + 1),
+                repeat(stream),
+                count(version + 1),
+                batch.tags,
+                batch.versions,
+                batch.datas,
+            ),
+        )
+        self._versions[stream] = version + len(events)
+        self._last_position = last + len(events)
+        return list(map(RecordedEvent, repeat(stream), count(version + 1), count(last + 1), events))
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``."""
@@ -448,13 +442,7 @@ class SQLiteStore:
     def _query(self, sql: str, args: tuple[Any, ...]) -> list[RecordedEvent]:
         conn = self._reader()
         try:
-            decode = self._codec.decode
-            return [
-                RecordedEvent(
-                    stream, seq, position, decode(tag, v, data, stream=stream, position=position)
-                )
-                for position, stream, seq, tag, v, data in conn.cursor().execute(sql, args)
-            ]
+            return self._codec.decode_rows(conn.cursor().execute(sql, args))
         finally:
             self._release(conn)
 

@@ -11,7 +11,7 @@ import pytest
 from contextledger.bench import ledger
 from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
-from contextledger.bench.ledger import TARGETS
+from contextledger.bench.ledger import BATCH, TARGETS
 
 FIGURES = (
     "single_appends_per_s",
@@ -42,7 +42,7 @@ def test_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
     result = json.loads(capsys.readouterr().out)  # exactly one JSON object
     assert result["events"] == 900 and result["single_events"] == 900
     assert result["sessions"] > 1
-    assert result["batch_size"] == 100 and result["encoded_mb"] > 0
+    assert result["batch_size"] == BATCH and result["encoded_mb"] > 0
     for key in FIGURES:
         assert key in result
     for key in RATIOS:

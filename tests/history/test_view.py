@@ -8,6 +8,7 @@ import pytest
 from contextledger.events import (
     MessageError,
     ModelRef,
+    ReasoningPart,
     RecordedEvent,
     StepStartPart,
     ToolPart,
@@ -29,6 +30,7 @@ from contextledger.history.view import (
     ViewOptions,
     completed_summary,
     filter_compacted,
+    interrupted_calls,
     model_view,
     strip_historical_media,
     tool_pairs_ok,
@@ -445,3 +447,38 @@ def test_by_default_media_is_stripped_only_before_the_newest_compaction() -> Non
     assert [c.filename for m in view for c in m.content if isinstance(c, ModelFile)] == ["new.png"]
     kilo = _view(b, historical_media="latest-user")
     assert not [c for m in kilo for c in m.content if isinstance(c, ModelFile)]
+
+
+def test_calls_left_without_a_result_are_answered_once_by_an_event() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    done = b.tool_call(reply, "read")
+    b.tool_result(done, "ok")
+    left = b.tool_call(reply, "bash")
+    b.tool_running(b.tool_call(reply, "grep"))
+    b.finish(reply, "error", error=MessageError(name="AbortedError"))
+    history = _history(b)
+    events = interrupted_calls(history, time_ms=b.clock_ms)
+    assert len(events) == 2 and events[0].part_id == left
+    history.validate(events)
+    for i, event in enumerate(events, len(b.events) + 1):
+        history.apply(RecordedEvent(b.session_id, i, i, event))
+    assert interrupted_calls(history, time_ms=b.clock_ms) == []
+    results = [r for r in _results(model_view(history)) if r.is_error]
+    assert [r.output for r in results] == [INTERRUPTED_OUTPUT] * 2
+
+
+def test_calls_of_an_unfinished_message_are_still_running() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_call(reply, "bash")
+    assert interrupted_calls(_history(b), time_ms=0) == []
+
+
+def test_9_3_53_reasoning_metadata_is_kept_for_the_same_model() -> None:
+    b = SessionBuilder(model=ModelRef(provider_id="openrouter", model_id="x/y"))
+    reply = b.assistant(b.user("go"))
+    details = {"openrouter": {"reasoning_details": [{"type": "reasoning.text", "text": "t"}]}}
+    b.part(ReasoningPart(id=b.new_part_id(), message_id=reply, text="t", metadata=details))
+    view = model_view(_history(b), ViewOptions(model=b.model))
+    assert view[1].content[0] == ModelReasoning(text="t", provider_metadata=details)
