@@ -29,7 +29,9 @@ from contextledger.events.parts import (
 MAIN_AGENT = "main"
 
 
-class EventBase(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="type"):
+class EventBase(
+    msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True, tag_field="type"
+):
     """Fields every event has. ``time_ms`` is wall time captured by the shell, never read
     inside the core."""
 
@@ -133,7 +135,7 @@ class CompactionRequested(EventBase, tag="compaction.requested", frozen=True):
     parent_id: str | None = None
 
 
-class FileRange(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class FileRange(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """A file the session read or wrote, with the line ranges touched."""
 
     path: str
@@ -141,7 +143,7 @@ class FileRange(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     ranges: tuple[tuple[int, int], ...] = ()
 
 
-class CompactionProjection(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class CompactionProjection(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """What a compaction decided: the summary text, the files to remember, and the range of
     messages the summary replaces (``head_first_id`` .. ``head_last_id``)."""
 
@@ -187,7 +189,7 @@ class MemoryPinned(EventBase, tag="memory.pinned", frozen=True):
     text: str
 
 
-class PrefixProfile(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class PrefixProfile(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """What a request prefix depends on; its SHA-256 over sorted-key JSON is the prefix key."""
 
     provider_id: str
@@ -292,7 +294,7 @@ def event_tag(event_type: type[EventBase]) -> str:
     return str(tag.tag)
 
 
-class RecordedEvent(msgspec.Struct, frozen=True, gc=False):
+class RecordedEvent(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     """An event as stored: its stream, per-stream ``seq`` (from 1) and global ``position``."""
 
     stream: str

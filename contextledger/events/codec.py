@@ -127,6 +127,12 @@ class EventCodec:
     def encode_batch(self, events: Sequence[EventBase]) -> EncodedBatch:
         """Encode ``events`` for storage: the hot path of an append, looping in C (``map``)
         rather than Python. Raises ``EventEncodeError`` like ``encode``."""
+        if len(events) == 1:  # the common single-event append: skip the list machinery
+            (event,) = events
+            kind = type(event)
+            if kind in self._tags:
+                data = self.encode(event)
+                return EncodedBatch([self._tags[kind]], [self._versions[kind]], [data], len(data))
         try:
             kinds = list(map(type, events))
             tags = list(map(self._tags.__getitem__, kinds))

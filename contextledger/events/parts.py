@@ -4,6 +4,12 @@ Parts follow the opencode / Kilo Code part model (text, reasoning, file, tool, s
 finish, subtask, agent, retry, compaction). Parts are immutable values; a mutation (a tool
 finishing, a prune, a soft trim, a compaction boundary) is an event that replaces the part with
 an updated copy in the projection. Field names use the domain's words.
+
+Every struct here and in the event catalogue is declared with ``gc=False`` (plain data that
+never refers back to itself, so it cannot form reference cycles; a long log of them would
+otherwise slow every garbage collection) and ``omit_defaults=True`` (fields at their default
+are not written, so events are smaller and faster to encode and decode; a missing field reads
+back as its default, which is why a released default must never change).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 
-class ModelRef(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class ModelRef(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """Which provider and model produced or will receive a message."""
 
     provider_id: str
@@ -21,7 +27,7 @@ class ModelRef(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     variant: str | None = None
 
 
-class Usage(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """Token usage of one model call as the provider reported it.
 
     ``input`` is the uncached input; the whole prompt is ``input + cache_read + cache_write``.
@@ -55,7 +61,7 @@ ErrorName = Literal[
 ]
 
 
-class MessageError(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+class MessageError(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """Why an assistant message ended in error (opencode's named error union)."""
 
     name: ErrorName
@@ -71,7 +77,9 @@ def struct_tag(value: msgspec.Struct) -> str:
 # --- parts ---------------------------------------------------------------------------------
 
 
-class PartBase(msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="kind"):
+class PartBase(
+    msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True, tag_field="kind"
+):
     """Fields every part has: its own id and the message it belongs to."""
 
     id: str
@@ -104,7 +112,13 @@ class FilePart(PartBase, tag="file", frozen=True):
 
 
 class ToolPending(
-    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="pending"
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    omit_defaults=True,
+    kw_only=True,
+    tag_field="status",
+    tag="pending",
 ):
     """The model asked for the call; it has not started."""
 
@@ -113,7 +127,13 @@ class ToolPending(
 
 
 class ToolRunning(
-    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="running"
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    omit_defaults=True,
+    kw_only=True,
+    tag_field="status",
+    tag="running",
 ):
     """The call is executing."""
 
@@ -124,7 +144,13 @@ class ToolRunning(
 
 
 class ToolCompleted(
-    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="completed"
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    omit_defaults=True,
+    kw_only=True,
+    tag_field="status",
+    tag="completed",
 ):
     """The call returned ``output``.
 
@@ -145,7 +171,13 @@ class ToolCompleted(
 
 
 class ToolErrored(
-    msgspec.Struct, frozen=True, gc=False, kw_only=True, tag_field="status", tag="error"
+    msgspec.Struct,
+    frozen=True,
+    gc=False,
+    omit_defaults=True,
+    kw_only=True,
+    tag_field="status",
+    tag="error",
 ):
     """The call failed. ``interrupted`` with ``partial_output`` means it was cut off mid-way."""
 

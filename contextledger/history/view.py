@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from contextledger.config import Config, ToolOutputConfig
 from contextledger.events.catalogue import ToolStateChanged
 from contextledger.events.parts import (
     CompactionPart,
@@ -53,7 +54,7 @@ from contextledger.history.messages import (
     ModelToolResult,
 )
 from contextledger.history.projection import History, Message
-from contextledger.policy.truncate import truncate_tool_output
+from contextledger.policy.truncate import truncate_for_view, truncate_tool_output
 
 #: What a compaction request says to the model (opencode).
 COMPACTION_PROMPT: Final = "What did we do so far?"
@@ -88,6 +89,9 @@ class ViewOptions(msgspec.Struct, frozen=True, kw_only=True):
     a compaction completes; ``"latest-user"`` is Kilo Code's rule (everything before the last
     real user message, which moves with every turn and so changes bytes already sent);
     ``"keep"`` strips nothing. ``agent_id`` limits the view to one agent's slice.
+    ``tool_output`` caps each tool output at a number of lines and bytes, cutting the head or
+    the tail and telling the model how to page the rest with ``read_tool_output`` (the full
+    output stays in the log); None sends outputs whole.
     """
 
     model: ModelRef | None = None
@@ -97,6 +101,12 @@ class ViewOptions(msgspec.Struct, frozen=True, kw_only=True):
     environment: EnvironmentMode = "each"
     historical_media: HistoricalMedia = "compaction"
     agent_id: str | None = None
+    tool_output: ToolOutputConfig | None = ToolOutputConfig()
+
+    @classmethod
+    def from_config(cls, config: Config, model: ModelRef | None = None) -> ViewOptions:
+        """The options a request for ``model`` uses under ``config``."""
+        return cls(model=model, tool_output=config.tool_output)
 
 
 def tool_media_support(model: ModelRef | None) -> MediaSupport:
@@ -458,6 +468,14 @@ def _tool(
             output = CLEARED_OUTPUT
         else:
             output = soft_trimmed(state.output, state.trimmed)
+            if options.tool_output is not None:
+                output = truncate_for_view(
+                    output,
+                    max_lines=options.tool_output.max_lines,
+                    max_bytes=options.tool_output.max_bytes,
+                    direction=options.tool_output.direction,
+                    part_id=part.id,
+                ).text
             output = truncate_tool_output(output, options.tool_output_max_chars)
             attachments = () if options.strip_media else state.attachments
         inline: list[ModelFile] = []

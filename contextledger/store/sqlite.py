@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import count, repeat
 from typing import Any, Final, Literal
@@ -228,6 +229,14 @@ class SQLiteStore:
         if expected not in (ANY_VERSION, version):
             raise ConcurrencyError(stream, expected, version)
         last = self._last_position
+        if len(events) == 1:
+            cur.execute(
+                _INSERT,
+                (last + 1, stream, version + 1, batch.tags[0], batch.versions[0], batch.datas[0]),
+            )
+            self._versions[stream] = version + 1
+            self._last_position = last + 1
+            return [RecordedEvent(stream, version + 1, last + 1, events[0])]
         # Rows and results are zipped and mapped in C: no Python code runs per event here.
         cur.executemany(
             _INSERT,
@@ -273,18 +282,21 @@ class SQLiteStore:
                             await trio.to_thread.run_sync(self._commit, batch, True)
                         finally:
                             self._finish(batch)
-        elif trio.current_time() - self._last_yield >= YIELD_SECONDS:
+        elif (now := time.monotonic()) - self._last_yield >= YIELD_SECONDS:
             # Inline commits do not wait for anything; let other tasks run now and then.
-            self._last_yield = trio.current_time()
+            self._last_yield = now
             await trio.lowlevel.cancel_shielded_checkpoint()
         if write.error is not None:
             raise write.error
         return write.result
 
     def _fits_inline(self) -> bool:
-        return self.durability == "normal" and (
-            sum(w.nbytes for w in self._queue) <= INLINE_COMMIT_BYTES
-        )
+        if self.durability != "normal":
+            return False
+        queue = self._queue
+        if len(queue) == 1:
+            return queue[0].nbytes <= INLINE_COMMIT_BYTES
+        return sum(w.nbytes for w in queue) <= INLINE_COMMIT_BYTES
 
     def _commit_inline(self) -> bool:
         """Commit the queue on this thread; False (queue untouched) when another process

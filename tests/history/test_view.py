@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from contextledger.config import Config
 from contextledger.events import (
     MessageError,
     ModelRef,
     ReasoningPart,
     RecordedEvent,
     StepStartPart,
+    SubtaskPart,
     ToolPart,
 )
 from contextledger.history import History
@@ -26,6 +28,7 @@ from contextledger.history.view import (
     CLEARED_OUTPUT,
     COMPACTION_PROMPT,
     INTERRUPTED_OUTPUT,
+    SUBTASK_PROMPT,
     SYNTHETIC_ATTACHMENT_PROMPT,
     ViewOptions,
     completed_summary,
@@ -482,3 +485,36 @@ def test_9_3_53_reasoning_metadata_is_kept_for_the_same_model() -> None:
     b.part(ReasoningPart(id=b.new_part_id(), message_id=reply, text="t", metadata=details))
     view = model_view(_history(b), ViewOptions(model=b.model))
     assert view[1].content[0] == ModelReasoning(text="t", provider_metadata=details)
+
+
+def test_a_long_tool_output_is_cut_with_a_paging_hint_and_kept_whole_in_the_log() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "bash")
+    full = "".join(f"line {i}\n" for i in range(5000))
+    b.tool_result(call, full)
+    (result,) = _results(_view(b))
+    assert result.output.startswith("line 0\nline 1\n")
+    assert "line 4999" not in result.output
+    assert f'read_tool_output(part_id="{call}"' in result.output
+    part = _history(b).part(call)
+    assert isinstance(part, ToolPart) and part.state.output == full  # type: ignore[union-attr]
+    (whole,) = _results(_view(b, tool_output=None))
+    assert whole.output == full
+
+
+def test_view_options_follow_the_config() -> None:
+    config = Config.from_dict({"tool_output": {"max_lines": 10, "direction": "tail"}})
+    options = ViewOptions.from_config(config, DEFAULT_MODEL)
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_result(b.tool_call(reply, "bash"), "".join(f"{i}\n" for i in range(100)))
+    (result,) = _results(model_view(_history(b), options))
+    assert result.output.endswith("99\n") and "\n0\n" not in result.output
+
+
+def test_subtask_parts_are_sent_as_their_fixed_text() -> None:
+    b = SessionBuilder()
+    user = b.user("")
+    b.part(SubtaskPart(id=b.new_part_id(), message_id=user, prompt="explore", agent="explore"))
+    assert _texts(_view(b)) == [SUBTASK_PROMPT]
