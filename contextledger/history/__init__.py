@@ -1,6 +1,20 @@
-"""History: the projection of a session's events, and (later) the model view built on it."""
+"""History: the projection of a session's events, and the model view built on it.
+
+The view lives in ``contextledger.history.view`` (``model_view``, ``ViewOptions``) and
+``contextledger.history.live_view`` (``LiveView``); they depend on the config, which depends
+on this package, so they are not re-exported here.
+"""
 
 from contextledger.history.estimate import estimate_part_tokens, part_chars
+from contextledger.history.messages import (
+    ModelContent,
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 from contextledger.history.projection import (
     SNAPSHOT_SCHEMA,
     Compaction,
@@ -18,6 +32,13 @@ __all__ = [
     "History",
     "HistoryState",
     "Message",
+    "ModelContent",
+    "ModelFile",
+    "ModelMessage",
+    "ModelReasoning",
+    "ModelText",
+    "ModelToolCall",
+    "ModelToolResult",
     "PinnedPrefix",
     "SessionIndex",
     "TokenEstimator",

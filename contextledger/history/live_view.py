@@ -62,6 +62,11 @@ class LiveView:
     def update(self, history: History) -> Sequence[ModelMessage]:
         """The view of ``history`` now. The returned sequence belongs to this object and is
         valid until the next ``update``; copy it to keep it."""
+        if history is not self._history:
+            # Conversions are memoised per message id and version, which only mean something
+            # within one history: a new one starts from scratch.
+            self._memo.clear()
+            self._cursor = 0
         changed, cursor = history.changed_since(self._cursor)
         if (
             history is not self._history

@@ -7,11 +7,14 @@ agents (``shared/reference/opencode-kilo.md`` §2-§3):
    (after its kept tail), then reorder to: compaction prompt, summary, kept tail, newer turns.
 2. ``trim_before_last_summary``: also cut before a summary that has no compaction part (a
    manual compaction of a plain user message).
-3. Historical media stripping before the last real user turn, once a summary exists.
-4. Conversion (``to_model_messages``): ignored text dropped, errored assistant messages
-   dropped unless aborted with content, reasoning of another model sent as text, one model
-   message per step, cleared and soft-trimmed tool outputs, interrupted calls answered, media
-   in tool results moved to a synthetic user message where the provider cannot take them.
+3. Historical media stripping once a summary exists: by default media older than the newest
+   compaction request (so it changes only when a compaction completes); Kilo Code's rule
+   (before the last real user turn) on request.
+4. Conversion (``convert_message``, opencode's ``toModelMessages``): ignored text dropped,
+   errored assistant messages dropped unless aborted with content, reasoning of another model
+   sent as text, one model message per step, cleared and soft-trimmed tool outputs, long
+   outputs cut with a paging hint, interrupted calls answered, media in tool results moved to
+   a synthetic user message where the provider cannot take them.
 
 Guarantee: in every view each tool call is followed, in the very next message, by exactly one
 result, and every result follows its call. Calls and results live in one stored message, the

@@ -42,6 +42,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
+from contextledger.config import TokensConfig
 from contextledger.events.errors import LedgerError
 from contextledger.events.parts import (
     CompactionPart,
@@ -449,3 +450,14 @@ def _load_local_encoding(name: str) -> _Encoding:
         )
     encoding: _Encoding = tiktoken.get_encoding(local)
     return encoding
+
+
+def counter_for(config: TokensConfig, calibration: Calibration | None = None) -> TokenCounter:
+    """The counter ``config.counter`` names: the plain estimate, the calibrated counter
+    (starting from ``calibration``, or from nothing), or tiktoken's ``cl100k_base`` (raises
+    ``TokenizerUnavailable`` when it is not installed locally)."""
+    if config.counter == "calibrated":
+        return CalibratedCounter(calibration or Calibration())
+    if config.counter == "tiktoken":
+        return TiktokenCounter()
+    return EstimateCounter()

@@ -40,8 +40,10 @@ class MemoryStore:
         if expected_version not in (ANY_VERSION, len(existing)):
             raise ConcurrencyError(stream, expected_version, len(existing))
         codec = self._codec
+        batch = codec.encode_batch(events)
         decoded = [
-            codec.decode(codec.tag_of(e), e.v, codec.encode(e), stream=stream) for e in events
+            codec.decode(tag, v, data, stream=stream)
+            for tag, v, data in zip(batch.tags, batch.versions, batch.datas, strict=True)
         ]
         recorded = [
             RecordedEvent(stream, len(existing) + i + 1, len(self._log) + i + 1, e)

@@ -147,8 +147,11 @@ class SQLiteStore:
         self.durability: Durability = durability
         self._codec = codec
         self._writer = _open_writer(self.path, durability)
-        self._writer.cursor().execute(_SCHEMA)
-        self._check_schema()
+        try:
+            self._check_schema()
+        except BaseException:
+            self._writer.close()
+            raise
         self._writer.set_busy_timeout(0)
         self._versions: dict[str, int] = {}
         self._last_position = 0
@@ -167,10 +170,14 @@ class SQLiteStore:
         self._checkpoint_mark = 0
 
     def _check_schema(self) -> None:
+        """Create the tables in a new file; refuse, changing nothing, a file written under
+        another store schema."""
         cur = self._writer.cursor()
         (found,) = _one(cur, "PRAGMA user_version")
         if found == 0:
-            cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+            with self._writer:
+                cur.execute(_SCHEMA)
+                cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
         elif found != _SCHEMA_VERSION:
             raise StoreSchemaError(
                 f"{self.path} has store schema {found}; this release reads {_SCHEMA_VERSION}"
@@ -431,8 +438,9 @@ class SQLiteStore:
                     conn.wal_checkpoint(mode=mode)
                 except apsw.BusyError:
                     _log.info("checkpoint postponed: the database is busy", path=self.path)
-        except apsw.Error as exc:
-            _log.warning("checkpointer stopped", path=self.path, error=str(exc))
+                except apsw.Error as exc:
+                    # The next request tries again; the WAL only grows meanwhile.
+                    _log.warning("checkpoint failed", path=self.path, error=str(exc))
         finally:
             conn.close()
 

@@ -126,3 +126,14 @@ def test_the_live_view_equals_the_view_built_from_scratch(
             seq += 1
             history.apply(RecordedEvent("ses_test", seq, seq, event))
         assert list(live.update(history)) == model_view(history, options)
+
+
+def test_one_live_view_fed_another_history_starts_over() -> None:
+    from contextledger.testing.builder import SessionBuilder
+
+    first, second = SessionBuilder(), SessionBuilder()
+    first.user("from the first history")
+    second.user("from the second history")
+    live = LiveView()
+    live.update(_history(first.events))
+    assert list(live.update(_history(second.events))) == model_view(_history(second.events))

@@ -285,3 +285,12 @@ def test_tiktoken_counter_over_a_given_encoding_counts_every_content() -> None:
     counter = TiktokenCounter(_CharEncoding())
     assert counter.count("abc") == 3
     assert counter.count_messages(VIEW) == 48 + VIEW_INPUT_CHARS + 100 + 2 * MEDIA_TOKENS
+
+
+def test_the_config_names_the_counter() -> None:
+    from contextledger.config import Config
+    from contextledger.policy.tokens import CalibratedCounter, EstimateCounter, counter_for
+
+    assert isinstance(counter_for(Config().tokens), EstimateCounter)
+    calibrated = Config.from_dict({"tokens": {"counter": "calibrated"}}).tokens
+    assert isinstance(counter_for(calibrated), CalibratedCounter)
