@@ -71,7 +71,8 @@ __all__ = [
 
 NonNegative = Annotated[int, Meta(ge=0)]
 Positive = Annotated[int, Meta(gt=0)]
-PositiveFloat = Annotated[float, Meta(gt=0)]
+#: A multiplier on token estimates: positive and finite (10x is already absurd).
+Factor = Annotated[float, Meta(gt=0, le=10)]
 Percent = Annotated[float, Meta(gt=0, le=100)]
 MaxContext = Quantity | dict[str, Quantity]
 TokenCounter = Literal["estimate", "calibrated", "tiktoken"]
@@ -375,7 +376,7 @@ class TokensConfig(_Section, frozen=True):
     #: opencode / Kilo / pi: about 4 characters per token.
     chars_per_token: Positive = CHARS_PER_TOKEN
     #: Kilo ``FACTOR``: preflight inflates estimates by 1.3 (chars/4 under-counts by 15-30 %).
-    preflight_factor: PositiveFloat = PREFLIGHT_FACTOR
+    preflight_factor: Factor = PREFLIGHT_FACTOR
 
 
 class ToolOutputConfig(_Section, frozen=True):

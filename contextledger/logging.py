@@ -7,9 +7,10 @@ themselves.
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
-from typing import Final, TextIO
+from typing import Final, TextIO, cast
 
 import structlog
 
@@ -23,7 +24,7 @@ def configure_logging(
     JSON lines when ``json`` is true. Raises ``ValueError`` for an unknown level."""
     if level not in LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LEVELS)}, not {level!r}")
-    out = stream or sys.stderr
+    out: TextIO = stream or cast(TextIO, _CurrentStderr())
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()
         if json
@@ -39,3 +40,17 @@ def configure_logging(
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
+
+
+class _CurrentStderr(io.TextIOBase):
+    """Whatever ``sys.stderr`` is when a line is written (test runners and embedding
+    applications replace it; a stream captured at configuration time may be closed)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()

@@ -452,3 +452,8 @@ def test_warn_once_logs_each_key_once() -> None:
         assert warnings.warn("budget:other/m", "compaction budget ignored", model="other/m")
     assert [entry["model"] for entry in logs] == ["test/m", "other/m"]
     assert all(entry["log_level"] == "warning" for entry in logs)
+
+
+def test_a_factor_must_be_finite() -> None:
+    with pytest.raises(ConfigError, match=r"tokens.preflight_factor: must be <= 10, got inf"):
+        Config.from_dict({"tokens": {"preflight_factor": float("inf")}})

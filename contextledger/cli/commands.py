@@ -68,7 +68,7 @@ def _by_message(events: list[Any]) -> list[list[Any]]:
 
 async def sessions(args: argparse.Namespace) -> None:
     """List the sessions in ``args.db`` with their sizes."""
-    async with SQLiteStore.open(args.db) as store:
+    async with SQLiteStore.open(args.db, create=False) as store:
         rows = []
         for stream in await store.streams():
             log = await SessionLog.open(store, stream)
@@ -90,13 +90,15 @@ async def sessions(args: argparse.Namespace) -> None:
 
 async def history(args: argparse.Namespace) -> None:
     """Print the history of ``args.session``, as of ``args.at`` when given."""
-    async with SQLiteStore.open(args.db) as store:
+    async with SQLiteStore.open(args.db, create=False) as store:
         projection = await _projection(store, args.session, args.at)
     _print_history(projection, args.json, parts=args.parts)
 
 
 async def _projection(store: SQLiteStore, session: str, at: int | None) -> History:
     """The history of ``session`` now, or as of seq ``at``; ValueError when it is unknown."""
+    if at is not None and at < 1:
+        raise ValueError(f"--at must be a seq of 1 or more, not {at}")
     if at is None:
         projection = (await SessionLog.open(store, session)).history
     else:
@@ -114,7 +116,7 @@ async def view(args: argparse.Namespace) -> None:
         if not sep or not provider or not model_id:
             raise ValueError(f"--model must be provider/model, not {args.model!r}")
         model = ModelRef(provider_id=provider, model_id=model_id)
-    async with SQLiteStore.open(args.db) as store:
+    async with SQLiteStore.open(args.db, create=False) as store:
         projection = await _projection(store, args.session, args.at)
     messages = model_view(projection, ViewOptions(model=model, agent_id=args.agent))
     if args.json:
@@ -156,8 +158,10 @@ def _content_preview(message: ModelMessage) -> str:
 
 async def events(args: argparse.Namespace) -> None:
     """Print the raw events of ``args.session``."""
-    async with SQLiteStore.open(args.db) as store:
+    async with SQLiteStore.open(args.db, create=False) as store:
         recorded = await store.read(args.session, args.from_seq, args.limit)
+        if not recorded and await store.stream_version(args.session) == 0:
+            raise ValueError(f"no session {args.session!r} in {args.db}")
     if args.json:
         emit_json(recorded)
         return

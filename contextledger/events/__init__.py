@@ -39,7 +39,7 @@ from contextledger.events.errors import (
     InvalidEvent,
     LedgerError,
 )
-from contextledger.events.ids import IdGenerator, format_id, parse_id
+from contextledger.events.ids import IdGenerator, format_id, is_id, parse_id
 from contextledger.events.parts import (
     AgentPart,
     CompactionPart,
@@ -125,6 +125,7 @@ __all__ = [
     "UsageReported",
     "event_tag",
     "format_id",
+    "is_id",
     "is_media",
     "parse_id",
     "struct_tag",

@@ -27,6 +27,11 @@ def format_id(kind: IdKind, time_ms: int, counter: int) -> str:
     return f"{kind}_{time_ms:0{_TIME_DIGITS}x}{counter:0{_COUNTER_DIGITS}x}"
 
 
+def is_id(value: str) -> bool:
+    """Whether ``value`` has the shape of an id this module makes."""
+    return _ID.fullmatch(value) is not None
+
+
 def parse_id(value: str) -> tuple[str, int, int]:
     """Split an id into (kind, time_ms, counter); raise ``ValueError`` on a malformed id
     (anything but lowercase letters, ``_`` and 18 lowercase hex digits)."""

@@ -21,6 +21,7 @@ from contextledger.history.view import (
     _environment,
     _pending_compaction,
     convert_message,
+    latest_user_id,
     media_boundary,
     view_messages,
     without_media,
@@ -86,7 +87,7 @@ class LiveView:
     def _rebuild(self, history: History) -> None:
         options = self._options
         order = view_messages(history, options)
-        latest_user = next((m.id for m in reversed(order) if m.role == "user"), None)
+        latest_user = latest_user_id(order)
         self._boundary = media_boundary(order) if options.historical_media == "compaction" else ""
         self._position = {m.id: i for i, m in enumerate(order)}
         self._segments = [

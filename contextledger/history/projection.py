@@ -195,7 +195,7 @@ class History:
     def structure(self) -> int:
         """Counts events after which a view must be rebuilt rather than patched: they move
         messages in or out of it (a compaction requested, completed or rolled back, and a
-        summary message appearing)."""
+        summary message appearing or finishing)."""
         return self._structure
 
     def changed_since(self, cursor: int) -> tuple[list[str], int]:
@@ -274,6 +274,8 @@ class History:
         message.usage = event.usage
         message.cost = event.cost
         message.error = event.error
+        if message.summary:
+            self._structure += 1  # a finished summary is what cuts the view before it
         self._touch(message)
 
     def _on_part_updated(self, event: PartUpdated) -> None:

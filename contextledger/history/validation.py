@@ -36,6 +36,7 @@ from contextledger.events.catalogue import (
     UsageReported,
 )
 from contextledger.events.errors import InvalidEvent
+from contextledger.events.ids import is_id
 from contextledger.events.parts import (
     CompactionPart,
     ToolCompleted,
@@ -225,6 +226,8 @@ class SessionIndex:
         return f"unknown event {type(event).__name__}"
 
     def _check_new_message(self, message_id: str, parent_id: str | None) -> str | None:
+        if not is_id(message_id):
+            return f"message id {message_id!r} is not a monotonic id (see events.ids)"
         if message_id <= self.last_message_id:
             return f"message id {message_id!r} does not follow {self.last_message_id!r}"
         if parent_id is not None and parent_id not in self.messages:
@@ -232,6 +235,8 @@ class SessionIndex:
         return None
 
     def _check_new_part(self, part_id: str) -> str | None:
+        if not is_id(part_id):
+            return f"part id {part_id!r} is not a monotonic id (see events.ids)"
         if part_id <= self.last_part_id:
             return f"part id {part_id!r} does not follow {self.last_part_id!r}"
         return None
@@ -271,6 +276,8 @@ class SessionIndex:
         tail = event.tail_start_id
         if tail is not None and (tail not in self.messages or tail >= event.request_message_id):
             return f"tail start {tail!r} is not a message before the request"
+        if tail is not None and (tail in self.compactions or self.messages[tail].summary):
+            return f"tail start {tail!r} is a compaction request or summary, not a turn"
         return None
 
     # --- noting ---------------------------------------------------------------------------

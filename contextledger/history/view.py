@@ -312,12 +312,18 @@ def model_view(history: History, options: ViewOptions | None = None) -> list[Mod
     """
     options = options or ViewOptions()
     messages = view_messages(history, options)
-    latest_user = next((m.id for m in reversed(messages) if m.role == "user"), None)
+    latest_user = latest_user_id(messages)
     out: list[ModelMessage] = []
     for message in messages:
         environment = _environment(history, message, options, latest_user)
         out.extend(convert_message(message, options, environment))
     return out
+
+
+def latest_user_id(messages: Sequence[Message]) -> str | None:
+    """The newest user message: the greatest id, not the last position (the compaction
+    reorder moves older messages after newer ones)."""
+    return max((m.id for m in messages if m.role == "user"), default=None)
 
 
 def _environment(
@@ -470,16 +476,7 @@ def _tool(
         if state.compacted_ms is not None:
             output = CLEARED_OUTPUT
         else:
-            output = soft_trimmed(state.output, state.trimmed)
-            if options.tool_output is not None:
-                output = truncate_for_view(
-                    output,
-                    max_lines=options.tool_output.max_lines,
-                    max_bytes=options.tool_output.max_bytes,
-                    direction=options.tool_output.direction,
-                    part_id=part.id,
-                ).text
-            output = truncate_tool_output(output, options.tool_output_max_chars)
+            output = _capped(soft_trimmed(state.output, state.trimmed), part.id, options)
             attachments = () if options.strip_media else state.attachments
         inline: list[ModelFile] = []
         for a in attachments:
@@ -491,7 +488,9 @@ def _tool(
     elif isinstance(state, ToolErrored):
         if state.interrupted and state.partial_output is not None:
             result = ModelToolResult(
-                call_id=part.call_id, tool=part.tool, output=state.partial_output
+                call_id=part.call_id,
+                tool=part.tool,
+                output=_capped(state.partial_output, part.id, options),
             )
         else:
             result = ModelToolResult(
@@ -502,6 +501,20 @@ def _tool(
             call_id=part.call_id, tool=part.tool, output=INTERRUPTED_OUTPUT, is_error=True
         )
     return call, result, moved
+
+
+def _capped(output: str, part_id: str, options: ViewOptions) -> str:
+    """A tool output as sent: cut to the view's line and byte caps (with a paging hint),
+    then to ``tool_output_max_chars`` (summaries)."""
+    if options.tool_output is not None:
+        output = truncate_for_view(
+            output,
+            max_lines=options.tool_output.max_lines,
+            max_bytes=options.tool_output.max_bytes,
+            direction=options.tool_output.direction,
+            part_id=part_id,
+        ).text
+    return truncate_tool_output(output, options.tool_output_max_chars)
 
 
 def _accepts(support: MediaSupport, mime: str) -> bool:
@@ -530,9 +543,13 @@ def _size(chars: int) -> str:
     return f"{chars / 1024:g}K" if chars >= 1024 and chars % 512 == 0 else str(chars)
 
 
-def interrupted_calls(history: History, *, time_ms: int) -> list[ToolStateChanged]:
+def interrupted_calls(
+    history: History, *, time_ms: int, unfinished: bool = False
+) -> list[ToolStateChanged]:
     """The events that answer every tool call still pending or running in a finished (or
-    errored) assistant message with a synthetic ``INTERRUPTED_OUTPUT`` error.
+    errored) assistant message with a synthetic ``INTERRUPTED_OUTPUT`` error; with
+    ``unfinished``, also those of messages that never finished (after a crash, when the
+    process that was running them is gone).
 
     The view already answers such calls; recording the answer once, when a crash,
     cancellation or abort leaves a call behind, makes the log say so and replay exact.
@@ -540,7 +557,9 @@ def interrupted_calls(history: History, *, time_ms: int) -> list[ToolStateChange
     """
     events: list[ToolStateChanged] = []
     for message in history.messages:
-        if message.role != "assistant" or (message.finish is None and message.error is None):
+        if message.role != "assistant":
+            continue
+        if not unfinished and message.finish is None and message.error is None:
             continue
         for part in message.parts:
             if isinstance(part, ToolPart) and isinstance(part.state, ToolPending | ToolRunning):

@@ -48,8 +48,11 @@ RETRYABLE_STATUSES: Final = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _RETRYABLE_CODES: Final = frozenset({"server_error", "rate_limit_exceeded", "overloaded_error"})
 
 
-def is_context_overflow(message: str, code: str | None = None) -> bool:
-    """Whether a provider error says the prompt did not fit the model's window."""
+def is_context_overflow(message: str, code: str | None = None, status: int | None = None) -> bool:
+    """Whether a provider error says the prompt did not fit the model's window. A 429 never
+    does: "too many tokens" there means a rate limit (Bedrock's ThrottlingException)."""
+    if status == 429:
+        return False
     if code == "context_length_exceeded":
         return True
     return bool(_NO_BODY.search(message)) or any(p.search(message) for p in OVERFLOW_PATTERNS)
@@ -64,7 +67,7 @@ def classify_error(
     codes in ``FATAL_CODES`` a non-retryable ``APIError`` with a fixed message; rate limits
     and server errors a retryable ``APIError``; 401/403 an ``AuthError``.
     """
-    if is_context_overflow(message, code):
+    if is_context_overflow(message, code, status):
         return MessageError(name="ContextOverflowError", message=OVERFLOW_MESSAGE)
     if code in FATAL_CODES:
         return MessageError(name="APIError", message=FATAL_CODES[code], retryable=False)

@@ -1,6 +1,11 @@
 """Event stores: the ``EventStore`` contract, SQLite (the embedded default) and memory."""
 
-from contextledger.store.errors import ConcurrencyError, StoreClosedError, StoreSchemaError
+from contextledger.store.errors import (
+    ConcurrencyError,
+    StoreBusyError,
+    StoreClosedError,
+    StoreSchemaError,
+)
 from contextledger.store.memory import MemoryStore
 from contextledger.store.protocol import ANY_VERSION, EventStore, Snapshot
 from contextledger.store.sqlite import Durability, SQLiteStore
@@ -13,6 +18,7 @@ __all__ = [
     "MemoryStore",
     "SQLiteStore",
     "Snapshot",
+    "StoreBusyError",
     "StoreClosedError",
     "StoreSchemaError",
 ]

@@ -23,3 +23,13 @@ class StoreClosedError(LedgerError):
 
 class StoreSchemaError(LedgerError):
     """The database was written by a release with another store schema."""
+
+
+class StoreBusyError(LedgerError):
+    """Another process kept the database locked longer than the store waits; nothing of the
+    append was written. Retrying later may succeed."""
+
+    def __init__(self, path: str, waited_ms: int) -> None:
+        super().__init__(f"{path} stayed locked by another process for {waited_ms} ms")
+        self.path = path
+        self.waited_ms = waited_ms

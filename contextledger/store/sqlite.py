@@ -37,7 +37,12 @@ import trio
 
 from contextledger.events.catalogue import Event, RecordedEvent
 from contextledger.events.codec import DEFAULT_CODEC, EncodedBatch, EventCodec
-from contextledger.store.errors import ConcurrencyError, StoreClosedError, StoreSchemaError
+from contextledger.store.errors import (
+    ConcurrencyError,
+    StoreBusyError,
+    StoreClosedError,
+    StoreSchemaError,
+)
 from contextledger.store.protocol import ANY_VERSION, Snapshot
 
 Durability = Literal["normal", "full"]
@@ -108,11 +113,20 @@ def _one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, .
     return tuple(row)
 
 
-def _open_writer(path: str, durability: Durability) -> apsw.Connection:
-    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints, and no busy
-    wait (an inline commit that would wait for another process moves to a thread instead)."""
-    conn = apsw.Connection(path)
+def _open_writer(path: str, durability: Durability, create: bool) -> apsw.Connection:
+    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints. The file's
+    store schema is checked before any setting is changed (``_check_schema``)."""
+    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+    try:
+        conn = apsw.Connection(path, flags=flags)
+    except apsw.CantOpenError as exc:
+        raise StoreSchemaError(f"cannot open {path}: {exc}") from exc
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    try:
+        _check_schema(conn, path, create)
+    except apsw.NotADBError as exc:
+        conn.close()
+        raise StoreSchemaError(f"{path} is not a SQLite database") from exc
     cur = conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
@@ -125,6 +139,26 @@ def _open_reader(path: str) -> apsw.Connection:
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     return conn
+
+
+def _check_schema(conn: apsw.Connection, path: str, create: bool) -> None:
+    """Create the tables in a new file (when ``create``); refuse, changing nothing, a file
+    that is another application's or was written under another store schema."""
+    cur = conn.cursor()
+    (found,) = _one(cur, "PRAGMA user_version")
+    if found == _SCHEMA_VERSION:
+        return
+    (tables,) = _one(cur, "SELECT count(*) FROM sqlite_master")
+    if found == 0 and tables == 0 and create:
+        with conn:
+            cur.execute(_SCHEMA)
+            cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+        return
+    conn.close()
+    if found == 0:
+        what = "has no contextledger events" if tables == 0 else "is not a contextledger store"
+        raise StoreSchemaError(f"{path} {what}")
+    raise StoreSchemaError(f"{path} has store schema {found}; this release reads {_SCHEMA_VERSION}")
 
 
 class _WouldBlock(Exception):
@@ -140,18 +174,14 @@ class SQLiteStore:
         *,
         durability: Durability = "normal",
         codec: EventCodec = DEFAULT_CODEC,
+        create: bool = True,
     ) -> None:
         if durability not in ("normal", "full"):
             raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
         self.path = os.fspath(path)
         self.durability: Durability = durability
         self._codec = codec
-        self._writer = _open_writer(self.path, durability)
-        try:
-            self._check_schema()
-        except BaseException:
-            self._writer.close()
-            raise
+        self._writer = _open_writer(self.path, durability, create)
         self._writer.set_busy_timeout(0)
         self._versions: dict[str, int] = {}
         self._last_position = 0
@@ -169,20 +199,6 @@ class SQLiteStore:
         self._checkpoint_wanted = threading.Event()
         self._checkpoint_mark = 0
 
-    def _check_schema(self) -> None:
-        """Create the tables in a new file; refuse, changing nothing, a file written under
-        another store schema."""
-        cur = self._writer.cursor()
-        (found,) = _one(cur, "PRAGMA user_version")
-        if found == 0:
-            with self._writer:
-                cur.execute(_SCHEMA)
-                cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
-        elif found != _SCHEMA_VERSION:
-            raise StoreSchemaError(
-                f"{self.path} has store schema {found}; this release reads {_SCHEMA_VERSION}"
-            )
-
     @classmethod
     @contextlib.asynccontextmanager
     async def open(
@@ -191,9 +207,14 @@ class SQLiteStore:
         *,
         durability: Durability = "normal",
         codec: EventCodec = DEFAULT_CODEC,
+        create: bool = True,
     ) -> AsyncIterator[SQLiteStore]:
-        """Open (creating if needed) the store at ``path`` for the duration of the block."""
-        store = await trio.to_thread.run_sync(lambda: cls(path, durability=durability, codec=codec))
+        """Open the store at ``path`` for the duration of the block, creating it unless
+        ``create`` is false. Raises ``StoreSchemaError``, changing nothing, for a file that
+        is not a store of this release."""
+        store = await trio.to_thread.run_sync(
+            lambda: cls(path, durability=durability, codec=codec, create=create)
+        )
         try:
             yield store
         finally:
@@ -352,10 +373,15 @@ class SQLiteStore:
             self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
         try:
             cur.execute("BEGIN IMMEDIATE")
-        except apsw.BusyError:
+        except apsw.BusyError as exc:
             if not wait:
                 raise _WouldBlock from None
-            raise
+            self._fail(batch, StoreBusyError(self.path, BUSY_TIMEOUT_MS))
+            _log.warning("append failed: database locked", path=self.path, error=str(exc))
+            return
+        except apsw.Error as exc:
+            self._fail(batch, exc)
+            return
         finally:
             if wait:
                 self._writer.set_busy_timeout(0)
@@ -384,6 +410,11 @@ class SQLiteStore:
         finally:
             for write in batch:
                 write.done = True
+
+    @staticmethod
+    def _fail(batch: list[_Write], error: BaseException) -> None:
+        for write in batch:
+            write.result, write.error, write.done = None, error, True
 
     def _commit_event(self) -> trio.Event:
         """An event set by the next commit of this store."""

@@ -119,3 +119,44 @@ def test_view_rejects_a_malformed_model(demo_db: Path, capsys: pytest.CaptureFix
     )
     assert code == 1
     assert "provider/model" in err
+
+
+def test_another_applications_database_is_refused_and_left_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import apsw
+
+    foreign = tmp_path / "foreign.db"
+    conn = apsw.Connection(str(foreign))
+    conn.execute("CREATE TABLE notes (text)")
+    conn.close()
+    before = foreign.read_bytes()
+    code, _, err = _run(capsys, "view", str(foreign), "--session", "x")
+    assert code == 1
+    assert "is not a contextledger store" in err
+    assert foreign.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.db"]
+
+
+def test_a_file_that_is_not_sqlite_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "notes.db"
+    text.write_text("hello\n")
+    code, _, err = _run(capsys, "sessions", str(text))
+    assert code == 1
+    assert "is not a SQLite database" in err
+
+
+def test_a_negative_seq_is_refused(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "view", str(demo_db), "--session", "ses_demo_001", "--at", "-3")
+    assert code == 1
+    assert "--at must be a seq of 1 or more" in err
+
+
+def test_events_of_an_unknown_session_is_an_error(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "events", str(demo_db), "--session", "ses_missing")
+    assert code == 1
+    assert "no session 'ses_missing'" in err

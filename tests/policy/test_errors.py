@@ -70,3 +70,10 @@ def test_9_5_81_context_overflow_compacts_abort_stops_incomplete_is_reported() -
 def test_retryable_errors_retry_and_others_fail() -> None:
     assert decide_error("APIError", retryable=True).action == "retry"
     assert decide_error("APIError").action == "fail"
+
+
+def test_a_rate_limit_that_mentions_tokens_is_retried_not_compacted() -> None:
+    message = "ThrottlingException: Too many tokens, please wait before trying again."
+    error = classify_error(message, status=429)
+    assert error.name == "APIError" and error.retryable
+    assert decide_error(error.name, retryable=error.retryable).action == "retry"

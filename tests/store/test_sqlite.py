@@ -23,7 +23,13 @@ from contextledger.events import (
     RecordedEvent,
     UpcasterRegistry,
 )
-from contextledger.store import ConcurrencyError, Snapshot, SQLiteStore, StoreSchemaError
+from contextledger.store import (
+    ConcurrencyError,
+    Snapshot,
+    SQLiteStore,
+    StoreBusyError,
+    StoreSchemaError,
+)
 from contextledger.store.sqlite import INLINE_COMMIT_BYTES
 
 #: Generous: a test that needs it has hung, it is not slow.
@@ -574,3 +580,45 @@ async def test_an_old_event_without_an_upcaster_raises_decode_error(db: Path) ->
             await store.read("s")
 
     assert (caught.value.stream, caught.value.position) == ("s", position)
+
+
+async def test_appends_queued_behind_a_lock_that_outlasts_the_wait_all_fail_typed(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process holds the write lock longer than the store waits: the leader's commit
+    # fails, and so must every append queued behind it (none may wait forever).
+    monkeypatch.setattr(sqlite_module, "BUSY_TIMEOUT_MS", 100)
+    release = threading.Event()
+    locked = threading.Event()
+
+    def hold_lock() -> None:
+        conn = apsw.Connection(str(db))
+        conn.execute("BEGIN IMMEDIATE")
+        locked.set()
+        release.wait(10)
+        conn.execute("COMMIT")
+        conn.close()
+
+    async with SQLiteStore.open(db) as store:
+        await store.append("warm", 0, [note("warm", stream="warm")])
+        holder = threading.Thread(target=hold_lock)
+        holder.start()
+        await trio.to_thread.run_sync(locked.wait)
+        outcomes: dict[str, str] = {}
+
+        async def append(name: str) -> None:
+            try:
+                await store.append(name, 0, [note(name, stream=name)])
+                outcomes[name] = "ok"
+            except StoreBusyError:
+                outcomes[name] = "busy"
+
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                for name in ("a", "b", "c"):
+                    nursery.start_soon(append, name)
+        release.set()
+        await trio.to_thread.run_sync(holder.join)
+        assert outcomes == {"a": "busy", "b": "busy", "c": "busy"}
+        assert await store.stream_version("a") == 0
+        await store.append("a", 0, [note("later", stream="a")])

@@ -1,0 +1,82 @@
+"""Edge cases of the model view: interrupted output caps, "latest" by id after the
+compaction reorder, crash recovery of unfinished calls, manual summaries in a LiveView."""
+
+from __future__ import annotations
+
+from contextledger.events import RecordedEvent
+from contextledger.history import History
+from contextledger.history.live_view import LiveView
+from contextledger.history.messages import ModelText, ModelToolResult
+from contextledger.history.view import (
+    INTERRUPTED_OUTPUT,
+    ViewOptions,
+    interrupted_calls,
+    model_view,
+)
+from contextledger.testing.builder import SessionBuilder
+
+
+def _history(b: SessionBuilder) -> History:
+    return History.rebuild(
+        b.session_id, [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
+    )
+
+
+def test_the_partial_output_of_an_interrupted_call_is_capped_like_any_output() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_error(b.tool_call(reply, "bash"), "interrupted", partial_output="line\n" * 100_000)
+    (result,) = [
+        c for m in model_view(_history(b)) for c in m.content if isinstance(c, ModelToolResult)
+    ]
+    assert result.output.count("line\n") == 2000
+    assert "read_tool_output" in result.output
+
+
+def test_the_latest_user_message_is_the_greatest_id_after_the_reorder() -> None:
+    b = SessionBuilder()
+    b.user("older")
+    tail = b.user("kept in the tail", environment="<env>tail</env>")
+    b.compact("summary", tail_start_id=tail)
+    newest = b.user("newest", environment="<env>newest</env>")
+    view = model_view(_history(b), ViewOptions(environment="latest"))
+    texts = [c.text for m in view for c in m.content if isinstance(c, ModelText)]
+    assert "<env>newest</env>" in texts and "<env>tail</env>" not in texts
+    assert view[-1].source_id == newest
+
+
+def test_after_a_crash_the_calls_of_unfinished_messages_are_answered() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.tool_running(b.tool_call(reply, "bash"))
+    history = _history(b)
+    assert interrupted_calls(history, time_ms=1) == []
+    (event,) = interrupted_calls(history, time_ms=1, unfinished=True)
+    assert event.state.error == INTERRUPTED_OUTPUT  # type: ignore[union-attr]
+    history.validate([event])
+
+
+def test_a_live_view_follows_a_manual_summary_as_it_finishes() -> None:
+    b = SessionBuilder()
+    reply = b.assistant(b.user("early"))
+    b.text(reply, "x")
+    b.finish(reply)
+    status = b.user("status?")
+    history = History(b.session_id)
+    live = LiveView()
+    seq = 0
+
+    def catch_up() -> None:
+        nonlocal seq
+        for event in b.events[seq:]:
+            seq += 1
+            history.apply(RecordedEvent(b.session_id, seq, seq, event))
+        assert list(live.update(history)) == model_view(history)
+
+    catch_up()
+    summary = b.assistant(status, summary=True, step_start=False)
+    b.text(summary, "the summary")
+    catch_up()
+    b.finish(summary)
+    catch_up()
+    assert [m.source_id for m in live.update(history)] == [status, summary]
