@@ -32,7 +32,7 @@ import msgspec
 
 from contextledger.bench._common import Options, table
 from contextledger.events.catalogue import MessageAdded, RecordedEvent
-from contextledger.events.parts import Part
+from contextledger.events.parts import Part, PromptMeasure
 from contextledger.history.estimate import MEDIA_TOKENS
 from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession, import_claude_code
@@ -42,7 +42,6 @@ from contextledger.policy.tokens import (
     CalibratedCounter,
     EstimateCounter,
     Observation,
-    PromptMeasure,
     measure_part,
 )
 

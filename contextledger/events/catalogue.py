@@ -20,6 +20,7 @@ from contextledger.events.parts import (
     MessageError,
     ModelRef,
     Part,
+    PromptMeasure,
     ToolCompleted,
     ToolErrored,
     ToolRunning,
@@ -237,11 +238,14 @@ class RequestSent(EventBase, tag="request.sent", frozen=True):
 
 
 class UsageReported(EventBase, tag="usage.reported", frozen=True):
-    """A provider reported usage for a call (used to calibrate token estimates)."""
+    """A provider reported usage for a call. With ``measure`` (the size of the prompt it
+    answers) and ``model``, token counting calibrates itself from these reports."""
 
     message_id: str
     usage: Usage
     estimated_tokens: int = 0
+    measure: PromptMeasure | None = None
+    model: ModelRef | None = None
 
 
 Event = (

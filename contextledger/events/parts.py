@@ -50,6 +50,41 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=T
         return self.prompt + self.output + self.reasoning
 
 
+class PromptMeasure(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
+    """The size of (part of) a prompt by kind of content: characters of text, of tool inputs
+    and of tool outputs, tool calls and media items. Adds and subtracts field by field. The
+    token counters turn it into tokens; usage reports carry it so calibration can learn."""
+
+    text_chars: int = 0
+    input_chars: int = 0
+    output_chars: int = 0
+    tool_calls: int = 0
+    media: int = 0
+
+    @property
+    def chars(self) -> int:
+        """Every character, of every kind."""
+        return self.text_chars + self.input_chars + self.output_chars
+
+    def __add__(self, other: PromptMeasure) -> PromptMeasure:
+        return PromptMeasure(
+            text_chars=self.text_chars + other.text_chars,
+            input_chars=self.input_chars + other.input_chars,
+            output_chars=self.output_chars + other.output_chars,
+            tool_calls=self.tool_calls + other.tool_calls,
+            media=self.media + other.media,
+        )
+
+    def __sub__(self, other: PromptMeasure) -> PromptMeasure:
+        return PromptMeasure(
+            text_chars=self.text_chars - other.text_chars,
+            input_chars=self.input_chars - other.input_chars,
+            output_chars=self.output_chars - other.output_chars,
+            tool_calls=self.tool_calls - other.tool_calls,
+            media=self.media - other.media,
+        )
+
+
 ErrorName = Literal[
     "AbortedError",
     "ContextOverflowError",

@@ -43,11 +43,14 @@ from typing import Any, Final, Protocol
 import msgspec
 
 from contextledger.config import TokensConfig
+from contextledger.events.catalogue import UsageReported
 from contextledger.events.errors import LedgerError
 from contextledger.events.parts import (
     CompactionPart,
     FilePart,
+    ModelRef,
     Part,
+    PromptMeasure,
     ReasoningPart,
     SubtaskPart,
     TextPart,
@@ -107,39 +110,6 @@ class TokenizerUnavailable(LedgerError):
 
 
 # --- what is counted -------------------------------------------------------------------------
-
-
-class PromptMeasure(msgspec.Struct, frozen=True, kw_only=True):
-    """The size of (part of) a prompt by our measure. Adds and subtracts field by field."""
-
-    text_chars: int = 0
-    input_chars: int = 0
-    output_chars: int = 0
-    tool_calls: int = 0
-    media: int = 0
-
-    @property
-    def chars(self) -> int:
-        """Every character, of every kind."""
-        return self.text_chars + self.input_chars + self.output_chars
-
-    def __add__(self, other: PromptMeasure) -> PromptMeasure:
-        return PromptMeasure(
-            text_chars=self.text_chars + other.text_chars,
-            input_chars=self.input_chars + other.input_chars,
-            output_chars=self.output_chars + other.output_chars,
-            tool_calls=self.tool_calls + other.tool_calls,
-            media=self.media + other.media,
-        )
-
-    def __sub__(self, other: PromptMeasure) -> PromptMeasure:
-        return PromptMeasure(
-            text_chars=self.text_chars - other.text_chars,
-            input_chars=self.input_chars - other.input_chars,
-            output_chars=self.output_chars - other.output_chars,
-            tool_calls=self.tool_calls - other.tool_calls,
-            media=self.media - other.media,
-        )
 
 
 EMPTY: Final = PromptMeasure()
@@ -461,3 +431,22 @@ def counter_for(config: TokensConfig, calibration: Calibration | None = None) ->
     if config.counter == "tiktoken":
         return TiktokenCounter()
     return EstimateCounter()
+
+
+def calibration_from_usage(
+    reports: Iterable[UsageReported], model: ModelRef | None = None
+) -> Calibration:
+    """What a session's usage reports teach: every report that carries the measure of the
+    prompt it answers, in order (for ``model`` only, when given). Pure, so a replayed session
+    learns exactly what the live one did; ``History.state.usage_reports`` holds the reports.
+    """
+    calibration = Calibration()
+    for report in reports:
+        if report.measure is None:
+            continue
+        if model is not None and report.model is not None and report.model != model:
+            continue
+        calibration = calibrate(
+            calibration, Observation(measure=report.measure, prompt_tokens=report.usage.prompt)
+        )
+    return calibration

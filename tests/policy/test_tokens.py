@@ -294,3 +294,39 @@ def test_the_config_names_the_counter() -> None:
     assert isinstance(counter_for(Config().tokens), EstimateCounter)
     calibrated = Config.from_dict({"tokens": {"counter": "calibrated"}}).tokens
     assert isinstance(counter_for(calibrated), CalibratedCounter)
+
+
+def test_a_session_calibrates_from_its_usage_reports() -> None:
+    from contextledger.events import ModelRef, RecordedEvent, Usage, UsageReported
+    from contextledger.history import History
+    from contextledger.policy.tokens import calibrate, calibration_from_usage
+    from contextledger.testing.builder import SessionBuilder
+
+    model = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4")
+    other = ModelRef(provider_id="openai", model_id="gpt-5")
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    b.finish(reply)
+    steps = [(1000, 300), (3000, 850), (9000, 2400), (12000, 3300)]
+    expected = Calibration()
+    for chars, tokens in steps:
+        measure = PromptMeasure(text_chars=chars, tool_calls=chars // 1000)
+        b.add(
+            UsageReported, message_id=reply, usage=Usage(input=tokens), measure=measure, model=model
+        )
+        expected = calibrate(expected, Observation(measure=measure, prompt_tokens=tokens))
+    b.add(
+        UsageReported,
+        message_id=reply,
+        usage=Usage(input=99_999),
+        measure=PromptMeasure(text_chars=10),
+        model=other,
+    )
+    b.add(UsageReported, message_id=reply, usage=Usage(input=5))  # no measure: not learnt from
+    history = History.rebuild(
+        b.session_id, [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
+    )
+    learnt = calibration_from_usage(history.state.usage_reports, model)
+    assert learnt == expected
+    assert learnt.pairs == len(steps) - 1
+    assert CalibratedCounter(learnt).count("x" * 4000) != EstimateCounter().count("x" * 4000)
