@@ -47,6 +47,11 @@ MAX_LINES: Final = 2000
 #: about 12,800 tokens at 4 bytes a token), which keeps one result well under any context.
 MAX_BYTES: Final = 50 * 1024
 
+#: A line longer than this counts as several lines of this length, for the line cap and for
+#: paging, so that a single huge line (minified JSON, a base64 blob) can still be paged.
+#: opencode's Read tool cuts lines at 2,000 characters for the same reason.
+WRAP_CHARS: Final = 2000
+
 #: Lines per page of ``read_tool_output``: one page is what one view shows (``MAX_LINES``).
 PAGE_LINES: Final = MAX_LINES
 
@@ -352,18 +357,23 @@ def _recorded_output(part: ToolPart) -> str:
 
 
 def split_lines(text: str) -> list[str]:
-    """``text`` split after each ``"\\n"`` (kept); ``"".join`` of the result is ``text``."""
+    """``text`` split after each ``"\\n"`` (kept), a line longer than ``WRAP_CHARS`` into
+    pieces of ``WRAP_CHARS``; ``"".join`` of the result is ``text``."""
     pieces = text.split("\n")
     last = pieces.pop()
     lines = [piece + "\n" for piece in pieces]
     if last:
         lines.append(last)
-    return lines
+    if len(text) <= WRAP_CHARS or all(len(line) <= WRAP_CHARS for line in lines):
+        return lines
+    return [line[i : i + WRAP_CHARS] for line in lines for i in range(0, len(line), WRAP_CHARS)]
 
 
 def count_lines(text: str) -> int:
-    """How many lines ``split_lines`` makes of ``text``, without splitting it."""
-    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    """How many lines ``split_lines`` makes of ``text``."""
+    if len(text) <= WRAP_CHARS:
+        return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    return len(split_lines(text))
 
 
 def _byte_length(text: str) -> int:

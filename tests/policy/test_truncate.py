@@ -117,14 +117,13 @@ def test_custom_line_limits_apply() -> None:
 
 
 def test_the_byte_limit_stops_at_a_whole_line_and_reports_bytes() -> None:
-    output = "a" * 30_000 + "\n" + "b" * 30_000 + "\n" + "c\n"
+    line_a, line_b = "a" * 1999 + "\n", "b" * 1999 + "\n"  # 2,000 bytes each
+    output = line_a * 25 + line_b * 10
     view = truncate_for_view(output, part_id=PART)
     assert view.truncated_by == "bytes"
-    assert view.text.startswith("a" * 30_000 + "\n\n...30003 bytes truncated...")
+    assert view.text.startswith(line_a * 24 + "a" * 1999 + "\n\n...20000 bytes truncated...")
     assert "b" not in view.text.split("\n\n")[0]
-    assert view.omitted_bytes == 30_003
-    assert view.omitted_lines == 2
-    assert view.next_offset == 1
+    assert (view.omitted_bytes, view.omitted_lines, view.next_offset) == (20_000, 10, 25)
 
 
 def test_bytes_count_each_line_separator() -> None:
@@ -144,37 +143,38 @@ def test_bytes_are_utf8_bytes_not_characters() -> None:
 
 
 def test_the_tail_direction_under_the_byte_limit_keeps_whole_last_lines() -> None:
-    output = "a" * 40_000 + "\n" + "b" * 20_000 + "\n" + "c" * 20_000
+    line_a, line_b = "a" * 1999 + "\n", "b" * 1999 + "\n"
+    output = line_a * 20 + line_b * 20 + "c" * 1999
     view = truncate_for_view(output, direction="tail", part_id=PART)
     assert view.truncated_by == "bytes"
-    assert view.text.endswith("\n\n" + "b" * 20_000 + "\n" + "c" * 20_000)
-    assert "a" * 100 not in view.text
-    assert view.shown_from_line == 1
+    assert view.text.endswith("\n\n" + line_a * 4 + line_b * 20 + "c" * 1999)
+    assert view.shown_from_line == 16
 
 
 def test_the_line_limit_is_reported_when_it_is_hit_first() -> None:
+    # The 60,000-character line counts as 30 lines of WRAP_CHARS.
     output = "x" * 100 + "\n" + "y" * 60_000
     view = truncate_for_view(output, max_lines=1, part_id=PART)
     assert view.truncated_by == "lines"
-    assert "...1 lines truncated..." in view.text
+    assert "...30 lines truncated..." in view.text
 
 
 # --- truncate_for_view: one line longer than the byte limit ---------------------------------
 
 
-def test_one_huge_line_is_cut_inside_from_the_head() -> None:
-    output = "z" * 100_000
+def test_one_huge_line_is_shown_as_whole_wrapped_pieces_from_the_head() -> None:
+    output = "z" * 100_000  # 50 pieces of WRAP_CHARS; 25 fit in MAX_BYTES
     view = truncate_for_view(output, part_id=PART)
-    assert view.text.startswith("z" * MAX_BYTES + "\n\n...48800 bytes truncated...")
-    assert view.omitted_bytes == 100_000 - MAX_BYTES
-    assert (view.shown_from_line, view.shown_to_line, view.next_offset) == (0, 0, 0)
+    assert view.text.startswith("z" * 50_000 + "\n\n...50000 bytes truncated...")
+    assert view.omitted_bytes == 50_000
+    assert (view.shown_from_line, view.shown_to_line, view.next_offset) == (0, 25, 25)
 
 
-def test_one_huge_line_is_cut_inside_from_the_tail() -> None:
+def test_one_huge_line_is_shown_as_whole_wrapped_pieces_from_the_tail() -> None:
     output = "z" * 99_999 + "!"
     view = truncate_for_view(output, direction="tail", part_id=PART)
-    assert view.text.endswith("\n\n" + "z" * (MAX_BYTES - 1) + "!")
-    assert view.omitted_bytes == 100_000 - MAX_BYTES
+    assert view.text.endswith("\n\n" + "z" * 49_999 + "!")
+    assert view.omitted_bytes == 50_000
 
 
 @pytest.mark.parametrize("direction", ["head", "tail"])
@@ -454,3 +454,29 @@ def _tool_state(history: History, part_id: str) -> ToolCompleted:
     part = history.part(part_id)
     assert isinstance(part, ToolPart) and isinstance(part.state, ToolCompleted)
     return part.state
+
+
+def test_a_single_huge_line_can_be_paged_back_from_the_hint() -> None:
+    # Minified JSON: one 2 MB line. The view shows ~50 KiB and the hint's offset leads on.
+    b = SessionBuilder()
+    reply = b.assistant(b.user("go"))
+    call = b.tool_call(reply, "fetch")
+    blob = '{"k": "' + "v" * 2_000_000 + '"}'
+    b.tool_result(call, blob)
+    part = History.rebuild(
+        b.session_id, [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
+    ).part(call)
+    assert isinstance(part, ToolPart)
+    shown = truncate_for_view(blob, part_id=call)
+    assert shown.truncated and len(shown.text.encode()) < MAX_BYTES + 1000
+    assert shown.next_offset is not None and shown.next_offset > 0
+    pages, offset = [], 0
+    while True:
+        page = read_tool_output(part, offset, 200)
+        assert len(page.text) <= 200 * 2000
+        pages.append(page.text)
+        if page.next_offset is None:
+            break
+        offset = page.next_offset
+    assert "".join(pages) == blob
+    assert count_lines(blob) == len(split_lines(blob)) == -(-len(blob) // 2000)
