@@ -10,7 +10,9 @@ Where the commit runs. A small commit at ``synchronous=NORMAL`` costs about 20 u
 append, no fsync); a trip to a worker thread and back costs about 130 us, so such commits
 run inline on the trio thread. Commits that can be slow (``durability="full"``, which
 fsyncs every commit, or a batch over ``INLINE_COMMIT_BYTES``) run on a worker thread and
-the event loop keeps going. The writer never checkpoints on commit
+the event loop keeps going. An inline commit never waits for another process's lock either:
+it moves to a worker thread, which waits up to ``BUSY_TIMEOUT_MS`` and then fails the whole
+batch with ``StoreBusyError`` (nothing written). The writer never checkpoints on commit
 (``wal_autocheckpoint=0``); each time the WAL grows by ``CHECKPOINT_PAGES``, a long-lived
 checkpointer thread with a connection of its own checkpoints it while commits go on, so no
 commit pays for it; past ``WAL_RESTART_PAGES`` it waits for a gap so the WAL starts over.
