@@ -184,12 +184,18 @@ def _compaction_part(message: Message) -> CompactionPart | None:
 
 
 def _reorder(messages: list[Message]) -> list[Message]:
-    """Move the last compaction with a kept tail in front of that tail (§3.1 step 5)."""
+    """Put the last completed compaction (its request and summary) before what it keeps:
+    its kept tail, then every other message after the request, in order (§3.1 step 5).
+
+    Unlike opencode, which moves the whole span from the request to the summary, only the
+    two move: turns that arrived while the summary was being written (ids between the
+    request and the summary) follow the summary, as newer turns do.
+    """
     for c in range(len(messages) - 1, -1, -1):
-        part = _compaction_part(messages[c]) if messages[c].role == "user" else None
-        if part is None or part.tail_start_id is None:
-            continue
         request = messages[c]
+        part = _compaction_part(request) if request.role == "user" else None
+        if part is None:
+            continue
         summary = next(
             (
                 s
@@ -198,12 +204,22 @@ def _reorder(messages: list[Message]) -> list[Message]:
             ),
             None,
         )
-        tail = next((t for t in range(c) if messages[t].id == part.tail_start_id), None)
-        if summary is None or tail is None:
-            return messages
-        return (
-            messages[:tail] + messages[c : summary + 1] + messages[tail:c] + messages[summary + 1 :]
-        )
+        if summary is None:
+            continue
+        start = 0
+        if part.tail_start_id is not None:
+            tail = next((t for t in range(c) if messages[t].id == part.tail_start_id), None)
+            if tail is None:
+                return messages
+            start = tail
+        return [
+            *messages[:start],
+            request,
+            messages[summary],
+            *messages[start:c],
+            *messages[c + 1 : summary],
+            *messages[summary + 1 :],
+        ]
     return messages
 
 

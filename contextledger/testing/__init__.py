@@ -1,13 +1,20 @@
 """Public testing helpers: hypothesis strategies for valid session event sequences and the
-invariants every log and projection must keep, for property-testing your own strategies."""
+invariants every log, projection and model view must keep (ids increase, incremental ==
+rebuild, snapshots restore, events round-trip, tool calls never split from their results,
+replay determinism, live view == rebuilt view, prefix stability), for property-testing your
+own strategies."""
 
 from contextledger.testing.invariants import (
     InvariantViolation,
     check_history,
     check_ids_increase,
+    check_live_view_matches,
+    check_prefix_stable,
     check_rebuild_matches,
     check_round_trip,
     check_snapshot_matches,
+    check_tool_pairs,
+    check_view_deterministic,
 )
 from contextledger.testing.strategies import session_events, split_batches
 
@@ -15,9 +22,13 @@ __all__ = [
     "InvariantViolation",
     "check_history",
     "check_ids_increase",
+    "check_live_view_matches",
+    "check_prefix_stable",
     "check_rebuild_matches",
     "check_round_trip",
     "check_snapshot_matches",
+    "check_tool_pairs",
+    "check_view_deterministic",
     "session_events",
     "split_batches",
 ]

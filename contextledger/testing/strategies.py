@@ -1,11 +1,15 @@
 """Hypothesis strategies that generate valid event sequences of a session.
 
 ``session_events()`` draws a whole session: user turns (text, media, captured environment),
-multi-step assistant turns with parallel tool calls and their results, reasoning, errors and
-aborts (calls left without a result), prunes, soft trims, compactions with kept tails,
-rollbacks, usage reports, pinned memory and prefixes, and sub-agent slices. Every sequence
-passes ``validate_events``; shrinking keeps it valid because each draw only picks among
-moves that are legal in the state built so far.
+assistant turns of several messages, each of one or more steps (step-start parts) with
+parallel tool calls and their results, reasoning, errors and aborts (calls left without a
+result), prunes, soft trims, compactions with kept tails (and turns that arrive while their
+summary is being written), rollbacks, manual summaries (a summary message answering a plain
+user message, with no compaction request: opencode's ``/compact``), usage reports, pinned
+memory and prefixes, and sub-agent slices; sometimes it ends with a compaction still open
+(requested, its summary not written, being written or written but not yet completed).
+Every sequence passes ``validate_events``; shrinking keeps it valid because each draw only
+picks among moves that are legal in the state built so far.
 
     from hypothesis import given
     from contextledger.testing import session_events
@@ -21,6 +25,7 @@ import itertools
 import hypothesis.strategies as st
 
 from contextledger.events.catalogue import (
+    AssistantFinished,
     Event,
     MemoryPinned,
     PrefixAdvanced,
@@ -29,7 +34,13 @@ from contextledger.events.catalogue import (
     RequestSent,
     UsageReported,
 )
-from contextledger.events.parts import MessageError, ModelRef, Usage
+from contextledger.events.parts import (
+    MessageError,
+    ModelRef,
+    StepFinishPart,
+    StepStartPart,
+    Usage,
+)
 from contextledger.testing.builder import DEFAULT_START_MS, SessionBuilder
 
 _TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
@@ -51,7 +62,14 @@ class _State:
 
     def __init__(self, builder: SessionBuilder) -> None:
         self.b = builder
+        #: Messages a new assistant message may answer (users and completed compaction
+        #: requests).
         self.user_ids: list[str] = []
+        #: Plain user messages (no compaction part): what a manual summary may answer.
+        self.plain_users: list[str] = []
+        #: The main agent's turns (neither compaction requests nor summaries): where a
+        #: compaction's kept tail may start.
+        self.turns: list[str] = []
         self.completed_tools: list[str] = []
         self.last_assistant: str | None = None
         self.prefix_key: str | None = None
@@ -74,6 +92,9 @@ def _user_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
             message_id, draw(_TEXT), agent_id=agent_id, synthetic=synthetic, ignored=not synthetic
         )
     s.user_ids.append(message_id)
+    s.plain_users.append(message_id)
+    if agent_id == "main":
+        s.turns.append(message_id)
 
 
 def _tool_outcome(draw: st.DrawFn, s: _State, part_id: str, agent_id: str) -> None:
@@ -102,6 +123,28 @@ def _tool_outcome(draw: st.DrawFn, s: _State, part_id: str, agent_id: str) -> No
         )
 
 
+def _step(draw: st.DrawFn, s: _State, message_id: str, agent_id: str) -> list[str]:
+    """One model call's content: reasoning, text, tool calls and their outcomes."""
+    if draw(st.booleans()):
+        s.b.reasoning(
+            message_id,
+            draw(_TEXT),
+            agent_id=agent_id,
+            signature=draw(st.none() | st.just("sig")),
+        )
+    if draw(st.booleans()):
+        s.b.text(message_id, draw(_TEXT), agent_id=agent_id)
+    calls = [
+        s.b.tool_call(
+            message_id, draw(st.sampled_from(_TOOLS)), {"arg": draw(_TEXT)}, agent_id=agent_id
+        )
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    for part_id in calls:
+        _tool_outcome(draw, s, part_id, agent_id)
+    return calls
+
+
 def _assistant_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
     if not s.user_ids:
         _user_turn(draw, s, agent_id)
@@ -109,23 +152,21 @@ def _assistant_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
     for _ in range(draw(st.integers(1, 3))):
         message_id = s.b.assistant(s.user_ids[-1], agent_id=agent_id, model=model)
         s.last_assistant = message_id
-        if draw(st.booleans()):
-            s.b.reasoning(
-                message_id,
-                draw(_TEXT),
-                agent_id=agent_id,
-                signature=draw(st.none() | st.just("sig")),
-            )
-        if draw(st.booleans()):
-            s.b.text(message_id, draw(_TEXT), agent_id=agent_id)
-        calls = [
-            s.b.tool_call(
-                message_id, draw(st.sampled_from(_TOOLS)), {"arg": draw(_TEXT)}, agent_id=agent_id
-            )
-            for _ in range(draw(st.integers(0, 3)))
-        ]
-        for part_id in calls:
-            _tool_outcome(draw, s, part_id, agent_id)
+        if agent_id == "main":
+            s.turns.append(message_id)
+        calls = _step(draw, s, message_id, agent_id)
+        # More model calls in the same message (the AI SDK's multi-step loop): each opens
+        # with a step-start part, the previous one sometimes closed by a step-finish part.
+        for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+            if draw(st.booleans()):
+                s.b.part(
+                    StepFinishPart(
+                        id=s.b.new_part_id(), message_id=message_id, reason="tool-calls"
+                    ),
+                    agent_id,
+                )
+            s.b.part(StepStartPart(id=s.b.new_part_id(), message_id=message_id), agent_id)
+            calls += _step(draw, s, message_id, agent_id)
         ending = draw(st.sampled_from(["ok", "ok", "ok", "aborted", "error", "unfinished"]))
         if ending != "unfinished":
             usage = Usage(
@@ -163,6 +204,14 @@ def _trim(draw: st.DrawFn, s: _State) -> None:
         s.b.trim(draw(st.sampled_from(s.completed_tools)))
 
 
+def _late_turn(draw: st.DrawFn, s: _State) -> None:
+    """A turn that arrives while a compaction is being summarised (the compactor does not
+    block the session)."""
+    _user_turn(draw, s, "main")
+    if draw(st.booleans()):
+        _assistant_turn(draw, s, "main")
+
+
 def _compaction(draw: st.DrawFn, s: _State) -> None:
     request_id = s.b.request_compaction(
         trigger=draw(st.sampled_from(["auto", "manual", "overflow"])),
@@ -171,18 +220,62 @@ def _compaction(draw: st.DrawFn, s: _State) -> None:
     outcome = draw(
         st.sampled_from(["completed", "completed", "rolled_back_early", "rolled_back_late"])
     )
+    # Turns may arrive while the summary is being written: before its message is created,
+    # or between its creation and its end.
+    late = draw(st.sampled_from(["none", "none", "none", "before_summary", "while_summarising"]))
+    if late == "before_summary":
+        _late_turn(draw, s)
     if outcome == "rolled_back_early":
         s.b.roll_back(request_id, "cancelled")
         return
     text = "## Goal\n" + draw(_TEXT)
-    summary_id = s.b.summary(request_id, text)
+    if late == "while_summarising":
+        summary_id = s.b.assistant(request_id, summary=True, step_start=False)
+        _late_turn(draw, s)
+        s.b.text(summary_id, text)
+        s.b.add(AssistantFinished, message_id=summary_id, finish="stop")
+    else:
+        summary_id = s.b.summary(request_id, text)
     if outcome == "rolled_back_late":
         s.b.roll_back(request_id, draw(st.sampled_from(["overflow", "empty", "repetitive"])))
         return
-    s.b.complete_compaction(
-        request_id, summary_id, draw(st.sampled_from([None, *s.user_ids[-2:]])), text
-    )
+    tail_start = draw(st.sampled_from([None, *[t for t in s.turns if t < request_id][-2:]]))
+    s.b.complete_compaction(request_id, summary_id, tail_start, text)
     s.user_ids.append(request_id)
+
+
+def _manual_summary(draw: st.DrawFn, s: _State) -> None:
+    """opencode's manual ``/compact`` of a plain user message: a summary message answers it
+    directly, with no compaction request (what Kilo's ``trimBeforeLastSummary`` is for)."""
+    if not s.plain_users:
+        return
+    parent_id = draw(st.sampled_from(s.plain_users[-2:]))
+    message_id = s.b.assistant(parent_id, summary=True, model=draw(st.sampled_from(_MODELS)))
+    s.b.text(message_id, "## Goal\n" + draw(_TEXT))
+    ending = draw(st.sampled_from(["ok", "ok", "ok", "error", "unfinished"]))
+    if ending != "unfinished":
+        error = _ENDINGS[ending]
+        s.b.finish(message_id, "stop" if error is None else "error", error=error)
+
+
+def _open_compaction(draw: st.DrawFn, s: _State) -> None:
+    """A compaction still in progress when the session ends: requested, its summary not
+    written, being written, or written but the compaction not yet completed; sometimes with
+    a turn that arrived meanwhile."""
+    request_id = s.b.request_compaction(
+        trigger=draw(st.sampled_from(["auto", "manual", "overflow"])),
+        parent_id=s.user_ids[-1] if s.user_ids else None,
+    )
+    stage = draw(st.sampled_from(["requested", "summarising", "summarised"]))
+    text = "## Goal\n" + draw(_TEXT)
+    if stage == "summarising":
+        summary_id = s.b.assistant(request_id, summary=True, step_start=False)
+        if draw(st.booleans()):
+            s.b.text(summary_id, text)
+    elif stage == "summarised":
+        s.b.summary(request_id, text)
+    if draw(st.integers(0, 2)) == 2:
+        _late_turn(draw, s)
 
 
 def _prefix(draw: st.DrawFn, s: _State) -> None:
@@ -227,6 +320,7 @@ _MOVES = {
     "prune": _prune,
     "trim": _trim,
     "compaction": _compaction,
+    "manual_summary": _manual_summary,
     "prefix": _prefix,
     "memory": _memory,
 }
@@ -238,6 +332,7 @@ _MOVE_WEIGHTS = [
     "prune",
     "trim",
     "compaction",
+    "manual_summary",
     "prefix",
     "memory",
     "subagent",
@@ -252,10 +347,13 @@ def session_events(
     max_moves: int = 12,
     start_ms: int = DEFAULT_START_MS,
 ) -> list[Event]:
-    """A valid event sequence of one session, starting with ``SessionStarted``."""
+    """A valid event sequence of one session, starting with ``SessionStarted``; some end
+    with a compaction still open."""
     s = _State(SessionBuilder(session_id, start_ms=start_ms, title=draw(_TEXT), model=_MODELS[0]))
     for move in draw(st.lists(st.sampled_from(_MOVE_WEIGHTS), max_size=max_moves)):
         _MOVES[move](draw, s)
+    if draw(st.integers(0, 5)) == 5:
+        _open_compaction(draw, s)
     return s.b.events
 
 

@@ -7,6 +7,8 @@ import pytest
 
 from contextledger.config import Config
 from contextledger.events import (
+    AssistantFinished,
+    FilePart,
     MessageError,
     ModelRef,
     ReasoningPart,
@@ -15,7 +17,7 @@ from contextledger.events import (
     SubtaskPart,
     ToolPart,
 )
-from contextledger.history import History
+from contextledger.history import History, Message
 from contextledger.history.messages import (
     ModelFile,
     ModelMessage,
@@ -301,10 +303,11 @@ def test_9_2_33_a_second_compaction_keeps_only_what_follows_its_tail() -> None:
     b.compact("first", tail_start_id=u3)
     u4 = b.user("u4")
     b.compact("second", tail_start_id=u3)
-    texts = _texts(_view(b))
-    assert "u1" not in texts and "u2" not in texts
-    assert {"u3", "u4", "second", COMPACTION_PROMPT} <= set(texts)
-    assert u4
+    view = _view(b)
+    texts = _texts(view)
+    assert "u1" not in texts and "u2" not in texts and "first" not in texts
+    assert texts == [COMPACTION_PROMPT, "second", "u3", "u4"]
+    assert [m.source_id for m in view][2:] == [u3, u4]
 
 
 def test_a_rolled_back_compaction_leaves_the_view_as_it_was() -> None:
@@ -346,10 +349,10 @@ def test_9_4_62_to_67_trim_before_last_summary() -> None:
     manual = b.assistant(status, summary=True)
     b.text(manual, "summary of it")
     b.finish(manual)
-    b.user("next")
+    following = b.user("next")
     messages = _history(b).messages
     trimmed = trim_before_last_summary(messages)
-    assert [m.id for m in trimmed][:2] == [status, manual]
+    assert [m.id for m in trimmed] == [status, manual, following]
     assert trim_before_last_summary(trimmed) is trimmed  # idempotent, parent now first
     without = [m for m in messages if not m.summary]
     assert trim_before_last_summary(without) is without
@@ -518,3 +521,183 @@ def test_subtask_parts_are_sent_as_their_fixed_text() -> None:
     user = b.user("")
     b.part(SubtaskPart(id=b.new_part_id(), message_id=user, prompt="explore", agent="explore"))
     assert _texts(_view(b)) == [SUBTASK_PROMPT]
+
+
+# --- §9.4 Kilo history-trim tests not covered above ----------------------------------------------
+
+
+def test_9_4_61_no_messages_have_no_completed_summary() -> None:
+    assert not any(completed_summary(m) for m in [])
+    assert trim_before_last_summary([]) == []
+    assert model_view(History("ses_test")) == []
+    # Without a completed summary Kilo's maybeStripHistoricalMedia strips nothing.
+    b = SessionBuilder()
+    b.user("look", files=[("image/png", "old.png")])
+    request = b.request_compaction()
+    errored = b.assistant(request, summary=True)
+    b.finish(errored, "error", error=MessageError(name="APIError"))
+    b.user("now")
+    view = model_view(_history(b), ViewOptions(historical_media="latest-user"))
+    assert [c.filename for m in view for c in m.content if isinstance(c, ModelFile)] == ["old.png"]
+
+
+def test_9_4_63_a_manual_summary_of_a_plain_user_message_trims_before_that_message() -> None:
+    b = SessionBuilder()
+    early = b.user("early")
+    reply = b.assistant(early)
+    b.text(reply, "reply")
+    b.finish(reply)
+    status = b.user("status?")
+    summary = b.assistant(status, summary=True)
+    b.text(summary, "## Goal\nwhere we are")
+    b.finish(summary)
+    following = b.user("next")
+    messages = _history(b).messages
+    assert filter_compacted(messages) == messages  # no compaction part: nothing filtered
+    assert [m.id for m in trim_before_last_summary(messages)] == [status, summary, following]
+    view = _view(b)
+    assert [m.source_id for m in view] == [status, summary, following]
+    assert _texts(view) == ["status?", "## Goal\nwhere we are", "next"]
+
+
+def test_9_4_64_with_two_valid_summaries_the_newest_one_trims() -> None:
+    b = SessionBuilder()
+    u1 = b.user("u1")
+    s1 = b.assistant(u1, summary=True)
+    b.text(s1, "s1")
+    b.finish(s1)
+    b.user("u2")
+    u3 = b.user("u3")
+    s3 = b.assistant(u3, summary=True)
+    b.text(s3, "s3")
+    b.finish(s3)
+    u4 = b.user("u4")
+    messages = _history(b).messages
+    assert [m.id for m in trim_before_last_summary(messages)] == [u3, s3, u4]
+    assert _texts(_view(b)) == ["u3", "s3", "u4"]
+
+
+def test_9_4_65_errored_and_unfinished_newer_summaries_do_not_trim() -> None:
+    b = SessionBuilder()
+    u1 = b.user("u1")
+    valid = b.assistant(u1, summary=True)
+    b.text(valid, "valid")
+    b.finish(valid)
+    u2 = b.user("u2")
+    errored = b.assistant(u2, summary=True)
+    b.text(errored, "errored")
+    b.finish(errored, "error", error=MessageError(name="APIError"))
+    u3 = b.user("u3")
+    unfinished = b.assistant(u3, summary=True)
+    b.text(unfinished, "unfinished")
+    b.user("u4")
+    messages = _history(b).messages
+    assert messages[0].id == u1  # the valid summary's parent is first
+    assert trim_before_last_summary(messages) is messages
+
+
+def test_9_4_72_text_and_directory_file_parts_are_not_stripped() -> None:
+    b = SessionBuilder()
+    expanded = b.user("read these", files=[("text/plain", "n.txt")])
+    b.part(
+        FilePart(
+            id=b.new_part_id(),
+            message_id=expanded,
+            mime="application/x-directory",
+            url="file:///src",
+            filename="src",
+        )
+    )
+    mixed = b.user(
+        "and these",
+        files=[("text/plain", "m.txt"), ("image/png", "i.png"), ("application/x-directory", "d")],
+    )
+    b.user("now")
+    messages = _history(b).messages
+    stripped = strip_historical_media(messages)
+    assert stripped[0] is messages[0]  # nothing to strip: the same message
+    assert stripped[1] is not messages[1]
+    kept = [p for p in stripped[1].parts if isinstance(p, FilePart)]
+    assert kept == [
+        p for p in messages[1].parts if isinstance(p, FilePart) and p.mime != "image/png"
+    ]
+    assert [p.mime for p in kept] == ["text/plain", "application/x-directory"]
+    assert "[Attached image/png: i.png]" in [getattr(p, "text", None) for p in stripped[1].parts]
+    assert stripped[1].id == mixed
+
+
+def test_9_4_74_errored_pending_and_running_tools_are_not_stripped() -> None:
+    b = SessionBuilder()
+    b.user("look", files=[("image/png", "old.png")])
+    reply = b.assistant(b.user("go"))
+    b.tool_error(b.tool_call(reply, "bash"), "failed")
+    b.tool_error(b.tool_call(reply, "bash"), "interrupted", partial_output="half")
+    b.tool_call(reply, "read")
+    b.tool_running(b.tool_call(reply, "grep"))
+    b.finish(reply, "error", error=MessageError(name="AbortedError"))
+    b.user("now")
+    messages = _history(b).messages
+    stripped = strip_historical_media(messages)
+    assert stripped[0] is not messages[0]  # the stripping did run before the cutoff
+    assert stripped[2] is messages[2]
+    tools = [p for p in stripped[2].parts if isinstance(p, ToolPart)]
+    assert [type(p.state).__name__ for p in tools] == [
+        "ToolErrored",
+        "ToolErrored",
+        "ToolPending",
+        "ToolRunning",
+    ]
+
+
+def test_9_4_75_without_users_or_with_only_one_nothing_is_stripped() -> None:
+    empty: list[Message] = []
+    assert strip_historical_media(empty) is empty
+    b = SessionBuilder()
+    only = b.user("look", files=[("image/png", "a.png")])
+    reply = b.assistant(only)
+    b.tool_result(b.tool_call(reply, "shot"), "ok", attachments=[("image/png", "s.png")])
+    b.finish(reply, "tool-calls")
+    messages = _history(b).messages
+    assert strip_historical_media(messages) is messages  # one user: the cutoff is 0
+    no_users = [m for m in messages if m.role != "user"]
+    assert strip_historical_media(no_users) is no_users
+
+
+# --- turns that arrive while a compaction's summary is being written ----------------------------
+
+
+def _compaction_with_a_late_turn(
+    *, summary_first: bool, keep_tail: bool
+) -> tuple[SessionBuilder, list[str]]:
+    """old turn, tail turn, compaction request, a turn arriving while the summary is written
+    (its summary message created before it when ``summary_first``), compaction completed;
+    returns the builder and the expected view order of source ids."""
+    b = SessionBuilder()
+    old = b.user("old work")
+    b.finish(b.assistant(old))
+    tail = b.user("recent turn")
+    request = b.request_compaction(parent_id=tail)
+    summary = b.assistant(request, summary=True, step_start=False) if summary_first else ""
+    late = b.user("arrived while summarising")
+    late_reply = b.assistant(late)
+    b.tool_result(b.tool_call(late_reply, "bash"), "ok")
+    b.finish(late_reply, "tool-calls")
+    if not summary_first:
+        summary = b.assistant(request, summary=True, step_start=False)
+    b.text(summary, "SUMMARY")
+    b.add(AssistantFinished, message_id=summary, finish="stop")
+    b.complete_compaction(request, summary, tail if keep_tail else None, "SUMMARY")
+    kept = [tail] if keep_tail else []
+    return b, [request, summary, *kept, late, late_reply, late_reply]
+
+
+@pytest.mark.parametrize("keep_tail", [True, False])
+def test_a_turn_arriving_after_the_summary_started_follows_the_summary(keep_tail: bool) -> None:
+    b, expected = _compaction_with_a_late_turn(summary_first=True, keep_tail=keep_tail)
+    assert [m.source_id for m in _view(b)] == expected
+
+
+@pytest.mark.parametrize("keep_tail", [True, False])
+def test_a_turn_arriving_before_the_summary_message_follows_the_summary(keep_tail: bool) -> None:
+    b, expected = _compaction_with_a_late_turn(summary_first=False, keep_tail=keep_tail)
+    assert [m.source_id for m in _view(b)] == expected

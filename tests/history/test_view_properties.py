@@ -70,14 +70,19 @@ def test_no_view_ever_separates_a_call_from_its_result(
     assert tool_pairs_ok(model_view(_history(events[:cut]), options))
 
 
-def _touched_message(event: Event, known_messages: set[str], known_parts: set[str]) -> bool:
+def _touched_message(
+    event: Event, known_messages: set[str], known_parts: set[str], summaries: set[str]
+) -> bool:
     """Does ``event`` change a message that already existed (or reshape the view)?"""
     match event:
         case CompactionCompleted() | CompactionRolledBack():
             return True
         case PartAdded(part=part) | PartUpdated(part=part):
             return part.message_id in known_messages
-        case ToolStateChanged() | AssistantFinished():
+        case AssistantFinished():
+            # A summary finishing (a manual /compact of a plain user message) reshapes the view.
+            return event.message_id in known_messages or event.message_id in summaries
+        case ToolStateChanged():
             return event.message_id in known_messages
         case ToolOutputCleared():
             return any(p in known_parts for p in event.part_ids)
@@ -101,7 +106,10 @@ def test_appending_events_that_do_not_touch_earlier_messages_keeps_the_view_pref
         e.message_id for e in head if isinstance(e, MessageAdded | CompactionRequested)
     }
     known_parts = {e.part.id for e in head if isinstance(e, PartAdded)}
-    later = [e for e in events[cut:] if not _touched_message(e, known_messages, known_parts)]
+    summaries = {e.message_id for e in events if isinstance(e, MessageAdded) and e.summary}
+    later = [
+        e for e in events[cut:] if not _touched_message(e, known_messages, known_parts, summaries)
+    ]
     try:
         validate_events(SessionIndex("ses_test"), head + later)
     except InvalidEvent:
