@@ -27,7 +27,7 @@ from contextledger.history import History, validate_events
 from contextledger.history.live_view import LiveView
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import ViewOptions, model_view, tool_pairs_ok
-from contextledger.testing import session_events, split_batches
+from contextledger.testing import check_prefix_stable, session_events, split_batches
 
 PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -116,7 +116,7 @@ def test_appending_events_that_do_not_touch_earlier_messages_keeps_the_view_pref
         assume(False)
     before = model_view(_history(head), options)
     after = model_view(_history(head + later), options)
-    assert after[: len(before)] == before
+    check_prefix_stable(before, after)
 
 
 @PROPERTY

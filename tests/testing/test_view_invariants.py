@@ -3,31 +3,18 @@ would use them."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextledger.events import (
-    AssistantFinished,
-    CompactionCompleted,
-    CompactionRequested,
-    CompactionRolledBack,
-    EnvironmentCaptured,
     Event,
-    InvalidEvent,
-    MessageAdded,
     ModelRef,
-    PartAdded,
-    PartUpdated,
     RecordedEvent,
-    ToolOutputCleared,
-    ToolOutputTrimmed,
-    ToolStateChanged,
 )
-from contextledger.history import History, SessionIndex, validate_events
+from contextledger.history import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.testing import (
     check_live_view_matches,
-    check_prefix_stable,
     check_tool_pairs,
     check_view_deterministic,
     session_events,
@@ -75,47 +62,3 @@ def test_a_live_view_fed_one_event_at_a_time_matches_at_every_step(
 ) -> None:
     recorded = _recorded(events)
     check_live_view_matches(History.rebuild("ses_test", recorded), options, recorded=recorded)
-
-
-def _reshapes(event: Event, messages: set[str], parts: set[str], summaries: set[str]) -> bool:
-    """Does ``event`` change a message already in the view, or say the view is reshaped (a
-    compaction completing or rolled back, a summary finishing)?"""
-    match event:
-        case CompactionCompleted() | CompactionRolledBack():
-            return True
-        case PartAdded(part=part) | PartUpdated(part=part):
-            return part.message_id in messages
-        case AssistantFinished():
-            return event.message_id in messages or event.message_id in summaries
-        case ToolStateChanged():
-            return event.message_id in messages
-        case ToolOutputCleared():
-            return any(p in parts for p in event.part_ids)
-        case ToolOutputTrimmed():
-            return event.part_id in parts
-        case EnvironmentCaptured():
-            return event.user_message_id in messages
-        case _:
-            return False
-
-
-@PROPERTY
-@given(session_events(), _OPTIONS, st.data())
-def test_events_that_only_add_messages_keep_the_view_prefix(
-    events: list[Event], options: ViewOptions, data: st.DataObject
-) -> None:
-    # Kilo's "latest" rules move with each new user message and so change earlier bytes.
-    assume(options.environment != "latest" and options.historical_media != "latest-user")
-    cut = data.draw(st.integers(1, len(events)), label="events so far")
-    head = events[:cut]
-    messages = {e.message_id for e in head if isinstance(e, MessageAdded | CompactionRequested)}
-    parts = {e.part.id for e in head if isinstance(e, PartAdded)}
-    summaries = {e.message_id for e in events if isinstance(e, MessageAdded) and e.summary}
-    later = [e for e in events[cut:] if not _reshapes(e, messages, parts, summaries)]
-    try:
-        validate_events(SessionIndex("ses_test"), head + later)
-    except InvalidEvent:
-        assume(False)
-    before = model_view(History.rebuild("ses_test", _recorded(head)), options)
-    after = model_view(History.rebuild("ses_test", _recorded(head + later)), options)
-    check_prefix_stable(before, after)
