@@ -49,7 +49,12 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.history.estimate import estimate_part_tokens, input_chars
-from contextledger.history.validation import CompactionStatus, SessionIndex, validate_events
+from contextledger.history.validation import (
+    NOTERS,
+    CompactionStatus,
+    SessionIndex,
+    validate_events,
+)
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
 #: and the session is rebuilt from its events instead.
@@ -234,8 +239,11 @@ class History:
         return history
 
     def _apply(self, event: Event) -> None:
-        self.index.note(event)
-        _APPLIERS[type(event)](self, event)
+        kind = type(event)
+        noter = NOTERS.get(kind)
+        if noter is not None:
+            noter(self.index, event)
+        _APPLIERS[kind](self, event)
 
     # One method per event type, dispatched on the type (this runs for every event applied).
 

@@ -39,6 +39,7 @@ from contextledger.events.errors import InvalidEvent
 from contextledger.events.ids import is_id
 from contextledger.events.parts import (
     CompactionPart,
+    Part,
     ToolCompleted,
     ToolErrored,
     ToolPart,
@@ -284,7 +285,7 @@ class SessionIndex:
 
     def note(self, event: Event) -> None:
         """Record the facts ``event`` establishes (call after ``check`` passed)."""
-        noter = _NOTERS.get(type(event))
+        noter = NOTERS.get(type(event))
         if noter is not None:
             noter(self, event)
 
@@ -296,13 +297,17 @@ class SessionIndex:
 # --- what each event establishes (dispatched on the event's type: this runs on every apply) ---
 
 
+#: The kind tag of each part type, looked up rather than read off the struct config.
+_KINDS: dict[type, str] = {t: str(t.__struct_config__.tag) for t in Part.__args__}
+
+
 def _note_part_added(index: SessionIndex, event: PartAdded) -> None:
     part = event.part
     status: ToolStatus | None = None
     if isinstance(part, ToolPart):
         status = _added_status(part)
         index.calls[part.call_id] = part.id
-    index.parts[part.id] = _PartFacts(part.message_id, struct_tag(part), status)
+    index.parts[part.id] = _PartFacts(part.message_id, _KINDS[type(part)], status)
     index.last_part_id = part.id
 
 
@@ -359,7 +364,8 @@ def _note_prefix(index: SessionIndex, event: PrefixPinned | PrefixRotated) -> No
     index.prefix_key = event.key
 
 
-_NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
+#: What each event type establishes, by type (``History`` calls these directly when applying).
+NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
     PartAdded: _note_part_added,
     ToolStateChanged: _note_tool_state,
     MessageAdded: _note_message,
