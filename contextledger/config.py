@@ -46,9 +46,11 @@ from contextledger.policy.overflow import (
     DEFAULT_TRIGGER_RATIO,
     MEDIA_OUTPUT_RESERVE,
     MIN_OUTPUT,
+    OUTPUT_RESERVE_CAP,
     OUTPUT_SAFETY,
     OUTPUT_TOKEN_MAX,
     PREFLIGHT_FACTOR,
+    PRESSURE_PERCENTS,
     OutputBudgetRule,
     OverflowVariant,
     Quantity,
@@ -77,6 +79,8 @@ Percent = Annotated[float, Meta(gt=0, le=100)]
 MaxContext = Quantity | dict[str, Quantity]
 TokenCounter = Literal["estimate", "calibrated", "tiktoken"]
 TruncateDirection = Literal["head", "tail"]
+EnvironmentMode = Literal["each", "latest", "none"]
+HistoricalMedia = Literal["compaction", "latest-user", "keep"]
 
 #: How a percentage is checked for syntax when the window it applies to is not known yet.
 _ANY_BASE: Final = 1_000_000
@@ -306,8 +310,19 @@ class CompactionConfig(_Section, frozen=True):
     #: opencode: the token budget of that verbatim tail; None means
     #: clamp(usable x 0.25, 2,000, 8,000).
     preserve_recent_tokens: NonNegative | None = None
+    #: MiMo: pressure levels 1, 2 and 3 start at these percentages of the usable window
+    #: (prune tiers act from level 1; level 3 is about to compact at the 0.9 trigger).
+    pressure_percents: tuple[int, int, int] = PRESSURE_PERCENTS
+    #: MiMo ``OUTPUT_CAP``: at most this many output tokens are set aside from the window
+    #: (models advertising 128K outputs would otherwise lose most of it).
+    output_reserve_cap: NonNegative = OUTPUT_RESERVE_CAP
 
     def _check(self) -> None:
+        percents = self.pressure_percents
+        if not 0 < percents[0] < percents[1] < percents[2] <= 100:
+            raise self._error(
+                "pressure_percents", f"must increase strictly within (0, 100], got {percents!r}"
+            )
         ratio = self.trigger_ratio
         if parse_trigger_ratio(ratio) is None:
             raise self._error(
@@ -379,6 +394,24 @@ class TokensConfig(_Section, frozen=True):
     preflight_factor: Factor = PREFLIGHT_FACTOR
 
 
+class ViewConfig(_Section, frozen=True):
+    """What a request carries of the history (``history.view.ViewOptions``)."""
+
+    _name: ClassVar[str] = "view"
+
+    #: Which user messages carry their captured environment block: "each" (every block stays
+    #: where it was first sent, so earlier request bytes never change), "latest" (Kilo Code:
+    #: only the newest user message), or "none".
+    environment: EnvironmentMode = "each"
+    #: Which media becomes placeholders once a summary exists: "compaction" (older than the
+    #: newest compaction request; changes only when a compaction completes), "latest-user"
+    #: (Kilo Code: before the last real user message, which moves every turn), or "keep".
+    historical_media: HistoricalMedia = "compaction"
+    #: opencode: tool outputs in a compaction's input are cut to 2,000 characters (the
+    #: summary needs what a tool did, not all it printed).
+    summary_tool_output_chars: Positive = 2_000
+
+
 class ToolOutputConfig(_Section, frozen=True):
     """How a long tool output is truncated (opencode ``Truncate.output``)."""
 
@@ -416,6 +449,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     output: OutputConfig = OutputConfig()
     tokens: TokensConfig = TokensConfig()
     tool_output: ToolOutputConfig = ToolOutputConfig()
+    view: ViewConfig = ViewConfig()
     prune: PruneConfig = PruneConfig()
 
     @classmethod

@@ -457,3 +457,40 @@ def test_warn_once_logs_each_key_once() -> None:
 def test_a_factor_must_be_finite() -> None:
     with pytest.raises(ConfigError, match=r"tokens.preflight_factor: must be <= 10, got inf"):
         Config.from_dict({"tokens": {"preflight_factor": float("inf")}})
+
+
+def test_pressure_thresholds_must_increase_within_a_hundred() -> None:
+    with pytest.raises(ConfigError, match=r"compaction.pressure_percents: must increase"):
+        Config.from_dict({"compaction": {"pressure_percents": [70, 50, 85]}})
+
+
+def test_pressure_thresholds_and_the_output_reserve_cap_are_used() -> None:
+    from contextledger.events.parts import Usage
+    from contextledger.policy.overflow import (
+        Model,
+        ModelLimits,
+        context_pressure_level,
+        context_window,
+    )
+
+    model = Model(provider_id="p", model_id="m", limits=ModelLimits(context=200_000, output=32_000))
+    usage = Usage(input=95_000)
+    assert context_pressure_level(model, usage, Config()) == 1
+    earlier = Config.from_dict({"compaction": {"pressure_percents": [10, 20, 30]}})
+    assert context_pressure_level(model, usage, earlier) == 3
+    whole = Config.from_dict({"compaction": {"trigger_ratio": 1}})
+    small_cap = Config.from_dict({"compaction": {"trigger_ratio": 1, "output_reserve_cap": 1_000}})
+    assert context_window(model, whole).usable == 180_000
+    assert context_window(model, small_cap).usable == 199_000
+
+
+def test_the_view_section_sets_the_view_options() -> None:
+    from contextledger.history.view import ViewOptions
+
+    config = Config.from_dict({"view": {"environment": "latest", "summary_tool_output_chars": 500}})
+    normal = ViewOptions.from_config(config)
+    summary = ViewOptions.from_config(config, for_summary=True)
+    assert normal.environment == "latest" and normal.tool_output_max_chars is None
+    assert summary.strip_media and summary.tool_output_max_chars == 500
+    with pytest.raises(ConfigError, match=r"view.environment"):
+        Config.from_dict({"view": {"environment": "sometimes"}})

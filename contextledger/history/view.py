@@ -28,7 +28,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from contextledger.config import Config, ToolOutputConfig
+from contextledger.config import Config, EnvironmentMode, HistoricalMedia, ToolOutputConfig
 from contextledger.events.catalogue import ToolStateChanged
 from contextledger.events.parts import (
     CompactionPart,
@@ -73,8 +73,6 @@ SYNTHETIC_ATTACHMENT_PROMPT: Final = "Attached media from tool result:"
 _EXPANDED_MIMES: Final = frozenset({"text/plain", "application/x-directory"})
 
 MediaSupport = Literal["all", "images", "none"]
-EnvironmentMode = Literal["each", "latest", "none"]
-HistoricalMedia = Literal["compaction", "latest-user", "keep"]
 
 
 class ViewOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,9 +105,20 @@ class ViewOptions(msgspec.Struct, frozen=True, kw_only=True):
     tool_output: ToolOutputConfig | None = ToolOutputConfig()
 
     @classmethod
-    def from_config(cls, config: Config, model: ModelRef | None = None) -> ViewOptions:
-        """The options a request for ``model`` uses under ``config``."""
-        return cls(model=model, tool_output=config.tool_output)
+    def from_config(
+        cls, config: Config, model: ModelRef | None = None, *, for_summary: bool = False
+    ) -> ViewOptions:
+        """The options a request for ``model`` uses under ``config``; ``for_summary``: the
+        view a compaction summarises (media as placeholders, tool outputs cut to
+        ``view.summary_tool_output_chars``)."""
+        return cls(
+            model=model,
+            tool_output=config.tool_output,
+            environment=config.view.environment,
+            historical_media=config.view.historical_media,
+            strip_media=for_summary,
+            tool_output_max_chars=config.view.summary_tool_output_chars if for_summary else None,
+        )
 
 
 def tool_media_support(model: ModelRef | None) -> MediaSupport:

@@ -491,7 +491,7 @@ def context_window(model: Model, cfg: Config) -> Window:
         window = trigger
     else:
         output = max_output_tokens(limits, cfg.output.max_tokens)
-        reserve = min(output, OUTPUT_RESERVE_CAP, effective // 2)
+        reserve = min(output, cfg.compaction.output_reserve_cap, effective // 2)
         window = min(trigger, effective - reserve)
     return Window(
         hard=hard,
@@ -502,12 +502,15 @@ def context_window(model: Model, cfg: Config) -> Window:
     )
 
 
-def pressure_for(tokens: int, limit: int) -> int:
-    """0, 1, 2 or 3 as ``tokens`` reaches 50 %, 70 % and 85 % of ``limit`` (exact integer
-    comparisons: exactly 50 % is level 1); 0 when ``limit`` is not positive."""
+def pressure_for(
+    tokens: int, limit: int, percents: tuple[int, int, int] = PRESSURE_PERCENTS
+) -> int:
+    """0, 1, 2 or 3 as ``tokens`` reaches each of ``percents`` (50 %, 70 % and 85 %) of
+    ``limit`` (exact integer comparisons: exactly 50 % is level 1); 0 when ``limit`` is not
+    positive."""
     if limit <= 0:
         return 0
-    return sum(1 for percent in PRESSURE_PERCENTS if tokens * 100 >= limit * percent)
+    return sum(1 for percent in percents if tokens * 100 >= limit * percent)
 
 
 def context_pressure_level(model: Model, usage: Usage, cfg: Config, *, total: int = 0) -> int:
@@ -515,7 +518,11 @@ def context_pressure_level(model: Model, usage: Usage, cfg: Config, *, total: in
     compaction is on: for displays and checkpoints. 0 for an unknown window."""
     if model.limits.context == 0:
         return 0
-    return pressure_for(token_count(usage, cfg, total), compaction_limit(model, cfg))
+    return pressure_for(
+        token_count(usage, cfg, total),
+        compaction_limit(model, cfg),
+        cfg.compaction.pressure_percents,
+    )
 
 
 def pressure_level(model: Model, usage: Usage, cfg: Config, *, total: int = 0) -> int:
