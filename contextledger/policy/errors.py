@@ -92,25 +92,30 @@ ErrorKind = Literal[
 
 
 class ErrorDecision(msgspec.Struct, frozen=True):
-    """Which rule of the error policy applied, and what the turn does."""
+    """Which rule of the error policy applied, what the turn does, and whether the assistant
+    message records the error (a preflight stop is not an error: nothing was sent)."""
 
     rule: str
     action: ErrorAction
+    record_error: bool = True
 
 
-def decide_error(name: ErrorKind, *, retryable: bool = False) -> ErrorDecision:
-    """Kilo Code's error policy, rules in order: a preflight overflow compacts (it is not an
-    error: the request was never sent); an incomplete response is reported as such; an
-    abort stops; a context overflow compacts (and replays the turn); a retryable error is
-    retried; anything else fails the turn."""
+def decide_error(
+    name: ErrorKind, *, retryable: bool = False, tool_ran: bool = False
+) -> ErrorDecision:
+    """Kilo Code's error policy, rules in order: a preflight overflow compacts, whatever ran
+    before it, and records no error (the request was never sent); an incomplete response is
+    reported as such; an abort stops; a context overflow compacts (and replays the turn); a
+    retryable error is retried, but only if no tool ran in the failed step (a retry would
+    run its side effects again); anything else fails the turn."""
     if name == "PreflightCompactionError":
-        return ErrorDecision("preflight", "compact")
+        return ErrorDecision("preflight", "compact", record_error=False)
     if name == "IncompleteResponseError":
         return ErrorDecision("incomplete-response", "incomplete")
     if name == "AbortedError":
         return ErrorDecision("abort", "stop")
     if name == "ContextOverflowError":
         return ErrorDecision("context-overflow", "compact")
-    if retryable:
+    if retryable and not tool_ran:
         return ErrorDecision("retryable", "retry")
     return ErrorDecision("fatal", "fail")

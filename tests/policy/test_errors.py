@@ -55,9 +55,16 @@ def test_other_errors_are_not_overflows() -> None:
     assert not classify_error("bad request", status=400).retryable
 
 
-def test_9_5_79_80_a_preflight_overflow_compacts_even_after_a_tool_ran() -> None:
+def test_9_5_79_a_preflight_overflow_compacts_and_records_no_error() -> None:
     decision = decide_error("PreflightCompactionError")
     assert (decision.rule, decision.action) == ("preflight", "compact")
+    assert not decision.record_error
+
+
+def test_9_5_80_a_preflight_overflow_compacts_even_after_a_tool_ran() -> None:
+    assert decide_error("PreflightCompactionError", tool_ran=True).action == "compact"
+    # ...while a retryable error after a tool ran is not retried (its effects would repeat).
+    assert decide_error("APIError", retryable=True, tool_ran=True).action == "fail"
 
 
 def test_9_5_81_context_overflow_compacts_abort_stops_incomplete_is_reported() -> None:
