@@ -45,7 +45,6 @@ class EventCodec:
         "_current",
         "_decoder",
         "_encoder",
-        "_fast",
         "_raw_decoder",
         "_tags",
         "_union",
@@ -62,9 +61,6 @@ class EventCodec:
         self._union = union
         types = tuple(types)
         self._current = {event_tag(t): t.VERSION for t in types}
-        self._fast: dict[str, tuple[int, type[EventBase]]] = {
-            event_tag(t): (t.VERSION, t) for t in types
-        }
         self._tags: dict[type[EventBase], str] = {t: event_tag(t) for t in types}
         self._versions: dict[type[EventBase], int] = {t: t.VERSION for t in types}
         self._encoder = msgspec.msgpack.Encoder()
@@ -146,30 +142,50 @@ class EventCodec:
             raise
         return EncodedBatch(tags, versions, datas, sum(map(len, datas)))
 
-    def decode_rows(
-        self, rows: Iterable[tuple[int, str, int, str, int, bytes]]
+    def decode_stream(
+        self, stream: str, rows: Iterable[tuple[int, int, int, bytes]]
     ) -> list[RecordedEvent]:
-        """Decode stored ``(position, stream, seq, tag, version, bytes)`` rows: the hot path
-        of a read. Current versions decode straight into typed events; older ones go through
-        ``decode``. Raises ``EventDecodeError`` naming the row's stream and position."""
-        fast, decode = self._fast, self._decoder.decode
+        """Decode one stream's stored ``(position, seq, version, bytes)`` rows: the hot path
+        of a read. Raises ``EventDecodeError`` naming the stream and position."""
+        decode, versions = self._decoder.decode, self._versions
         out: list[RecordedEvent] = []
         append = out.append
-        for position, stream, seq, tag, version, data in rows:
-            expected = fast.get(tag)
-            if expected is not None and expected[0] == version:
-                try:
-                    event = decode(data)
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    raise EventDecodeError(stream, position, str(exc)) from exc
-                if type(event) is not expected[1]:
-                    raise EventDecodeError(
-                        stream, position, f"stored as {tag} but holds {struct_tag(event)}"
-                    )
-            else:
-                event = self.decode(tag, version, data, stream=stream, position=position)
+        for position, seq, version, data in rows:
+            try:
+                event = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                event = None
+            if event is None or versions.get(type(event)) != version:
+                event = self._decode_stored(version, data, stream, position)
             append(RecordedEvent(stream, seq, position, event))
         return out
+
+    def decode_rows(self, rows: Iterable[tuple[int, str, int, int, bytes]]) -> list[RecordedEvent]:
+        """Decode stored ``(position, stream, seq, version, bytes)`` rows of any streams."""
+        decode, versions = self._decoder.decode, self._versions
+        out: list[RecordedEvent] = []
+        append = out.append
+        for position, stream, seq, version, data in rows:
+            try:
+                event = decode(data)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                event = None
+            if event is None or versions.get(type(event)) != version:
+                event = self._decode_stored(version, data, stream, position)
+            append(RecordedEvent(stream, seq, position, event))
+        return out
+
+    def _decode_stored(self, version: int, data: bytes, stream: str, position: int) -> Event:
+        """The slow path of a read: an older version (upcast), or bytes the typed decoder
+        refused. The event's tag is read from the bytes themselves."""
+        try:
+            raw = self._raw_decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise EventDecodeError(stream, position, str(exc)) from exc
+        tag = raw.get("type")
+        if not isinstance(tag, str):
+            raise EventDecodeError(stream, position, "the stored event names no type")
+        return self.decode(tag, version, data, stream=stream, position=position)
 
     def tag_of(self, event: EventBase) -> str:
         """The stored tag of ``event``."""

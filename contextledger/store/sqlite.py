@@ -492,24 +492,29 @@ class SQLiteStore:
             else:
                 self._readers.append(conn)
 
-    def _query(self, sql: str, args: tuple[Any, ...]) -> list[RecordedEvent]:
+    def _query(
+        self, decode: Callable[[Any], list[RecordedEvent]], sql: str, args: tuple[Any, ...]
+    ) -> list[RecordedEvent]:
         conn = self._reader()
         try:
-            return self._codec.decode_rows(conn.cursor().execute(sql, args))
+            return decode(conn.cursor().execute(sql, args))
         finally:
             self._release(conn)
 
-    async def _read(self, sql: str, args: tuple[Any, ...]) -> list[RecordedEvent]:
+    async def _read(
+        self, decode: Callable[[Any], list[RecordedEvent]], sql: str, args: tuple[Any, ...]
+    ) -> list[RecordedEvent]:
         if self._closed:
             raise StoreClosedError("the store is closed")
-        return await trio.to_thread.run_sync(self._query, sql, args)
+        return await trio.to_thread.run_sync(self._query, decode, sql, args)
 
     async def read(
         self, stream: str, from_seq: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
         """See ``EventStore.read``."""
         return await self._read(
-            "SELECT position, stream, seq, type, v, data FROM events "
+            lambda rows: self._codec.decode_stream(stream, rows),
+            "SELECT position, seq, v, data FROM events "
             "WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
             (stream, from_seq, -1 if limit is None else limit),
         )
@@ -519,7 +524,8 @@ class SQLiteStore:
     ) -> list[RecordedEvent]:
         """See ``EventStore.read_all``."""
         return await self._read(
-            "SELECT position, stream, seq, type, v, data FROM events "
+            self._codec.decode_rows,
+            "SELECT position, stream, seq, v, data FROM events "
             "WHERE position >= ? ORDER BY position LIMIT ?",
             (from_position, -1 if limit is None else limit),
         )
