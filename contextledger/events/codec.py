@@ -1,8 +1,10 @@
 """Encoding events to bytes and back, with upcasting of older versions on read.
 
-Events are stored as msgpack (compact and fast to decode); the store keeps each event's type
-tag and schema version in columns beside the bytes, so the current-version fast path decodes
-straight into typed Structs and only old versions take the dict-and-upcast path.
+Events are stored as msgpack (compact and fast to decode), tag included; the store keeps each
+event's tag and schema version in columns beside the bytes too (for people and SQL). A read
+decodes the bytes straight into a typed Struct and checks the version column against that
+type's current version; only an older version (or bytes the typed decoder refuses) takes the
+dict-and-upcast path.
 """
 
 from __future__ import annotations
