@@ -40,10 +40,12 @@ from contextledger.events.ids import is_id
 from contextledger.events.parts import (
     CompactionPart,
     Part,
+    StepFinishPart,
     ToolCompleted,
     ToolErrored,
     ToolPart,
     ToolRunning,
+    Usage,
     struct_tag,
 )
 
@@ -155,10 +157,18 @@ class SessionIndex:
             case PartAdded(part=part):
                 if isinstance(part, CompactionPart):
                     return "compaction parts are added by compaction.requested"
-                if part.message_id not in self.messages:
+                message = self.messages.get(part.message_id)
+                if message is None:
                     return f"message {part.message_id!r} does not exist"
-                if isinstance(part, ToolPart) and part.call_id in self.calls:
-                    return f"tool call id {part.call_id!r} is used already"
+                if isinstance(part, ToolPart):
+                    if message.role != "assistant":
+                        return "tool calls belong to assistant messages"
+                    if not part.call_id or not part.tool:
+                        return "a tool call needs a call id and a tool name"
+                    if part.call_id in self.calls:
+                        return f"tool call id {part.call_id!r} is used already"
+                if isinstance(part, StepFinishPart) and _negative(part.usage):
+                    return "usage counts must not be negative"
                 return self._check_new_part(part.id)
             case PartUpdated(part=part):
                 facts = self.parts.get(part.id)
@@ -177,7 +187,7 @@ class SessionIndex:
                     return f"assistant message {event.message_id!r} does not exist"
                 if message.finished:
                     return f"message {event.message_id!r} finished already"
-                return None
+                return "usage counts must not be negative" if _negative(event.usage) else None
             case ToolOutputCleared():
                 if not event.part_ids:
                     return "no part ids"
@@ -221,7 +231,7 @@ class SessionIndex:
             case UsageReported():
                 if event.message_id not in self.messages:
                     return f"message {event.message_id!r} does not exist"
-                return None
+                return "usage counts must not be negative" if _negative(event.usage) else None
             case RequestSent():
                 return None
         return f"unknown event {type(event).__name__}"
@@ -380,6 +390,10 @@ NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
     PrefixPinned: _note_prefix,
     PrefixRotated: _note_prefix,
 }
+
+
+def _negative(usage: Usage) -> bool:
+    return min(usage.input, usage.output, usage.reasoning, usage.cache_read, usage.cache_write) < 0
 
 
 def _added_status(part: ToolPart) -> ToolStatus:

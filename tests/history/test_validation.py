@@ -261,3 +261,32 @@ def test_a_prefix_is_rotated_only_after_one_was_pinned() -> None:
     )
     rotate = PrefixRotated(session_id=b.session_id, key="k", profile=profile, reason="tools")
     assert "no prefix is pinned" in _reason(b, rotate)
+
+
+def test_a_tool_call_belongs_to_an_assistant_message() -> None:
+    b = SessionBuilder()
+    user = b.user("hi")
+    part = ToolPart(
+        id="prt_ffffffffffffffffff", message_id=user, call_id="c", tool="bash", state=ToolPending()
+    )
+    assert "belong to assistant messages" in _reason(
+        b, PartAdded(session_id=b.session_id, part=part)
+    )
+
+
+def test_a_tool_call_needs_a_call_id_and_a_tool_name() -> None:
+    b, reply, _ = _session_with_call()
+    part = ToolPart(
+        id="prt_ffffffffffffffffff", message_id=reply, call_id="", tool="bash", state=ToolPending()
+    )
+    assert "needs a call id" in _reason(b, PartAdded(session_id=b.session_id, part=part))
+
+
+def test_usage_counts_must_not_be_negative() -> None:
+    b, reply, _ = _session_with_call()
+    finished = AssistantFinished(
+        session_id=b.session_id, message_id=reply, finish="stop", usage=Usage(input=-1)
+    )
+    assert "must not be negative" in _reason(b, finished)
+    report = UsageReported(session_id=b.session_id, message_id=reply, usage=Usage(output=-5))
+    assert "must not be negative" in _reason(b, report)
