@@ -15,7 +15,8 @@ it moves to a worker thread, which waits up to ``BUSY_TIMEOUT_MS`` and then fail
 batch with ``StoreBusyError`` (nothing written). The writer never checkpoints on commit
 (``wal_autocheckpoint=0``); each time the WAL grows by ``CHECKPOINT_PAGES``, a long-lived
 checkpointer thread with a connection of its own checkpoints it while commits go on, so no
-commit pays for it; past ``WAL_RESTART_PAGES`` it waits for a gap so the WAL starts over.
+commit pays for it; past ``WAL_RESTART_PAGES`` it restarts the WAL in a gap between commits
+(a commit then waits at most for the few frames written since the last round).
 
 Durability. ``"normal"`` (the default) survives a crash of the process at any moment: an
 acknowledged append is never lost and no partial transaction is ever visible. It can lose the
@@ -54,9 +55,11 @@ Durability = Literal["normal", "full"]
 INLINE_COMMIT_BYTES: Final = 1 << 20
 #: Checkpoint each time the WAL grows by this many pages (SQLite's own default, 4 MiB).
 CHECKPOINT_PAGES: Final = 1000
-#: Past this many pages (64 MiB at 4 KiB) a checkpoint waits for a gap between commits so
-#: the WAL can start over instead of growing without bound.
+#: Past this many pages (64 MiB at 4 KiB) the checkpointer looks for a gap between commits
+#: to start the WAL over, instead of letting it grow without bound.
 WAL_RESTART_PAGES: Final = 16 * CHECKPOINT_PAGES
+#: How often it looks for that gap while the WAL is past the limit.
+RESTART_RETRY_SECONDS: Final = 0.01
 #: How long a connection waits for a lock held by another process before failing.
 BUSY_TIMEOUT_MS: Final = 10_000
 #: An inline commit never waits, so a task appending in a loop would never let others run;
@@ -461,14 +464,25 @@ class SQLiteStore:
                 self._checkpoint_wanted.clear()
                 if self._closed:
                     return
-                # PASSIVE copies what it can without waiting. Under a steady stream of
-                # commits it never catches up and the WAL file only grows, so past
-                # WAL_RESTART_PAGES a RESTART waits for a gap between commits (the writer
-                # moves its commits to a thread meanwhile) and lets the WAL start over.
-                restart = self._wal_pages >= WAL_RESTART_PAGES
-                mode = apsw.SQLITE_CHECKPOINT_RESTART if restart else apsw.SQLITE_CHECKPOINT_PASSIVE
+                # PASSIVE copies what it can without waiting for anyone. Under a steady
+                # stream of commits it never copies the very last frames, so the WAL file is
+                # never started over and only grows. Past WAL_RESTART_PAGES, first try a
+                # RESTART without waiting: it succeeds only in a gap between commits, and
+                # then copies just the few frames written since the last PASSIVE round.
                 try:
-                    conn.wal_checkpoint(mode=mode)
+                    if self._wal_pages >= WAL_RESTART_PAGES:
+                        conn.set_busy_timeout(0)
+                        try:
+                            conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
+                            continue
+                        except apsw.BusyError:
+                            # Try again in a moment (a sleep, not a spin: this thread must
+                            # not compete with the writer for the CPU).
+                            time.sleep(RESTART_RETRY_SECONDS)
+                            self._checkpoint_wanted.set()
+                        finally:
+                            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
                 except apsw.BusyError:
                     _log.info("checkpoint postponed: the database is busy", path=self.path)
                 except apsw.Error as exc:
