@@ -13,6 +13,7 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/ruff check contextledger tests
+	$(BIN)/ruff format --check contextledger tests
 	$(BIN)/mypy --strict contextledger
 	$(BIN)/pytest -q
 

@@ -18,6 +18,8 @@ from contextledger.store import SQLiteStore
 from contextledger.testing import check_prefix_stable, check_rebuild_matches, check_tool_pairs
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "claude-code-jsonl"
+
+
 def _traces() -> list[Path]:
     if not TRACES.is_dir():
         pytest.skip(f"shared/traces not present: {TRACES} does not exist")
