@@ -20,9 +20,12 @@ from contextledger.testing import check_prefix_stable, check_rebuild_matches, ch
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "claude-code-jsonl"
 
 
+pytestmark = pytest.mark.skipif(
+    not TRACES.is_dir(), reason=f"shared/traces not present: {TRACES} does not exist"
+)
+
+
 def _traces() -> list[Path]:
-    if not TRACES.is_dir():
-        pytest.skip(f"shared/traces not present: {TRACES} does not exist")
     return sorted(TRACES.glob("*.jsonl"))
 
 
