@@ -72,7 +72,7 @@ TARGETS: Final = {
 _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 _SELECT_DATA = "SELECT data FROM events WHERE stream = ? ORDER BY seq"
 
-Row = tuple[int, str, int, str, int, bytes]
+Row = tuple[int, str, int, int, bytes]
 
 
 class _Corpus:
@@ -82,15 +82,15 @@ class _Corpus:
         self.streams = synthetic_corpus(count, turns=TURNS)
         codec = DEFAULT_CODEC
         self.rows: list[Row] = []
+        self.tags: list[str] = []
         self.flat: list[tuple[str, int, Event]] = []
         for stream, events in self.streams:
             for seq, event in enumerate(events, 1):
                 blob = codec.encode(event)
-                self.rows.append(
-                    (len(self.rows) + 1, stream, seq, codec.tag_of(event), event.v, blob)
-                )
+                self.rows.append((len(self.rows) + 1, stream, seq, event.v, blob))
+                self.tags.append(codec.tag_of(event))
                 self.flat.append((stream, seq, event))
-        self.sizes = [len(row[5]) for row in self.rows]
+        self.sizes = [len(row[4]) for row in self.rows]
         self.nbytes = sum(self.sizes)
         # Appends of BATCH events of one stream (the last of a stream may be shorter), as
         # events for ours and as rows for the floor and the peer.
@@ -259,9 +259,12 @@ class _Peer:
             batches = [
                 [
                     StoredEvent(
-                        originator_id=ids[stream], originator_version=seq, topic=tag, state=blob
+                        originator_id=ids[stream],
+                        originator_version=seq,
+                        topic=corpus.tags[position - 1],
+                        state=blob,
                     )
-                    for _, stream, seq, tag, _, blob in rows
+                    for position, stream, seq, _, blob in rows
                 ]
                 for rows in corpus.row_batches
             ]

@@ -1,10 +1,9 @@
 """Encoding events to bytes and back, with upcasting of older versions on read.
 
-Events are stored as msgpack (compact and fast to decode), tag included; the store keeps each
-event's tag and schema version in columns beside the bytes too (for people and SQL). A read
-decodes the bytes straight into a typed Struct and checks the version column against that
-type's current version; only an older version (or bytes the typed decoder refuses) takes the
-dict-and-upcast path.
+Events are stored as msgpack (compact and fast to decode), their type tag included; the store
+keeps each event's schema version in a column beside the bytes. A read decodes the bytes
+straight into a typed Struct and checks the version against that type's current version; only
+an older version (or bytes the typed decoder refuses) takes the dict-and-upcast path.
 """
 
 from __future__ import annotations
@@ -27,9 +26,9 @@ from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
 
 
 class EncodedBatch(NamedTuple):
-    """Events encoded for storage: their tags, schema versions and bytes, and total size."""
+    """Events encoded for storage: their schema versions and bytes (the tag is in the bytes),
+    and their total size."""
 
-    tags: list[str]
     versions: list[int]
     datas: list[bytes]
     nbytes: int
@@ -48,7 +47,6 @@ class EventCodec:
         "_decoder",
         "_encoder",
         "_raw_decoder",
-        "_tags",
         "_union",
         "_upcasters",
         "_versions",
@@ -63,7 +61,6 @@ class EventCodec:
         self._union = union
         types = tuple(types)
         self._current = {event_tag(t): t.VERSION for t in types}
-        self._tags: dict[type[EventBase], str] = {t: event_tag(t) for t in types}
         self._versions: dict[type[EventBase], int] = {t: t.VERSION for t in types}
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(union)
@@ -128,13 +125,11 @@ class EventCodec:
         if len(events) == 1:  # the common single-event append: skip the list machinery
             (event,) = events
             kind = type(event)
-            if kind in self._tags:
+            if kind in self._versions:
                 data = self.encode(event)
-                return EncodedBatch([self._tags[kind]], [self._versions[kind]], [data], len(data))
+                return EncodedBatch([self._versions[kind]], [data], len(data))
         try:
-            kinds = list(map(type, events))
-            tags = list(map(self._tags.__getitem__, kinds))
-            versions = list(map(self._versions.__getitem__, kinds))
+            versions = list(map(self._versions.__getitem__, map(type, events)))
             datas = list(map(self._encoder.encode, events))
         except KeyError as exc:
             raise EventEncodeError(str(exc), "not an event type of this codec") from exc
@@ -142,7 +137,7 @@ class EventCodec:
             for event in events:
                 self.encode(event)  # raises the typed error naming the event
             raise
-        return EncodedBatch(tags, versions, datas, sum(map(len, datas)))
+        return EncodedBatch(versions, datas, sum(map(len, datas)))
 
     def decode_stream(
         self, stream: str, rows: Iterable[tuple[int, int, int, bytes]]

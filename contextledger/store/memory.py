@@ -42,8 +42,8 @@ class MemoryStore:
         codec = self._codec
         batch = codec.encode_batch(events)
         decoded = [
-            codec.decode(tag, v, data, stream=stream)
-            for tag, v, data in zip(batch.tags, batch.versions, batch.datas, strict=True)
+            codec.decode(codec.tag_of(event), v, data, stream=stream)
+            for event, v, data in zip(events, batch.versions, batch.datas, strict=True)
         ]
         recorded = [
             RecordedEvent(stream, len(existing) + i + 1, len(self._log) + i + 1, e)

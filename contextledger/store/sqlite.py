@@ -76,7 +76,6 @@ CREATE TABLE IF NOT EXISTS events (
     position INTEGER PRIMARY KEY,
     stream   TEXT    NOT NULL,
     seq      INTEGER NOT NULL,
-    type     TEXT    NOT NULL,
     v        INTEGER NOT NULL,
     data     BLOB    NOT NULL,
     UNIQUE (stream, seq)
@@ -89,9 +88,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 ) WITHOUT ROWID;
 """
 
-_INSERT: Final = (
-    "INSERT INTO events (position, stream, seq, type, v, data) VALUES (?, ?, ?, ?, ?, ?)"
-)
+_INSERT: Final = "INSERT INTO events (position, stream, seq, v, data) VALUES (?, ?, ?, ?, ?)"
 
 _log = structlog.get_logger("contextledger.store.sqlite")
 
@@ -263,10 +260,7 @@ class SQLiteStore:
             raise ConcurrencyError(stream, expected, version)
         last = self._last_position
         if len(events) == 1:
-            cur.execute(
-                _INSERT,
-                (last + 1, stream, version + 1, batch.tags[0], batch.versions[0], batch.datas[0]),
-            )
+            cur.execute(_INSERT, (last + 1, stream, version + 1, batch.versions[0], batch.datas[0]))
             self._versions[stream] = version + 1
             self._last_position = last + 1
             return [RecordedEvent(stream, version + 1, last + 1, events[0])]
@@ -277,7 +271,6 @@ class SQLiteStore:
                 count(last + 1),
                 repeat(stream),
                 count(version + 1),
-                batch.tags,
                 batch.versions,
                 batch.datas,
             ),
