@@ -142,17 +142,19 @@ class History:
     __slots__ = (
         "_changes",
         "_estimate",
+        "_index",
         "_inputs",
         "_messages",
         "_parts",
         "_structure",
-        "index",
         "state",
     )
 
     def __init__(self, session_id: str, *, estimate: TokenEstimator = estimate_part_tokens) -> None:
         self.state = HistoryState(session_id=session_id)
-        self.index = SessionIndex(session_id)
+        # Built on first use from the state, then kept current: a replay that never
+        # validates (views, the CLI, benchmarks) does not pay for it.
+        self._index: SessionIndex | None = None
         self._estimate = estimate
         # Tool calls keep their input from version to version: its size is measured once.
         self._inputs: dict[str, tuple[dict[str, Any], int]] = {}
@@ -240,9 +242,10 @@ class History:
 
     def _apply(self, event: Event) -> None:
         kind = type(event)
-        noter = NOTERS.get(kind)
-        if noter is not None:
-            noter(self.index, event)
+        if self._index is not None:
+            noter = NOTERS.get(kind)
+            if noter is not None:
+                noter(self._index, event)
         _APPLIERS[kind](self, event)
 
     # One method per event type, dispatched on the type (this runs for every event applied).
@@ -421,12 +424,27 @@ class History:
         state = _snapshot_decoder.decode(data)
         history = cls(state.session_id, estimate=estimate)
         history.state = state
-        index = history.index
+        for message in state.messages:
+            history._messages[message.id] = message
+            for i, part in enumerate(message.parts):
+                history._parts[part.id] = (message, i)
+        return history
+
+    @property
+    def index(self) -> SessionIndex:
+        """The facts validation checks new events against (built from the state on first
+        use, then kept current by ``apply``)."""
+        if self._index is None:
+            self._index = self._index_from_state()
+        return self._index
+
+    def _index_from_state(self) -> SessionIndex:
+        state = self.state
+        index = SessionIndex(state.session_id)
         index.started = state.started is not None
         index.memory_pinned = state.memory is not None
         index.prefix_key = state.prefix.key if state.prefix else None
         for message in state.messages:
-            history._messages[message.id] = message
             index.note(
                 MessageAdded(
                     session_id=state.session_id,
@@ -438,17 +456,16 @@ class History:
             )
             if message.finish is not None and message.role == "assistant":
                 index.messages[message.id].finished = True
-            for i, part in enumerate(message.parts):
-                history._parts[part.id] = (message, i)
+            for part in message.parts:
                 index.note(PartAdded(session_id=state.session_id, part=part))
         for compaction in state.compactions.values():
             index.compactions[compaction.request_message_id] = compaction.status
         # Parts can be added to an older message later, so the last part noted is not always
-        # the greatest; ids must keep increasing across the restore.
-        index.last_part_id = max(history._parts, default="")
+        # the greatest; ids must keep increasing.
+        index.last_part_id = max(self._parts, default="")
         for message_id in state.environment:
             index.environment[message_id] = None
-        return history
+        return index
 
 
 def _with_output(
