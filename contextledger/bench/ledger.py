@@ -72,7 +72,9 @@ TARGETS: Final = {
 _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 _SELECT_DATA = "SELECT data FROM events WHERE stream = ? ORDER BY seq"
 
-Row = tuple[int, str, int, int, bytes]
+#: A row as the store writes it: position, stream id (the row id in ``streams``), seq,
+#: version, bytes.
+Row = tuple[int, int, int, int, bytes]
 
 
 class _Corpus:
@@ -84,10 +86,10 @@ class _Corpus:
         self.rows: list[Row] = []
         self.tags: list[str] = []
         self.flat: list[tuple[str, int, Event]] = []
-        for stream, events in self.streams:
+        for stream_id, (stream, events) in enumerate(self.streams, 1):
             for seq, event in enumerate(events, 1):
                 blob = codec.encode(event)
-                self.rows.append((len(self.rows) + 1, stream, seq, event.v, blob))
+                self.rows.append((len(self.rows) + 1, stream_id, seq, event.v, blob))
                 self.tags.append(codec.tag_of(event))
                 self.flat.append((stream, seq, event))
         self.sizes = [len(row[4]) for row in self.rows]
@@ -191,8 +193,8 @@ def _floor_read_decode(path: str, streams: list[str]) -> float:
     cur = conn.cursor()
     decode = msgspec.msgpack.Decoder(Event).decode
     start = time.perf_counter()
-    for stream in streams:
-        events = [decode(data) for (data,) in cur.execute(_SELECT_DATA, (stream,))]
+    for stream_id in range(1, len(streams) + 1):
+        events = [decode(data) for (data,) in cur.execute(_SELECT_DATA, (stream_id,))]
         assert events
     elapsed = time.perf_counter() - start
     conn.close()
@@ -259,12 +261,12 @@ class _Peer:
             batches = [
                 [
                     StoredEvent(
-                        originator_id=ids[stream],
+                        originator_id=ids[corpus.streams[stream_id - 1][0]],
                         originator_version=seq,
                         topic=corpus.tags[position - 1],
                         state=blob,
                     )
-                    for position, stream, seq, _, blob in rows
+                    for position, stream_id, seq, _, blob in rows
                 ]
                 for rows in corpus.row_batches
             ]

@@ -72,9 +72,13 @@ SUBSCRIBE_PAGE: Final = 1000
 
 _SCHEMA_VERSION: Final = 1
 _SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS streams (
+    id   INTEGER PRIMARY KEY,
+    name TEXT    NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS events (
     position INTEGER PRIMARY KEY,
-    stream   TEXT    NOT NULL,
+    stream   INTEGER NOT NULL,
     seq      INTEGER NOT NULL,
     v        INTEGER NOT NULL,
     data     BLOB    NOT NULL,
@@ -185,7 +189,8 @@ class SQLiteStore:
         self._codec = codec
         self._writer = _open_writer(self.path, durability, create)
         self._writer.set_busy_timeout(0)
-        self._versions: dict[str, int] = {}
+        # stream name -> (its row id in ``streams``, its version), for the writer.
+        self._versions: dict[str, tuple[int, int]] = {}
         self._last_position = 0
         self._data_version = -1
         self._wal_pages = 0
@@ -251,17 +256,26 @@ class SQLiteStore:
         batch: EncodedBatch,
         events: list[Event],
     ) -> list[RecordedEvent]:
-        version = self._versions.get(stream)
-        if version is None:
-            (version,) = _one(
-                cur, "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
-            )
+        known = self._versions.get(stream)
+        if known is None:
+            row = cur.execute(
+                "SELECT id, (SELECT coalesce(max(seq), 0) FROM events WHERE stream = streams.id) "
+                "FROM streams WHERE name = ?",
+                (stream,),
+            ).fetchone()
+            known = (row[0], row[1]) if row is not None else (0, 0)
+        stream_id, version = known
         if expected not in (ANY_VERSION, version):
             raise ConcurrencyError(stream, expected, version)
+        if not stream_id:
+            cur.execute("INSERT INTO streams (name) VALUES (?)", (stream,))
+            stream_id = self._writer.last_insert_rowid()
         last = self._last_position
         if len(events) == 1:
-            cur.execute(_INSERT, (last + 1, stream, version + 1, batch.versions[0], batch.datas[0]))
-            self._versions[stream] = version + 1
+            cur.execute(
+                _INSERT, (last + 1, stream_id, version + 1, batch.versions[0], batch.datas[0])
+            )
+            self._versions[stream] = (stream_id, version + 1)
             self._last_position = last + 1
             return [RecordedEvent(stream, version + 1, last + 1, events[0])]
         # Rows and results are zipped and mapped in C: no Python code runs per event here.
@@ -269,13 +283,13 @@ class SQLiteStore:
             _INSERT,
             zip(
                 count(last + 1),
-                repeat(stream),
+                repeat(stream_id),
                 count(version + 1),
                 batch.versions,
                 batch.datas,
             ),
         )
-        self._versions[stream] = version + len(events)
+        self._versions[stream] = (stream_id, version + len(events))
         self._last_position = last + len(events)
         return list(map(RecordedEvent, repeat(stream), count(version + 1), count(last + 1), events))
 
@@ -522,7 +536,8 @@ class SQLiteStore:
         return await self._read(
             lambda rows: self._codec.decode_stream(stream, rows),
             "SELECT position, seq, v, data FROM events "
-            "WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            "WHERE stream = (SELECT id FROM streams WHERE name = ?) AND seq >= ? "
+            "ORDER BY seq LIMIT ?",
             (stream, from_seq, -1 if limit is None else limit),
         )
 
@@ -532,8 +547,9 @@ class SQLiteStore:
         """See ``EventStore.read_all``."""
         return await self._read(
             self._codec.decode_rows,
-            "SELECT position, stream, seq, v, data FROM events "
-            "WHERE position >= ? ORDER BY position LIMIT ?",
+            "SELECT events.position, streams.name, events.seq, events.v, events.data "
+            "FROM events JOIN streams ON streams.id = events.stream "
+            "WHERE events.position >= ? ORDER BY events.position LIMIT ?",
             (from_position, -1 if limit is None else limit),
         )
 
@@ -568,13 +584,19 @@ class SQLiteStore:
     async def stream_version(self, stream: str) -> int:
         """See ``EventStore.stream_version``."""
         rows = await self._scalar(
-            "SELECT coalesce(max(seq), 0) FROM events WHERE stream = ?", (stream,)
+            "SELECT coalesce(max(seq), 0) FROM events "
+            "WHERE stream = (SELECT id FROM streams WHERE name = ?)",
+            (stream,),
         )
         return int(rows[0][0])
 
     async def streams(self) -> list[str]:
         """See ``EventStore.streams``."""
-        rows = await self._scalar("SELECT stream FROM events WHERE seq = 1 ORDER BY position", ())
+        rows = await self._scalar(
+            "SELECT streams.name FROM events JOIN streams ON streams.id = events.stream "
+            "WHERE events.seq = 1 ORDER BY events.position",
+            (),
+        )
         return [str(r[0]) for r in rows]
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:

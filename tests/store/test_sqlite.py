@@ -104,12 +104,14 @@ def insert_row(path: Path, stream: str, v: int, data: bytes) -> int:
     try:
         with conn:
             position = conn.execute("SELECT coalesce(max(position), 0) + 1 FROM events").get
+            conn.execute("INSERT OR IGNORE INTO streams (name) VALUES (?)", (stream,))
+            stream_id = conn.execute("SELECT id FROM streams WHERE name = ?", (stream,)).get
             seq = conn.execute(
-                "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE stream = ?", (stream,)
+                "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE stream = ?", (stream_id,)
             ).get
             conn.execute(
                 "INSERT INTO events (position, stream, seq, v, data) VALUES (?, ?, ?, ?, ?)",
-                (position, stream, seq, v, data),
+                (position, stream_id, seq, v, data),
             )
     finally:
         conn.close()
