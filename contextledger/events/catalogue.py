@@ -190,6 +190,21 @@ class MemoryPinned(EventBase, tag="memory.pinned", frozen=True):
     text: str
 
 
+InstructionSource = Literal["project", "global", "config", "directory"]
+
+
+class InstructionLoaded(EventBase, tag="instruction.loaded", frozen=True):
+    """An instruction file read once and captured, so every request and every replay uses
+    the same bytes. ``project``, ``global`` and ``config`` files go into the system prompt;
+    ``directory`` rules were loaded while assistant message ``message_id`` read a file under
+    their directory (once per assistant message)."""
+
+    path: str
+    text: str
+    source: InstructionSource
+    message_id: str | None = None
+
+
 class PrefixProfile(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """What a request prefix depends on; its SHA-256 over sorted-key JSON is the prefix key."""
 
@@ -262,6 +277,7 @@ Event = (
     | CompactionRolledBack
     | EnvironmentCaptured
     | MemoryPinned
+    | InstructionLoaded
     | PrefixPinned
     | PrefixRotated
     | PrefixAdvanced
@@ -283,6 +299,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     CompactionRolledBack,
     EnvironmentCaptured,
     MemoryPinned,
+    InstructionLoaded,
     PrefixPinned,
     PrefixRotated,
     PrefixAdvanced,

@@ -22,6 +22,7 @@ from contextledger.events.catalogue import (
     CompactionRolledBack,
     EnvironmentCaptured,
     Event,
+    InstructionLoaded,
     MemoryPinned,
     MessageAdded,
     PartAdded,
@@ -120,6 +121,7 @@ class HistoryState(msgspec.Struct, kw_only=True):
     compactions: dict[str, Compaction] = {}
     environment: dict[str, str] = {}
     memory: str | None = None
+    instructions: list[InstructionLoaded] = []
     prefix: PinnedPrefix | None = None
     last_request: RequestSent | None = None
     usage_reports: list[UsageReported] = []
@@ -360,6 +362,9 @@ class History:
     def _on_memory(self, event: MemoryPinned) -> None:
         self.state.memory = event.text
 
+    def _on_instruction(self, event: InstructionLoaded) -> None:
+        self.state.instructions.append(event)
+
     def _on_prefix(self, event: PrefixPinned | PrefixRotated) -> None:
         self.state.prefix = PinnedPrefix(key=event.key, profile=event.profile)
 
@@ -465,6 +470,8 @@ class History:
         index.last_part_id = max(self._parts, default="")
         for message_id in state.environment:
             index.environment[message_id] = None
+        for instruction in state.instructions:
+            index.instructions[(instruction.path, instruction.message_id)] = None
         return index
 
 
@@ -499,6 +506,7 @@ _APPLIERS: dict[type, Callable[[History, Any], None]] = {
     SessionStarted: History._on_started,
     EnvironmentCaptured: History._on_environment,
     MemoryPinned: History._on_memory,
+    InstructionLoaded: History._on_instruction,
     PrefixPinned: History._on_prefix,
     PrefixRotated: History._on_prefix,
     PrefixAdvanced: History._on_prefix_advanced,

@@ -21,6 +21,7 @@ from contextledger.events.catalogue import (
     CompactionRolledBack,
     EnvironmentCaptured,
     Event,
+    InstructionLoaded,
     MemoryPinned,
     MessageAdded,
     PartAdded,
@@ -79,6 +80,7 @@ class SessionIndex:
         "calls",
         "compactions",
         "environment",
+        "instructions",
         "last_message_id",
         "last_part_id",
         "memory_pinned",
@@ -101,6 +103,7 @@ class SessionIndex:
         self.calls: MutableMapping[str, str] = {}
         self.compactions: MutableMapping[str, CompactionStatus] = {}
         self.environment: MutableMapping[str, None] = {}
+        self.instructions: MutableMapping[tuple[str, str | None], None] = {}
 
     def overlay(self) -> SessionIndex:
         """A copy whose changes do not reach this index (maps are layered, not copied).
@@ -118,6 +121,7 @@ class SessionIndex:
         copy.calls = ChainMap({}, self.calls)
         copy.compactions = ChainMap({}, self.compactions)
         copy.environment = ChainMap({}, self.environment)
+        copy.instructions = ChainMap({}, self.instructions)
         return copy
 
     def facts(self) -> tuple[object, ...]:
@@ -135,6 +139,7 @@ class SessionIndex:
             dict(self.calls),
             dict(self.compactions),
             set(self.environment),
+            set(self.instructions),
         )
 
     # --- checking -------------------------------------------------------------------------
@@ -218,6 +223,8 @@ class SessionIndex:
                 return None
             case MemoryPinned():
                 return "memory is pinned once per session" if self.memory_pinned else None
+            case InstructionLoaded():
+                return self._check_instruction(event)
             case PrefixPinned():
                 return None
             case PrefixRotated():
@@ -272,6 +279,20 @@ class SessionIndex:
             return f"tool output {part_id!r} is cleared already"
         if facts.status != "completed":
             return f"tool call {part_id!r} has no output ({facts.status})"
+        return None
+
+    def _check_instruction(self, event: InstructionLoaded) -> str | None:
+        if not event.path:
+            return "an instruction needs the path it was read from"
+        if (event.source == "directory") != (event.message_id is not None):
+            return "directory rules, and only they, name the assistant message that loaded them"
+        if event.message_id is not None:
+            message = self.messages.get(event.message_id)
+            if message is None or message.role != "assistant":
+                return f"assistant message {event.message_id!r} does not exist"
+        if (event.path, event.message_id) in self.instructions:
+            where = f" for {event.message_id!r}" if event.message_id else ""
+            return f"instructions from {event.path!r} are loaded already{where}"
         return None
 
     def _check_compaction_completed(self, event: CompactionCompleted) -> str | None:
@@ -362,6 +383,10 @@ def _note_rolled_back(index: SessionIndex, event: CompactionRolledBack) -> None:
     index.compactions[event.request_message_id] = "rolled_back"
 
 
+def _note_instruction(index: SessionIndex, event: InstructionLoaded) -> None:
+    index.instructions[(event.path, event.message_id)] = None
+
+
 def _note_memory(index: SessionIndex, event: MemoryPinned) -> None:
     index.memory_pinned = True
 
@@ -386,6 +411,7 @@ NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
     CompactionCompleted: _note_completed,
     CompactionRolledBack: _note_rolled_back,
     MemoryPinned: _note_memory,
+    InstructionLoaded: _note_instruction,
     EnvironmentCaptured: _note_environment,
     PrefixPinned: _note_prefix,
     PrefixRotated: _note_prefix,

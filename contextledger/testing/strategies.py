@@ -27,6 +27,7 @@ import hypothesis.strategies as st
 from contextledger.events.catalogue import (
     AssistantFinished,
     Event,
+    InstructionLoaded,
     MemoryPinned,
     PrefixAdvanced,
     PrefixPinned,
@@ -74,6 +75,7 @@ class _State:
         self.last_assistant: str | None = None
         self.prefix_key: str | None = None
         self.memory_pinned = False
+        self.instructions: set[tuple[str, str | None]] = set()
 
 
 def _user_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
@@ -313,6 +315,22 @@ def _memory(draw: st.DrawFn, s: _State) -> None:
         s.b.add(MemoryPinned, text=draw(_TEXT))
 
 
+def _instruction(draw: st.DrawFn, s: _State) -> None:
+    directory = s.last_assistant is not None and draw(st.booleans())
+    path = draw(st.sampled_from(["AGENTS.md", "src/AGENTS.md", "docs/CLAUDE.md"]))
+    message_id = s.last_assistant if directory else None
+    if (path, message_id) in s.instructions:
+        return
+    s.instructions.add((path, message_id))
+    s.b.add(
+        InstructionLoaded,
+        path=path,
+        text=draw(_TEXT),
+        source="directory" if directory else draw(st.sampled_from(["project", "global"])),
+        message_id=message_id,
+    )
+
+
 _MOVES = {
     "user": lambda draw, s: _user_turn(draw, s, "main"),
     "assistant": lambda draw, s: _assistant_turn(draw, s, "main"),
@@ -323,6 +341,7 @@ _MOVES = {
     "manual_summary": _manual_summary,
     "prefix": _prefix,
     "memory": _memory,
+    "instruction": _instruction,
 }
 _MOVE_WEIGHTS = [
     "user",
@@ -335,6 +354,7 @@ _MOVE_WEIGHTS = [
     "manual_summary",
     "prefix",
     "memory",
+    "instruction",
     "subagent",
 ]
 

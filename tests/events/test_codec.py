@@ -23,6 +23,7 @@ from contextledger.events import (
     EventDecodeError,
     FilePart,
     FileRange,
+    InstructionLoaded,
     MemoryPinned,
     MessageAdded,
     MessageError,
@@ -190,6 +191,13 @@ EXAMPLES: dict[type[EventBase], EventBase] = {
         session_id=S, user_message_id="msg_1", text="<env>cwd: /repo</env>"
     ),
     MemoryPinned: MemoryPinned(session_id=S, text="Prefer small diffs."),
+    InstructionLoaded: InstructionLoaded(
+        session_id=S,
+        path="src/AGENTS.md",
+        text="Run make test.",
+        source="directory",
+        message_id="msg_2",
+    ),
     PrefixPinned: PrefixPinned(session_id=S, key="a" * 64, profile=PROFILE),
     PrefixRotated: PrefixRotated(
         session_id=S, key="b" * 64, profile=PROFILE, reason="tools changed"
