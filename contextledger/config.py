@@ -41,6 +41,7 @@ from msgspec import inspect as mi
 
 from contextledger.events.errors import LedgerError
 from contextledger.history.estimate import CHARS_PER_TOKEN
+from contextledger.policy.cache import CacheMode, CachePolicy, MessageTarget
 from contextledger.policy.overflow import (
     COMPLETION_MARGIN,
     DEFAULT_TRIGGER_RATIO,
@@ -59,6 +60,7 @@ from contextledger.policy.overflow import (
     parse_quantity,
     parse_trigger_ratio,
 )
+from contextledger.request.types import CacheTTL
 
 __all__ = [
     "CompactionConfig",
@@ -442,6 +444,29 @@ class PruneConfig(_Section, frozen=True):
     protected_tools: tuple[str, ...] = ("skill",)
 
 
+class RequestConfig(_Section, frozen=True):
+    """How requests are assembled: the payload guard and the cache breakpoints."""
+
+    _name: ClassVar[str] = "request"
+
+    #: Kilo ``REQUEST_PRUNE_BYTES``: a request body over 1.25 MB has old tool outputs
+    #: cleared (reason "payload-limit") and historical media stripped before it is sent.
+    payload_limit_bytes: Positive = 1_250_000
+    #: Automatic breakpoints: "auto" (last tool, last system block, the message below),
+    #: "ai-sdk" (first two system blocks, last two messages) or "none" (hints only).
+    cache: CacheMode = "auto"
+    #: Under "auto": the message marked, "latest-user-message" (it stays put through a tool
+    #: loop, so every step reads what the first wrote), "latest-assistant", or the last N.
+    cache_messages: MessageTarget | Positive = "latest-user-message"
+    #: Lifetime written into automatic marks: None (the provider's default, five minutes),
+    #: "5m" or "1h" (Anthropic and Bedrock charge 2x instead of 1.25x to write it).
+    cache_ttl: CacheTTL | None = None
+
+    def cache_policy(self) -> CachePolicy:
+        """The breakpoint policy these settings describe."""
+        return CachePolicy(mode=self.cache, messages=self.cache_messages, ttl=self.cache_ttl)
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Every knob of the context policy, by section. ``Config()`` is the documented defaults."""
 
@@ -451,6 +476,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     tool_output: ToolOutputConfig = ToolOutputConfig()
     view: ViewConfig = ViewConfig()
     prune: PruneConfig = PruneConfig()
+    request: RequestConfig = RequestConfig()
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Config:

@@ -2,26 +2,44 @@
 
 The library only calls ``structlog.get_logger``; applications configure output. The CLI calls
 ``configure_logging``; embedding applications may call it too or configure structlog
-themselves.
+themselves, adding ``redact_secrets`` to their processor chain.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import re
 import sys
-from typing import Final, TextIO, cast
+from collections.abc import Mapping
+from typing import Any, Final, TextIO, cast
 
 import structlog
+from structlog.typing import EventDict, WrappedLogger
 
 LEVELS: Final = ("debug", "info", "warning", "error")
+REDACTED: Final = "[redacted]"
+#: Key names whose values are secrets, matched case-insensitively with ``-`` read as ``_``,
+#: alone or as the last ``_``-separated part of a longer name (``x-api-key``,
+#: ``access_token``, ``proxy-authorization``). ``max_tokens`` and the like do not match.
+_SECRET_KEY: Final = re.compile(
+    r"(?:.*_)?(?:api_?key|authorization|token|secret|secret_access_key|password|cookie)"
+)
+#: Secrets recognisable in free text: bearer credentials and OpenAI (``sk-``, ``sk-proj-``),
+#: OpenRouter (``sk-or-``), Anthropic (``sk-ant-``) and Google (``AIza``) API keys.
+_SECRET_TEXT: Final = re.compile(
+    r"(?P<bearer>\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]{8,}=*"
+    r"|(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{8,}"
+    r"|(?<![A-Za-z0-9])AIza[A-Za-z0-9_-]{20,}"
+)
 
 
 def configure_logging(
     level: str = "warning", *, json: bool = False, stream: TextIO | None = None
 ) -> None:
     """Send structlog output at ``level`` and above to ``stream`` (stderr by default), as
-    JSON lines when ``json`` is true. Raises ``ValueError`` for an unknown level."""
+    JSON lines when ``json`` is true, secrets redacted. Raises ``ValueError`` for an unknown
+    level."""
     if level not in LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LEVELS)}, not {level!r}")
     out: TextIO = stream or cast(TextIO, _CurrentStderr())
@@ -34,12 +52,47 @@ def configure_logging(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            # Tracebacks become text first, so that the redaction sees them too.
+            structlog.processors.format_exc_info,
+            redact_secrets,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(out),
         cache_logger_on_first_use=False,
     )
+
+
+def redact_secrets(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> EventDict:
+    """A structlog processor: values of secret-named keys (at any depth of dicts, lists and
+    tuples) become ``"[redacted]"``, and bearer tokens and provider API keys inside any
+    string are masked. Nested containers are copied, never changed in place."""
+    for key, value in event_dict.items():
+        event_dict[key] = _redact(key, value)
+    return event_dict
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with bearer tokens and provider API keys replaced by ``"[redacted]"``."""
+    return _SECRET_TEXT.sub(lambda m: (m.group("bearer") or "") + REDACTED, text)
+
+
+def _is_secret_key(key: object) -> bool:
+    return isinstance(key, str) and bool(_SECRET_KEY.fullmatch(key.lower().replace("-", "_")))
+
+
+def _redact(key: object, value: Any) -> Any:
+    if value is not None and _is_secret_key(key):
+        return REDACTED
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        return {k: _redact(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(None, item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_redact(None, item) for item in value)
+    return value
 
 
 class _CurrentStderr(io.TextIOBase):

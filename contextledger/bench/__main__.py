@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "ledger": "contextledger.bench.ledger",
     "view": "contextledger.bench.view",
     "estimation": "contextledger.bench.estimation",
+    "request": "contextledger.bench.request",
 }
 
 

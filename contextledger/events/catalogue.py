@@ -24,6 +24,7 @@ from contextledger.events.parts import (
     ToolCompleted,
     ToolErrored,
     ToolRunning,
+    ToolSchema,
     Usage,
 )
 
@@ -218,18 +219,29 @@ class PrefixProfile(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, k
 
 
 class PrefixPinned(EventBase, tag="prefix.pinned", frozen=True):
-    """A request prefix was pinned: requests use its system text and tool order."""
+    """A request prefix was pinned: requests use its system text and tool order.
+
+    Version 2 adds ``tool_table``: the tool definitions as pinned, in order, so a tool that
+    is gone for a while keeps its slot and its bytes (empty in version 1 events: the
+    definitions were not recorded)."""
+
+    VERSION: ClassVar[int] = 2
 
     key: str
     profile: PrefixProfile
+    tool_table: tuple[ToolSchema, ...] = ()
 
 
 class PrefixRotated(EventBase, tag="prefix.rotated", frozen=True):
-    """The pinned prefix was replaced (the tool table changed, or the model did)."""
+    """The pinned prefix was replaced (the tool table changed, or the model did). Version 2
+    adds ``tool_table``, as in ``PrefixPinned``."""
+
+    VERSION: ClassVar[int] = 2
 
     key: str
     profile: PrefixProfile
     reason: str
+    tool_table: tuple[ToolSchema, ...] = ()
 
 
 class PrefixAdvanced(EventBase, tag="prefix.advanced", frozen=True):

@@ -27,6 +27,14 @@ class ModelRef(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_onl
     variant: str | None = None
 
 
+class ToolSchema(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
+    """A tool definition as advertised to the model with every request."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = {}
+
+
 class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """Token usage of one model call as the provider reported it.
 

@@ -49,6 +49,13 @@ class UpcasterRegistry:
         return raw
 
 
-#: The package's own upcasters. Every event type is at version 1 so far, so this is empty;
-#: when a type gets version 2, its v1 -> v2 upcaster is registered here.
+#: The package's own upcasters, one per event type and version it reads.
 UPCASTERS = UpcasterRegistry()
+
+
+@UPCASTERS.register("prefix.pinned", 1)
+@UPCASTERS.register("prefix.rotated", 1)
+def _prefix_without_tool_table(raw: RawEvent) -> RawEvent:
+    """Version 1 did not record the tool definitions: version 2 reads that as an empty
+    ``tool_table`` (the builder then takes the current definitions in the pinned order)."""
+    return raw

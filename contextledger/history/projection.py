@@ -47,6 +47,7 @@ from contextledger.events.parts import (
     Part,
     ToolCompleted,
     ToolPart,
+    ToolSchema,
     Usage,
 )
 from contextledger.history.estimate import estimate_part_tokens, input_chars
@@ -59,7 +60,7 @@ from contextledger.history.validation import (
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
 #: and the session is rebuilt from its events instead.
-SNAPSHOT_SCHEMA: Final = 1
+SNAPSHOT_SCHEMA: Final = 2
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
@@ -102,6 +103,7 @@ class PinnedPrefix(msgspec.Struct, kw_only=True, gc=False):
 
     key: str
     profile: PrefixProfile
+    tool_table: tuple[ToolSchema, ...] = ()
     advanced_to: str | None = None
 
 
@@ -366,7 +368,9 @@ class History:
         self.state.instructions.append(event)
 
     def _on_prefix(self, event: PrefixPinned | PrefixRotated) -> None:
-        self.state.prefix = PinnedPrefix(key=event.key, profile=event.profile)
+        self.state.prefix = PinnedPrefix(
+            key=event.key, profile=event.profile, tool_table=event.tool_table
+        )
 
     def _on_prefix_advanced(self, event: PrefixAdvanced) -> None:
         if self.state.prefix is not None:

@@ -31,6 +31,7 @@ OVERFLOW_PATTERNS: Final = tuple(
         r"context window (?:of|limit).*exceeded",
         r"request too large for model",
         r"input is too long",
+        r"exceeds the available context size",
     )
 )
 #: A 400 or 413 with no body: what some gateways answer for an oversized request (opencode).
@@ -53,7 +54,7 @@ def is_context_overflow(message: str, code: str | None = None, status: int | Non
     does: "too many tokens" there means a rate limit (Bedrock's ThrottlingException)."""
     if status == 429:
         return False
-    if code == "context_length_exceeded":
+    if code in ("context_length_exceeded", "exceed_context_size_error"):
         return True
     return bool(_NO_BODY.search(message)) or any(p.search(message) for p in OVERFLOW_PATTERNS)
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from contextledger.events.parts import Usage
+from contextledger.events.parts import ToolSchema, Usage
 from contextledger.history.messages import (
     ModelContent,
     ModelFile,
@@ -151,14 +151,6 @@ class Window(msgspec.Struct, frozen=True, kw_only=True):
     usable: int
     source: WindowSource
     ignored_budget: str | None = None
-
-
-class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
-    """A tool definition as sent with every request; preflight counts its JSON."""
-
-    name: str
-    description: str = ""
-    input_schema: dict[str, Any] = {}
 
 
 class PreflightMeasure(msgspec.Struct, frozen=True, kw_only=True):

@@ -8,6 +8,7 @@ from contextledger.providers.errors import (
     ProviderError,
     ProviderTransportError,
 )
+from contextledger.providers.http import ProviderClient, ProviderResponse, RetryPolicy
 from contextledger.providers.registry import WIRE_FORMATS, UnknownWireFormat, wire_format
 
 __all__ = [
@@ -15,8 +16,11 @@ __all__ = [
     "ContextOverflowError",
     "EncodedRequest",
     "ProviderAuthError",
+    "ProviderClient",
     "ProviderError",
+    "ProviderResponse",
     "ProviderTransportError",
+    "RetryPolicy",
     "UnknownWireFormat",
     "WireFormat",
     "wire_format",

@@ -11,9 +11,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from contextledger.events.parts import ModelRef
+from contextledger.events.parts import ModelRef, ToolSchema
 from contextledger.history.messages import ModelMessage
-from contextledger.policy.overflow import ToolSchema
 
 CacheTTL = Literal["5m", "1h"]
 MarkTarget = Literal["tool", "system", "message"]

@@ -1,8 +1,9 @@
 """Public testing helpers: hypothesis strategies for valid session event sequences and the
 invariants every log, projection and model view must keep (ids increase, incremental ==
 rebuild, snapshots restore, events round-trip, tool calls never split from their results,
-replay determinism, live view == rebuilt view, prefix stability), for property-testing your
-own strategies."""
+replay determinism, live view == rebuilt view, prefix stability) and ``appends_only`` (the
+events after a step that leave earlier messages alone), for property-testing your own
+strategies."""
 
 from contextledger.testing.invariants import (
     InvariantViolation,
@@ -16,10 +17,12 @@ from contextledger.testing.invariants import (
     check_tool_pairs,
     check_view_deterministic,
 )
+from contextledger.testing.steps import appends_only
 from contextledger.testing.strategies import session_events, split_batches
 
 __all__ = [
     "InvariantViolation",
+    "appends_only",
     "check_history",
     "check_ids_increase",
     "check_live_view_matches",

@@ -67,7 +67,7 @@ def test_table_and_all(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "batched_vs_floor" in out and "floor: read + decode" in out
     assert main(["all", "--json", "--events", "250"]) == 0
-    assert set(json.loads(capsys.readouterr().out)) == {"ledger", "view", "estimation"}
+    assert set(json.loads(capsys.readouterr().out)) == {"ledger", "view", "estimation", "request"}
 
 
 def test_rejects_unknown_names() -> None:

@@ -415,3 +415,23 @@ def test_registered_upcasters_chain_in_version_order() -> None:
     registry.register(TAG, 1)(rename_body)
 
     assert registry.upcast(TAG, 1, 3, {"body": "x"}) == {"text": "x", "author": "unknown"}
+
+
+def test_a_version_1_prefix_event_reads_as_version_2_with_no_tool_table() -> None:
+    profile = PrefixProfile(
+        provider_id="anthropic",
+        model_id="m",
+        agent="build",
+        system_mode="default",
+        system=("s",),
+        tools=("read",),
+    )
+    for event in (
+        PrefixPinned(session_id=S, key="k", profile=profile),
+        PrefixRotated(session_id=S, key="k", profile=profile, reason="tools"),
+    ):
+        raw = msgspec.msgpack.decode(DEFAULT_CODEC.encode(event))
+        raw.pop("tool_table", None)
+        decoded = DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(event), 1, msgspec.msgpack.encode(raw))
+        assert decoded == event
+        assert decoded.v == 2 and decoded.tool_table == ()

@@ -7,27 +7,21 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from contextledger.events import (
-    AssistantFinished,
-    CompactionCompleted,
-    CompactionRequested,
-    CompactionRolledBack,
-    EnvironmentCaptured,
     Event,
     InvalidEvent,
-    MessageAdded,
     ModelRef,
-    PartAdded,
-    PartUpdated,
     RecordedEvent,
-    ToolOutputCleared,
-    ToolOutputTrimmed,
-    ToolStateChanged,
 )
 from contextledger.history import History, validate_events
 from contextledger.history.live_view import LiveView
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import ViewOptions, model_view, tool_pairs_ok
-from contextledger.testing import check_prefix_stable, session_events, split_batches
+from contextledger.testing import (
+    appends_only,
+    check_prefix_stable,
+    session_events,
+    split_batches,
+)
 
 PROPERTY = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -70,30 +64,6 @@ def test_no_view_ever_separates_a_call_from_its_result(
     assert tool_pairs_ok(model_view(_history(events[:cut]), options))
 
 
-def _touched_message(
-    event: Event, known_messages: set[str], known_parts: set[str], summaries: set[str]
-) -> bool:
-    """Does ``event`` change a message that already existed (or reshape the view)?"""
-    match event:
-        case CompactionCompleted() | CompactionRolledBack():
-            return True
-        case PartAdded(part=part) | PartUpdated(part=part):
-            return part.message_id in known_messages
-        case AssistantFinished():
-            # A summary finishing (a manual /compact of a plain user message) reshapes the view.
-            return event.message_id in known_messages or event.message_id in summaries
-        case ToolStateChanged():
-            return event.message_id in known_messages
-        case ToolOutputCleared():
-            return any(p in known_parts for p in event.part_ids)
-        case ToolOutputTrimmed():
-            return event.part_id in known_parts
-        case EnvironmentCaptured():
-            return event.user_message_id in known_messages
-        case _:
-            return False
-
-
 @PROPERTY
 @given(session_events(), _OPTIONS, st.data())
 def test_appending_events_that_do_not_touch_earlier_messages_keeps_the_view_prefix(
@@ -102,14 +72,7 @@ def test_appending_events_that_do_not_touch_earlier_messages_keeps_the_view_pref
     assume(options.environment != "latest" and options.historical_media != "latest-user")
     cut = data.draw(st.integers(1, len(events)), label="events so far")
     head = events[:cut]
-    known_messages = {
-        e.message_id for e in head if isinstance(e, MessageAdded | CompactionRequested)
-    }
-    known_parts = {e.part.id for e in head if isinstance(e, PartAdded)}
-    summaries = {e.message_id for e in events if isinstance(e, MessageAdded) and e.summary}
-    later = [
-        e for e in events[cut:] if not _touched_message(e, known_messages, known_parts, summaries)
-    ]
+    later = appends_only(head, events[cut:])
     try:
         validate_events(SessionIndex("ses_test"), head + later)
     except InvalidEvent:

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.config import CompactionConfig, Config, ConfigError, OutputConfig
-from contextledger.events.parts import Usage
+from contextledger.events.parts import ToolSchema, Usage
 from contextledger.history.messages import (
     ModelFile,
     ModelMessage,
@@ -36,7 +36,6 @@ from contextledger.policy.overflow import (
     OverflowVariant,
     PreflightMeasure,
     ReportedTurn,
-    ToolSchema,
     Window,
     cap_output_tokens,
     compaction_limit,

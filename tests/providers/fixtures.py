@@ -9,10 +9,9 @@ system block and the last two messages.
 from __future__ import annotations
 
 from contextledger.events.catalogue import RecordedEvent
-from contextledger.events.parts import ModelRef
+from contextledger.events.parts import ModelRef, ToolSchema
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
-from contextledger.policy.overflow import ToolSchema
 from contextledger.request.types import CacheMark, Request
 from contextledger.testing.builder import SessionBuilder
 

@@ -1,0 +1,302 @@
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+
+import pytest
+import structlog
+
+from contextledger.config import Config, RequestConfig
+from contextledger.events import (
+    Event,
+    InstructionLoaded,
+    MemoryPinned,
+    ModelRef,
+    PrefixPinned,
+    PrefixRotated,
+    RecordedEvent,
+    RequestSent,
+    ToolOutputCleared,
+)
+from contextledger.events.parts import StepStartPart, ToolSchema
+from contextledger.history import History
+from contextledger.ledger import SessionLog
+from contextledger.providers.anthropic import AnthropicMessages
+from contextledger.providers.openai_chat import OpenAIChat
+from contextledger.request.builder import RequestBuilder, RequestInputs
+from contextledger.request.context import MAX_STEPS_PROMPT
+from contextledger.request.instructions import InstructionFile
+from contextledger.request.prepare import prepare_request, usage_event
+from contextledger.request.system import SystemSegments
+from contextledger.store.memory import MemoryStore
+from contextledger.testing.builder import SessionBuilder
+
+MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
+SEGMENTS = SystemSegments(identity="You are an engineer.", prompt="Be brief.", environment="<env/>")
+READ = ToolSchema(name="read", description="Read a file.", input_schema={"type": "object"})
+BASH = ToolSchema(name="bash", description="Run a command.", input_schema={"type": "object"})
+INPUTS = RequestInputs(model=MODEL, segments=SEGMENTS, tools=(READ, BASH), max_output_tokens=1000)
+
+
+def _history(events: Sequence[Event]) -> History:
+    return History.rebuild(
+        "ses_test", [RecordedEvent("ses_test", i, i, e) for i, e in enumerate(events, 1)]
+    )
+
+
+def _turn(b: SessionBuilder, text: str = "Fix the bug.") -> tuple[str, str]:
+    user = b.user(text, environment="<environment_details>t</environment_details>")
+    assistant = b.assistant(user)
+    return user, assistant
+
+
+def _append(history: History, events: Sequence[Event]) -> None:
+    start = history.seq + 1
+    history.apply_all(RecordedEvent("ses_test", i, i, e) for i, e in enumerate(events, start))
+
+
+def test_memory_and_system_instructions_come_from_the_log_in_the_second_block() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    b.add(MemoryPinned, text="Prefer small diffs.")
+    b.add(InstructionLoaded, path="AGENTS.md", text="Run make test.", source="project")
+    _turn(b)
+    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS)
+    static, session = built.request.system
+    assert static == "You are an engineer.\n\nBe brief."
+    assert session == (
+        "<env/>\n\nPrefer small diffs.\n\nInstructions from: AGENTS.md\nRun make test."
+    )
+
+
+def test_directory_rules_stay_out_of_the_system_prompt() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _, assistant = _turn(b)
+    b.add(
+        InstructionLoaded,
+        path="src/AGENTS.md",
+        text="Tabs.",
+        source="directory",
+        message_id=assistant,
+    )
+    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS)
+    assert "Tabs." not in "".join(built.request.system)
+
+
+def test_the_first_request_pins_the_prefix_and_the_next_keeps_it() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    first = builder.build(history, INPUTS)
+    event = first.prefix.event("ses_test")
+    assert isinstance(event, PrefixPinned)
+    assert event.tool_table == (READ, BASH)
+    _append(history, [event])
+    second = builder.build(history, INPUTS)
+    assert second.prefix.action == "keep"
+    assert second.encoded.body == first.encoded.body
+
+
+def test_a_date_change_in_the_environment_does_not_change_the_pinned_system() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    first = builder.build(history, INPUTS)
+    pin = first.prefix.event("ses_test")
+    assert pin is not None
+    _append(history, [pin])
+    tomorrow = RequestInputs(
+        model=MODEL,
+        segments=SystemSegments(
+            identity="You are an engineer.", prompt="Be brief.", environment="<env>2</env>"
+        ),
+        tools=(BASH, READ),
+        max_output_tokens=1000,
+    )
+    later = builder.build(history, tomorrow)
+    assert later.prefix.action == "keep"
+    assert later.request.system == first.request.system
+    assert [t.name for t in later.request.tools] == ["read", "bash"]
+
+
+def test_a_new_tool_rotates_the_prefix_and_is_appended() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    pin = builder.build(history, INPUTS).prefix.event("ses_test")
+    assert pin is not None
+    _append(history, [pin])
+    grep = ToolSchema(name="grep", description="Search.", input_schema={"type": "object"})
+    built = builder.build(
+        history, RequestInputs(model=MODEL, segments=SEGMENTS, tools=(grep, READ, BASH))
+    )
+    assert isinstance(built.prefix.event("ses_test"), PrefixRotated)
+    assert [t.name for t in built.request.tools] == ["read", "bash", "grep"]
+
+
+def test_steps_of_one_turn_repeat_every_byte_before_the_last_message() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _, assistant = _turn(b)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    bodies = []
+    for step in range(3):
+        mark = len(b.events)
+        if step:
+            b.part(StepStartPart(id=b.new_part_id(), message_id=assistant))
+        call = b.tool_call(assistant, "bash", {"command": f"step {step}"})
+        b.tool_result(call, f"output {step}")
+        _append(history, b.events[mark:])
+        built = builder.build(history, INPUTS)
+        bodies.append(built.encoded)
+    for earlier, later in itertools.pairwise(bodies):
+        span = earlier.message_offsets[-1]
+        assert later.body[:span] == earlier.body[:span]
+
+
+def test_the_latest_user_message_carries_the_message_mark_under_the_default_policy() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _, assistant = _turn(b)
+    call = b.tool_call(assistant, "bash", {"command": "ls"})
+    b.tool_result(call, "a b")
+    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS)
+    body = json.loads(built.encoded.body)
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    marked = [i for i, m in enumerate(body["messages"]) if "cache_control" in m["content"][-1]]
+    assert marked == [0]
+
+
+def test_formats_without_inline_markers_get_no_marks() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    built = RequestBuilder(OpenAIChat()).build(_history(b.events), INPUTS)
+    assert built.request.marks == ()
+
+
+def test_the_last_step_ends_with_a_user_message_and_disables_tools() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    inputs = RequestInputs(model=MODEL, segments=SEGMENTS, tools=(READ,), last_step=True)
+    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), inputs)
+    body = json.loads(built.encoded.body)
+    assert body["messages"][-1]["role"] == "user"
+    assert body["messages"][-1]["content"][0]["text"] == MAX_STEPS_PROMPT
+    assert body["tool_choice"] == {"type": "none"}
+    assert [t["name"] for t in body["tools"]] == ["read"]
+
+
+def test_the_sent_event_hashes_the_body_and_the_span_before_the_last_message() -> None:
+    import hashlib
+
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS)
+    sent = built.sent_event("ses_test", time_ms=5)
+    body = built.encoded.body
+    assert sent.body_hash == hashlib.sha256(body).hexdigest()
+    span = built.encoded.message_offsets[-1]
+    assert sent.prefix_hash == hashlib.sha256(body[:span]).hexdigest()
+    assert sent.body_bytes == len(body)
+    assert sent.last_message_id == built.request.messages[-1].source_id
+
+
+# --- the shell -----------------------------------------------------------------------------
+
+
+async def _log(events: Sequence[Event]) -> SessionLog:
+    log = await SessionLog.open(MemoryStore(), "ses_test")
+    await log.append(events)
+    return log
+
+
+async def test_prepare_request_pins_memory_and_instructions_once_and_records_the_request() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    log = await _log(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    files = [InstructionFile(path="AGENTS.md", text="Run make test.", source="project")]
+    first = await prepare_request(
+        log, builder, INPUTS, time_ms=1, memory="Prefer small diffs.", instructions=files
+    )
+    second = await prepare_request(
+        log,
+        builder,
+        INPUTS,
+        time_ms=2,
+        memory="Changed memory.",
+        instructions=[InstructionFile(path="AGENTS.md", text="Changed.", source="project")],
+    )
+    assert second.encoded.body == first.encoded.body
+    recorded = await log.store.read("ses_test")
+    kinds = [type(r.event).__name__ for r in recorded[len(b.events) :]]
+    assert kinds == [
+        "MemoryPinned",
+        "InstructionLoaded",
+        "PrefixPinned",
+        "RequestSent",
+        "RequestSent",
+    ]
+    assert isinstance(recorded[-1].event, RequestSent)
+
+
+async def test_the_payload_guard_clears_old_outputs_and_sends_under_the_limit() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    for turn in range(4):
+        _, assistant = _turn(b, f"turn {turn}")
+        call = b.tool_call(assistant, "bash", {"command": "cat big.log"})
+        b.tool_result(call, "x" * 200_000)
+        b.finish(assistant, "stop")
+    log = await _log(b.events)
+    builder = RequestBuilder(
+        AnthropicMessages(), Config(request=RequestConfig(payload_limit_bytes=150_000))
+    )
+    built = await prepare_request(log, builder, INPUTS, time_ms=1)
+    assert not built.over_limit and built.stripped_media
+    cleared = [
+        r.event for r in await log.store.read("ses_test") if isinstance(r.event, ToolOutputCleared)
+    ]
+    assert len(cleared) == 1 and cleared[0].reason == "payload-limit"
+    assert len(built.encoded.body) < 150_000
+
+
+async def test_a_request_still_over_the_limit_is_sent_with_a_warning() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b, "y" * 50_000)
+    log = await _log(b.events)
+    builder = RequestBuilder(
+        AnthropicMessages(), Config(request=RequestConfig(payload_limit_bytes=10_000))
+    )
+    with structlog.testing.capture_logs() as logs:
+        built = await prepare_request(log, builder, INPUTS, time_ms=1)
+    assert built.over_limit
+    assert any(entry["event"] == "payload_over_limit" for entry in logs)
+    assert isinstance((await log.store.read("ses_test"))[-1].event, RequestSent)
+
+
+def test_usage_event_carries_the_model_and_the_request_size() -> None:
+    from contextledger.events.parts import Usage
+
+    b = SessionBuilder("ses_test", model=MODEL)
+    _, assistant = _turn(b)
+    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS)
+    event = usage_event(
+        built, Usage(input=5, cache_read=7), session_id="ses_test", message_id=assistant, time_ms=3
+    )
+    assert event.model == MODEL and event.usage.prompt == 12
+    assert event.estimated_tokens == built.estimated_tokens > 0
+
+
+@pytest.mark.parametrize("strip", [False, True])
+def test_build_is_deterministic_across_builders(strip: bool) -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _, assistant = _turn(b)
+    call = b.tool_call(assistant, "read", {"path": "a.png"})
+    b.tool_result(call, "image", attachments=(("image/png", "a.png"),))
+    history = _history(b.events)
+    one = RequestBuilder(AnthropicMessages()).build(history, INPUTS, strip_media=strip)
+    two = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS, strip_media=strip)
+    assert one.encoded.body == two.encoded.body
