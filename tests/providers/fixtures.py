@@ -2,8 +2,8 @@
 
 It has a system prompt in two blocks, two tools, a user message with an image and its
 environment block, signed reasoning, parallel tool calls with an image attachment and an
-error, a completed compaction, a later turn, and cache marks on the last tool, the first
-system block and the last two messages.
+error, a completed compaction, a later turn, and cache marks on the last tool (one hour: a
+longer lifetime must come first), the first system block and the last two messages.
 """
 
 from __future__ import annotations
@@ -88,10 +88,10 @@ def golden_request(model: ModelRef) -> Request:
         tools=TOOLS,
         messages=messages,
         marks=(
-            CacheMark(target="tool", index=len(TOOLS) - 1),
+            CacheMark(target="tool", index=len(TOOLS) - 1, ttl="1h"),
             CacheMark(target="system", index=0),
             CacheMark(target="message", index=len(messages) - 2),
-            CacheMark(target="message", index=len(messages) - 1, ttl="1h"),
+            CacheMark(target="message", index=len(messages) - 1),
         ),
         max_output_tokens=8192,
     )

@@ -17,11 +17,11 @@ def test_golden_request() -> None:
 
 def test_marks_become_cache_control_on_the_tool_system_block_and_last_content_blocks() -> None:
     body = json.loads(AnthropicMessages().encode(golden_request(MODEL)).body)
-    assert "cache_control" in body["tools"][-1]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "cache_control" not in body["tools"][0]
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     last, before = body["messages"][-1], body["messages"][-2]
-    assert last["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert last["content"][-1]["cache_control"] == {"type": "ephemeral"}
     assert before["content"][-1]["cache_control"] == {"type": "ephemeral"}
     marked = [
         block

@@ -45,9 +45,9 @@ def test_cache_points_follow_the_marked_system_block_and_tool_and_end_the_marked
     assert cache_points(body["system"]) == [1]
     tools = body["toolConfig"]["tools"]
     assert cache_points(tools) == [len(tools) - 1]
-    assert tools[-1] == {"cachePoint": {"type": "default"}}
+    assert tools[-1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
     last, before = body["messages"][-1]["content"], body["messages"][-2]["content"]
-    assert last[-1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
+    assert last[-1] == {"cachePoint": {"type": "default"}}
     assert before[-1] == {"cachePoint": {"type": "default"}}
     marked = [m for m in body["messages"] if cache_points(m["content"])]
     assert [cache_points(m["content"]) for m in marked] == [[len(before) - 1], [len(last) - 1]]

@@ -70,10 +70,10 @@ def test_marks_land_on_the_system_block_and_the_last_part_of_marked_messages() -
     assert isinstance(system[1]["content"], str)
     last = parsed["messages"][-1]
     assert last["role"] == "tool"
-    assert last["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert last["content"][-1]["cache_control"] == EPHEMERAL
     assert controls(parsed["tools"]) == []
     # The assistant message marked before it has only tool calls: no part to carry a marker.
-    assert controls(parsed) == [EPHEMERAL, {"type": "ephemeral", "ttl": "1h"}]
+    assert controls(parsed) == [EPHEMERAL, EPHEMERAL]
 
 
 def test_a_marked_user_message_marks_its_last_part() -> None:
