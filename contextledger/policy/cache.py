@@ -29,9 +29,6 @@ MessageTarget = Literal["latest-user-message", "latest-assistant"]
 
 #: Anthropic and Bedrock accept at most four breakpoints per request.
 MAX_MARKS: Final = 4
-#: Wire formats whose requests carry inline cache markers, with their breakpoint limit.
-#: The others (OpenAI, Gemini) cache prefixes implicitly and ignore marks.
-MARK_LIMITS: Final = {"anthropic": 4, "bedrock": 4, "openrouter": 4, "openai-compatible": 4}
 
 
 class CachePolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -1,7 +1,8 @@
 """Anthropic Messages API (``POST /v1/messages``).
 
-System blocks and tools come first, then the messages; the output cap, tool choice and
-stream flag follow the messages, so the bytes before the last message never depend on them.
+The model, system blocks and tools come first, then the messages; the output cap (always
+sent: the field is required), tool choice, stream flag and options follow the messages, so the
+bytes before the last message never depend on them.
 Cache marks become ``cache_control`` on the marked tool, system block, or the last content
 block of the marked message (Anthropic has no message-level marker).
 """
@@ -21,22 +22,23 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.base import WireFormat, data_url, dumps, error_fields
-from contextledger.request.types import CacheMark, Request
+from contextledger.providers.base import WireFormat
+from contextledger.providers.shapes import (
+    NO_PARAMETERS,
+    cache_control,
+    closing_bytes,
+    data_url,
+    dumps,
+    error_fields,
+    file_note,
+    opening_bytes,
+    tokens,
+)
+from contextledger.request.types import CacheMark, MarkTarget, Request
 
 API_VERSION = "2023-06-01"
-#: Anthropic's limit on cache breakpoints per request.
-MAX_BREAKPOINTS = 4
 #: The output cap sent when the request names none (the field is required).
 DEFAULT_MAX_TOKENS = 4096
-
-
-def cache_control(mark: CacheMark) -> dict[str, str]:
-    """The ``cache_control`` object of a mark."""
-    control = {"type": "ephemeral"}
-    if mark.ttl is not None:
-        control["ttl"] = mark.ttl
-    return control
 
 
 def file_block(file: ModelFile) -> dict[str, Any]:
@@ -47,10 +49,7 @@ def file_block(file: ModelFile) -> dict[str, Any]:
     elif file.mime == "application/pdf":
         kind = "document"
     else:
-        return {
-            "type": "text",
-            "text": f"[Attached file: {file.filename or file.url} ({file.mime})]",
-        }
+        return {"type": "text", "text": file_note(file)}
     if inline is not None:
         source = {"type": "base64", "media_type": inline[0] or file.mime, "data": inline[1]}
     else:
@@ -102,6 +101,8 @@ class AnthropicMessages(WireFormat):
     """The Anthropic Messages wire format."""
 
     name: ClassVar[str] = "anthropic"
+    max_marks: ClassVar[int] = 4
+    markable: ClassVar[frozenset[MarkTarget]] = frozenset({"tool", "system", "message"})
 
     def opening(self, request: Request) -> bytes:
         body: dict[str, Any] = {"model": request.model.model_id}
@@ -121,13 +122,13 @@ class AnthropicMessages(WireFormat):
                 spec: dict[str, Any] = {
                     "name": tool.name,
                     "description": tool.description,
-                    "input_schema": tool.input_schema or {"type": "object", "properties": {}},
+                    "input_schema": tool.input_schema or NO_PARAMETERS,
                 }
                 if index in tool_marks:
                     spec["cache_control"] = cache_control(tool_marks[index])
                 tools.append(spec)
             body["tools"] = tools
-        return dumps(body)[:-1] + b',"messages":'
+        return opening_bytes(body, "messages")
 
     def encode_message(self, message: ModelMessage, mark: CacheMark | None) -> bytes:
         blocks = [b for b in map(content_block, message.content) if b is not None]
@@ -149,7 +150,7 @@ class AnthropicMessages(WireFormat):
         if request.stream:
             tail["stream"] = True
         tail.update(request.options)
-        return b"," + dumps(tail)[1:]
+        return closing_bytes(tail)
 
     def path(self, request: Request) -> str:
         return "/v1/messages"
@@ -163,10 +164,10 @@ class AnthropicMessages(WireFormat):
     def decode_usage(self, response: Mapping[str, Any]) -> Usage:
         usage = response.get("usage") or {}
         return Usage(
-            input=int(usage.get("input_tokens") or 0),
-            output=int(usage.get("output_tokens") or 0),
-            cache_read=int(usage.get("cache_read_input_tokens") or 0),
-            cache_write=int(usage.get("cache_creation_input_tokens") or 0),
+            input=tokens(usage, "input_tokens"),
+            output=tokens(usage, "output_tokens"),
+            cache_read=tokens(usage, "cache_read_input_tokens"),
+            cache_write=tokens(usage, "cache_creation_input_tokens"),
         )
 
     def error_details(self, response: Any) -> tuple[str, str | None]:

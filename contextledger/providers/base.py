@@ -6,7 +6,9 @@ message array, then ``closing`` (fields that may change per step: output cap, to
 stream flag). Each view message is encoded to its wire items once per message version and
 the body is the join of those fragments, so a request costs about the bytes it copies, and
 the bytes of request N up to its last message are, by construction, the bytes of request
-N+1 over the same span wherever no event changed an earlier message.
+N+1 over the same span wherever no event changed an earlier message. One loop lays out the
+fragments for every format; a format whose API wraps runs of messages in turns (see
+``turns``) only names the bytes that open and close a turn.
 """
 
 from __future__ import annotations
@@ -18,33 +20,32 @@ from typing import Any, ClassVar
 import msgspec
 
 from contextledger.events.parts import Usage
-from contextledger.history.messages import ModelMessage
+from contextledger.history.messages import ModelMessage, ModelRole
 from contextledger.providers.errors import ProviderError, provider_error
-from contextledger.request.types import CacheMark, Request
-
-_encode = msgspec.json.Encoder().encode
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON bytes, keys in insertion order."""
-    return _encode(value)
+from contextledger.request.types import CacheMark, MarkTarget, Request
 
 
 class EncodedRequest(msgspec.Struct, frozen=True, gc=False):
     """A request's wire body. ``message_offsets[i]`` is the byte offset where the wire items
-    of view message ``i`` start (the offset of the next item when it encodes to none);
-    ``messages_end`` is the offset of the byte closing the message array."""
+    of view message ``i`` start (at the turn it opens, if it opens one), after any comma
+    separating them from earlier items; a message that encodes to no items gets the offset
+    right after the items before it. ``messages_end`` is the offset of the byte closing the
+    message array."""
 
     body: bytes
     message_offsets: tuple[int, ...]
     messages_end: int
 
     def prefix_before_last_message(self) -> bytes:
-        """The body up to where the last view message starts: what the next step of the same
-        turn must repeat byte for byte."""
+        """The body up to where the last view message starts (up to ``messages_end`` when
+        there are no messages): what the next step of the same turn must repeat byte for
+        byte."""
         if not self.message_offsets:
             return self.body[: self.messages_end]
         return self.body[: self.message_offsets[-1]]
+
+
+_Entries = dict[tuple[int, "CacheMark | None"], tuple[ModelMessage, bytes]]
 
 
 class _Fragments:
@@ -52,15 +53,15 @@ class _Fragments:
 
     Views reuse a message object for as long as its history message keeps its version, so
     the object identity is the version key. Entries hold the object, so an id cannot be
-    reused while its entry lives; entries unused by the latest request are dropped once
-    they outnumber the used ones.
+    reused while its entry lives. Once the entries outnumber twice the latest request's
+    messages (plus 64), ``trim`` keeps only the fragments that request used: the memo stays
+    about one request's size, at an amortised cost of one lookup per message.
     """
 
-    __slots__ = ("_entries", "_used")
+    __slots__ = ("_entries",)
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, CacheMark | None], tuple[ModelMessage, bytes]] = {}
-        self._used = 0
+        self._entries: _Entries = {}
 
     def get(self, wire: WireFormat, message: ModelMessage, mark: CacheMark | None) -> bytes:
         key = (id(message), mark)
@@ -71,9 +72,12 @@ class _Fragments:
         self._entries[key] = (message, fragment)
         return fragment
 
-    def trim(self, keep: int) -> None:
-        if len(self._entries) > 2 * keep + 64:
-            self._entries = dict(list(self._entries.items())[-keep:])
+    def trim(self, request: Request, marks: Mapping[int, CacheMark]) -> None:
+        if len(self._entries) <= 2 * len(request.messages) + 64:
+            return
+        entries = self._entries
+        used = ((id(m), marks.get(i)) for i, m in enumerate(request.messages))
+        self._entries = {key: entries[key] for key in used if key in entries}
 
 
 class WireFormat(ABC):
@@ -83,6 +87,15 @@ class WireFormat(ABC):
 
     #: The name used in config, in ``RequestSent`` and in errors.
     name: ClassVar[str]
+    #: How many cache marks a request may carry (0: the API caches prefixes implicitly and
+    #: the format ignores marks), and on what they can be rendered.
+    max_marks: ClassVar[int] = 0
+    markable: ClassVar[frozenset[MarkTarget]] = frozenset()
+    #: For an API that wraps each run of messages in one turn object: the bytes that open a
+    #: turn, by view role (consecutive messages whose roles have equal heads share a turn),
+    #: and the bytes that close one. None: a fragment's items are items of the array itself.
+    turn_heads: ClassVar[Mapping[ModelRole, bytes] | None] = None
+    turn_end: ClassVar[bytes] = b""
 
     def __init__(self) -> None:
         self._fragments = _Fragments()
@@ -90,14 +103,15 @@ class WireFormat(ABC):
     # --- request ------------------------------------------------------------------------------
 
     def encode(self, request: Request) -> EncodedRequest:
-        """The wire body of ``request``."""
+        """The wire body of ``request``: the opening, then the leading items and the message
+        fragments as one array (fragments wrapped in turns where ``turn_heads`` says so),
+        then the closing."""
         marks = request.message_marks()
         opening = self.opening(request)
-        items = self.leading_items(request)
         parts = [opening, b"["]
         size = len(opening) + 1
         first = True
-        for item in items:
+        for item in self.leading_items(request):
             if not first:
                 parts.append(b",")
                 size += 1
@@ -105,20 +119,40 @@ class WireFormat(ABC):
             size += len(item)
             first = False
         offsets: list[int] = []
+        heads, turn_end = self.turn_heads, self.turn_end
+        turn: bytes | None = None
         get = self._fragments.get
         for index, message in enumerate(request.messages):
             fragment = get(self, message, marks.get(index))
-            if fragment and not first:
-                parts.append(b",")
-                size += 1
-            offsets.append(size)
-            if fragment:
-                parts.append(fragment)
-                size += len(fragment)
-                first = False
+            if not fragment:
+                offsets.append(size)
+                continue
+            if heads is not None and heads[message.role] != turn:
+                # The message opens a turn, after closing the one before it.
+                if turn is not None:
+                    parts.append(turn_end)
+                    size += len(turn_end)
+                if not first:
+                    parts.append(b",")
+                    size += 1
+                offsets.append(size)
+                turn = heads[message.role]
+                parts.append(turn)
+                size += len(turn)
+            else:
+                if not first:
+                    parts.append(b",")
+                    size += 1
+                offsets.append(size)
+            parts.append(fragment)
+            size += len(fragment)
+            first = False
+        if turn is not None:
+            parts.append(turn_end)
+            size += len(turn_end)
         parts.append(b"]")
         parts.append(self.closing(request))
-        self._fragments.trim(len(request.messages))
+        self._fragments.trim(request, marks)
         return EncodedRequest(b"".join(parts), tuple(offsets), size)
 
     @abstractmethod
@@ -167,33 +201,3 @@ class WireFormat(ABC):
         else:
             message, code = self.error_details(parsed)
         return provider_error(self.name, message, status=status, code=code)
-
-
-def data_url(url: str) -> tuple[str, str] | None:
-    """``(media_type, base64 data)`` of a ``data:`` URL, or None for any other URL."""
-    if not url.startswith("data:"):
-        return None
-    header, _, data = url[5:].partition(",")
-    media_type = header.split(";", 1)[0]
-    return media_type, data
-
-
-def error_fields(response: Any, *paths: tuple[str, ...]) -> tuple[str, str | None]:
-    """``(message, code)`` from the first ``error``-like object found along ``paths``;
-    a text body is the message itself."""
-    if isinstance(response, str):
-        return response, None
-    for path in paths:
-        node: Any = response
-        for key in path:
-            node = node.get(key) if isinstance(node, Mapping) else None
-        if isinstance(node, Mapping):
-            message = node.get("message")
-            code = node.get("code") or node.get("type") or node.get("status")
-            return (
-                str(message) if message is not None else msgspec.json.encode(node).decode(),
-                str(code) if code is not None else None,
-            )
-        if isinstance(node, str):
-            return node, None
-    return msgspec.json.encode(response).decode(), None

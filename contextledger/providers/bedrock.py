@@ -1,10 +1,11 @@
-"""Amazon Bedrock Converse API (``POST /model/{modelId}/converse``).
+"""Amazon Bedrock Converse API (``POST /model/{modelId}/converse``, ``converse-stream`` streamed).
 
 The system blocks and the tool table come first, then the messages; the inference config and
 the options follow them. Cache marks become ``cachePoint`` blocks placed right after the
 marked system block, after the marked tool entry, and at the end of the marked message's
 content. Converse wants user and assistant messages to alternate, so consecutive view
-messages of one role share a wire message (``AlternatingTurns``, which Gemini reuses).
+messages of one wire role (a tool message and the user message after it, say) share a wire
+message (``turns.AlternatingTurns``).
 
 Tool choice is not sent. Converse keeps ``toolChoice`` inside ``toolConfig``, next to the
 tools, so sending it would make the session-stable opening depend on a per-step field and
@@ -33,21 +34,20 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.base import (
-    EncodedRequest,
-    WireFormat,
+from contextledger.providers.shapes import (
+    NO_PARAMETERS,
+    bearer_headers,
+    closing_bytes,
     data_url,
     dumps,
     error_fields,
-)
-from contextledger.providers.openai_chat import (
-    NO_PARAMETERS,
-    bearer_headers,
-    close,
     file_note,
+    merge_options,
+    opening_bytes,
     tokens,
 )
-from contextledger.request.types import CacheMark, Request
+from contextledger.providers.turns import AlternatingTurns, alternating_heads
+from contextledger.request.types import CacheMark, MarkTarget, Request
 
 #: Image media types Converse takes, with their ``format`` names.
 IMAGE_FORMATS = {
@@ -62,81 +62,6 @@ IMAGE_FORMATS = {
 _NAME_FORBIDDEN = re.compile(r"[^A-Za-z0-9\s()\[\]-]+")
 #: Converse's wording of an oversized prompt that the shared overflow patterns miss.
 _INPUT_OVERFLOW = re.compile(r"too many input tokens", re.IGNORECASE)
-
-
-def turn_head(role: str, items_key: str) -> bytes:
-    """The bytes that open a turn: ``{"role":...,"<items_key>":[``."""
-    return dumps({"role": role})[:-1] + b"," + dumps(items_key) + b":["
-
-
-def opening_bytes(fields: dict[str, Any], array_key: str) -> bytes:
-    """``fields`` as the start of a JSON object, left open at the ``array_key`` array."""
-    key = dumps(array_key) + b":"
-    return dumps(fields)[:-1] + b"," + key if fields else b"{" + key
-
-
-def merge_options(fields: dict[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
-    """``fields`` updated with ``options``, where an object option merges into the object
-    field of the same name (``{"inferenceConfig": {"temperature": 0}}`` keeps the output
-    cap)."""
-    merged = dict(fields)
-    for key, value in options.items():
-        current = merged.get(key)
-        if isinstance(current, dict) and isinstance(value, dict):
-            value = {**current, **value}
-        merged[key] = value
-    return merged
-
-
-class AlternatingTurns(WireFormat):
-    """A wire format whose API wants user and model turns to alternate (Converse, Gemini).
-
-    ``encode_message`` gives a message's content items only; ``encode`` wraps them in turns,
-    and consecutive messages of one wire role (a tool message and the user message after
-    it, say) share a turn. Fragments still depend only on the message and its mark; only the
-    joins between them depend on the neighbours' roles, and a join never changes the bytes
-    before the message that follows it.
-    """
-
-    #: The bytes that open a turn, by view role; roles with equal heads share turns. A turn
-    #: ends with ``]}``.
-    turn_heads: ClassVar[Mapping[ModelRole, bytes]]
-
-    def encode(self, request: Request) -> EncodedRequest:
-        marks = request.message_marks()
-        opening = self.opening(request)
-        parts = [opening, b"["]
-        size = len(opening) + 1
-        offsets: list[int] = []
-        turn: bytes | None = None
-        get = self._fragments.get
-        for index, message in enumerate(request.messages):
-            items = get(self, message, marks.get(index))
-            if not items:
-                offsets.append(size)
-                continue
-            head = self.turn_heads[message.role]
-            if head == turn:
-                parts.append(b",")
-                size += 1
-                offsets.append(size)
-            else:
-                if turn is not None:
-                    parts.append(b"]},")
-                    size += 3
-                offsets.append(size)
-                parts.append(head)
-                size += len(head)
-                turn = head
-            parts.append(items)
-            size += len(items)
-        if turn is not None:
-            parts.append(b"]}")
-            size += 2
-        parts.append(b"]")
-        parts.append(self.closing(request))
-        self._fragments.trim(len(request.messages))
-        return EncodedRequest(b"".join(parts), tuple(offsets), size)
 
 
 def cache_point(mark: CacheMark) -> dict[str, Any]:
@@ -239,11 +164,9 @@ class BedrockConverse(AlternatingTurns):
     """The Bedrock Converse wire format."""
 
     name: ClassVar[str] = "bedrock"
-    turn_heads: ClassVar[Mapping[ModelRole, bytes]] = {
-        "user": turn_head("user", "content"),
-        "tool": turn_head("user", "content"),
-        "assistant": turn_head("assistant", "content"),
-    }
+    max_marks: ClassVar[int] = 4
+    markable: ClassVar[frozenset[MarkTarget]] = frozenset({"tool", "system", "message"})
+    turn_heads: ClassVar[Mapping[ModelRole, bytes]] = alternating_heads("assistant", "content")
 
     def opening(self, request: Request) -> bytes:
         fields: dict[str, Any] = {}
@@ -256,7 +179,7 @@ class BedrockConverse(AlternatingTurns):
         return opening_bytes(fields, "messages")
 
     def encode_message(self, message: ModelMessage, mark: CacheMark | None) -> bytes:
-        """The message's content blocks (its turn is opened by ``encode``)."""
+        """The message's content blocks (``encode`` puts them in a turn)."""
         blocks = [b for b in map(content_block, message.content) if b is not None]
         if not blocks:
             return b""
@@ -268,7 +191,7 @@ class BedrockConverse(AlternatingTurns):
         tail: dict[str, Any] = {}
         if request.max_output_tokens is not None:
             tail["inferenceConfig"] = {"maxTokens": request.max_output_tokens}
-        return close(merge_options(tail, request.options))
+        return closing_bytes(merge_options(tail, request.options))
 
     def path(self, request: Request) -> str:
         action = "converse-stream" if request.stream else "converse"

@@ -2,9 +2,10 @@
 
 The system instruction and the function declarations come first, then the contents; the
 generation config, the tool config (tool choice) and the options follow them. Gemini caches
-prefixes implicitly, so cache marks are ignored. Consecutive view messages of one role share
-a content (``AlternatingTurns``). Reasoning text is not sent back; a function call's
-``thoughtSignature`` is, beside the call.
+prefixes implicitly, so cache marks are ignored. Consecutive view messages of one wire role
+(tool results are ``user``) share a content (``turns.AlternatingTurns``). Reasoning text is not
+sent back; a function call's ``thoughtSignature`` is, beside the call. A streamed request goes
+to ``:streamGenerateContent?alt=sse``.
 
 ``usageMetadata.promptTokenCount`` includes ``cachedContentTokenCount``; the thinking tokens
 (``thoughtsTokenCount``) are not part of ``candidatesTokenCount``; ``toolUsePromptTokenCount``
@@ -27,15 +28,21 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.base import data_url, dumps, error_fields
-from contextledger.providers.bedrock import (
-    AlternatingTurns,
+from contextledger.providers.errors import (
+    ContextOverflowError,
+    ProviderAuthError,
+    ProviderError,
+)
+from contextledger.providers.shapes import (
+    closing_bytes,
+    data_url,
+    dumps,
+    error_fields,
     merge_options,
     opening_bytes,
-    turn_head,
+    tokens,
 )
-from contextledger.providers.errors import ProviderAuthError, ProviderError
-from contextledger.providers.openai_chat import close, tokens
+from contextledger.providers.turns import AlternatingTurns, alternating_heads
 from contextledger.request.types import CacheMark, Request
 
 #: The JSON-schema keys Gemini's ``Schema`` (an OpenAPI 3.0 subset) accepts; any other key,
@@ -150,11 +157,7 @@ class GeminiGenerateContent(AlternatingTurns):
     """The Gemini ``generateContent`` wire format."""
 
     name: ClassVar[str] = "gemini"
-    turn_heads: ClassVar[Mapping[ModelRole, bytes]] = {
-        "user": turn_head("user", "parts"),
-        "tool": turn_head("user", "parts"),
-        "assistant": turn_head("model", "parts"),
-    }
+    turn_heads: ClassVar[Mapping[ModelRole, bytes]] = alternating_heads("model", "parts")
 
     def opening(self, request: Request) -> bytes:
         fields: dict[str, Any] = {}
@@ -165,7 +168,7 @@ class GeminiGenerateContent(AlternatingTurns):
         return opening_bytes(fields, "contents")
 
     def encode_message(self, message: ModelMessage, mark: CacheMark | None) -> bytes:
-        """The message's parts (its content is opened by ``encode``); marks are ignored."""
+        """The message's parts (``encode`` puts them in a content); marks are ignored."""
         parts = [p for p in map(content_part, message.content) if p is not None]
         return dumps(parts)[1:-1] if parts else b""
 
@@ -176,7 +179,7 @@ class GeminiGenerateContent(AlternatingTurns):
         if request.tool_choice is not None and request.tools:
             mode = CALLING_MODES[request.tool_choice]
             tail["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
-        return close(merge_options(tail, request.options))
+        return closing_bytes(merge_options(tail, request.options))
 
     def path(self, request: Request) -> str:
         model = quote(request.model.model_id, safe="")
@@ -211,7 +214,7 @@ class GeminiGenerateContent(AlternatingTurns):
         """As the base, except that a rejected key, which Gemini answers with a 400
         ``INVALID_ARGUMENT`` whose reason is ``API_KEY_INVALID``, is an auth error."""
         error = super().error(status, body)
-        if b'"API_KEY_INVALID"' not in body:
+        if isinstance(error, ContextOverflowError) or b'"API_KEY_INVALID"' not in body:
             return error
         auth = MessageError(name="AuthError", message=error.detail)
         return ProviderAuthError(self.name, auth, status=status, detail=error.detail)

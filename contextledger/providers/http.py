@@ -153,14 +153,23 @@ class ProviderClient:
         if self._owns_client:
             await self._client.aclose()
 
-    async def send(self, request: Request) -> ProviderResponse:
+    async def send(
+        self, request: Request, encoded: EncodedRequest | None = None
+    ) -> ProviderResponse:
         """Post ``request`` and return the provider's answer, retrying as the policy allows.
+        ``encoded`` is its encoding when the caller has it already (``BuiltRequest.encoded``);
+        the bytes are then posted as they are.
 
         Raises the wire format's ``ProviderError`` for an error answer (the last one when
         attempts run out), ``ProviderTransportError`` when no answer came, and a
-        ``ProviderError`` when a successful answer is not a JSON object.
+        ``ProviderError`` when a successful answer is not a JSON object. Error texts are
+        masked like log lines (``mask_secrets``, and the key itself), in case a provider
+        echoes the key. Raises ``ValueError`` for a streamed request: this client reads whole
+        answers only.
         """
-        encoded = self.wire.encode(request)
+        if request.stream:
+            raise ValueError("ProviderClient.send reads whole answers: send stream=False")
+        encoded = encoded or self.wire.encode(request)
         url = self.base_url + self.wire.path(request)
         attempt = 0
         while True:
@@ -181,7 +190,7 @@ class ProviderClient:
             else:
                 status = response.status_code
                 if not response.is_success:
-                    error = self.wire.error(status, response.content)
+                    error = self.wire.error(status, self._masked(response.content))
                     wait = retry_after(response.headers)
                 elif (body := _json_object(response.content)) is None:
                     message = f"{status} response body is not a JSON object"
@@ -218,6 +227,13 @@ class ProviderClient:
             if delay is None:
                 raise error from cause
             await trio.sleep(delay)
+
+    def _masked(self, content: bytes) -> bytes:
+        """An error body with anything that looks like a key masked, and the key itself."""
+        text = mask_secrets(content.decode("utf-8", "replace"))
+        if self._api_key:
+            text = text.replace(self._api_key, REDACTED)
+        return text.encode()
 
     def _transport_error(self, exc: httpx.TransportError, url: str) -> ProviderTransportError:
         """The error for a request that got no answer. Its message names the URL without

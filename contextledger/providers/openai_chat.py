@@ -1,11 +1,10 @@
-"""OpenAI Chat Completions (``POST /v1/chat/completions``), and what the OpenAI-family formats
-share.
+"""OpenAI Chat Completions (``POST /v1/chat/completions``), the base of the gateway formats.
 
 The model and tools open the body; system blocks are the first ``system`` items of the
 message array; the output cap, tool choice, stream flag, ``prompt_cache_key`` and options
 follow the array, so the bytes before the last message never depend on them. OpenAI caches
 prefixes on its own: cache marks are ignored here, and honoured by the gateway subclasses
-through ``cache_control``.
+(``openrouter``, ``openai_compatible``) through ``cache_control``.
 """
 
 from __future__ import annotations
@@ -22,69 +21,25 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.base import WireFormat, data_url, dumps, error_fields
+from contextledger.providers.base import WireFormat
+from contextledger.providers.shapes import (
+    NO_PARAMETERS,
+    arguments,
+    bearer_headers,
+    closing_bytes,
+    data_url,
+    dumps,
+    error_fields,
+    file_note,
+    opening_bytes,
+    split_usage,
+    step_fields,
+    tokens,
+)
 from contextledger.request.types import CacheMark, Request
 
 #: The text before the media of a tool result, in the user message that carries it.
 ATTACHMENT_NOTE = "Attached media from tool result {call_id}:"
-#: The parameters of a tool whose schema is empty.
-NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def bearer_headers(api_key: str | None) -> dict[str, str]:
-    """JSON content type and ``authorization: Bearer`` when there is a key."""
-    headers = {"content-type": "application/json"}
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    return headers
-
-
-def tokens(node: Any, *path: str) -> int:
-    """The count at ``path`` in a usage object; missing, null or non-numeric is zero."""
-    for key in path:
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return int(node) if isinstance(node, int | float) else 0
-
-
-def split_usage(
-    *, prompt: int, cached: int, written: int, completion: int, reasoning: int
-) -> Usage:
-    """``Usage`` from OpenAI-style totals: the prompt count includes cache reads and writes,
-    the completion count includes reasoning; both are split out, never counted twice."""
-    return Usage(
-        input=max(prompt - cached - written, 0),
-        output=max(completion - reasoning, 0),
-        reasoning=reasoning,
-        cache_read=cached,
-        cache_write=written,
-    )
-
-
-def file_note(file: ModelFile) -> str:
-    """The text standing for a file the API cannot take."""
-    return f"[Attached file: {file.filename or file.url} ({file.mime})]"
-
-
-def arguments(call: ModelToolCall) -> str:
-    """A tool call's input as the compact JSON string OpenAI expects, keys in input order."""
-    return dumps(call.input).decode()
-
-
-def close(tail: dict[str, Any]) -> bytes:
-    """The body after the message array: ``tail``'s fields, then ``}``."""
-    return b"," + dumps(tail)[1:] if tail else b"}"
-
-
-def step_fields(request: Request, cap_field: str) -> dict[str, Any]:
-    """The per-step fields every OpenAI-family API takes: output cap, tool choice, stream."""
-    tail: dict[str, Any] = {}
-    if request.max_output_tokens is not None:
-        tail[cap_field] = request.max_output_tokens
-    if request.tool_choice is not None and request.tools:
-        tail["tool_choice"] = request.tool_choice
-    if request.stream:
-        tail["stream"] = True
-    return tail
 
 
 def with_cache_control(item: dict[str, Any], control: dict[str, str]) -> dict[str, Any]:
@@ -199,7 +154,7 @@ class OpenAIChat(WireFormat):
                 }
                 for tool in request.tools
             ]
-        return dumps(body)[:-1] + b',"messages":'
+        return opening_bytes(body, "messages")
 
     def leading_items(self, request: Request) -> list[bytes]:
         marks = request.marked("system")
@@ -218,7 +173,7 @@ class OpenAIChat(WireFormat):
         if self.sends_cache_key:
             tail["prompt_cache_key"] = request.session_id
         tail.update(request.options)
-        return close(tail)
+        return closing_bytes(tail)
 
     def path(self, request: Request) -> str:
         return "/v1/chat/completions"

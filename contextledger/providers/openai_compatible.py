@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 import msgspec
 
 from contextledger.events.parts import Usage
-from contextledger.providers.openai_chat import OpenAIChat, tokens
-from contextledger.request.types import CacheMark, Request
+from contextledger.providers.openai_chat import OpenAIChat
+from contextledger.providers.shapes import tokens
+from contextledger.request.types import CacheMark, MarkTarget, Request
 
 #: DeepSeek's split of ``prompt_tokens``: cache hits and the uncached rest.
 _DEEPSEEK_FIELDS = ("prompt_cache_hit_tokens", "prompt_cache_miss_tokens")
@@ -27,6 +28,8 @@ class OpenAICompatible(OpenAIChat):
     """The wire format of OpenAI-compatible chat servers."""
 
     name: ClassVar[str] = "openai-compatible"
+    max_marks: ClassVar[int] = 4
+    markable: ClassVar[frozenset[MarkTarget]] = frozenset({"system", "message"})
     cap_field: ClassVar[str] = "max_tokens"
     sends_cache_key: ClassVar[bool] = False
 

@@ -22,13 +22,17 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.base import WireFormat, data_url, dumps, error_fields
-from contextledger.providers.openai_chat import (
+from contextledger.providers.base import WireFormat
+from contextledger.providers.shapes import (
     NO_PARAMETERS,
     arguments,
     bearer_headers,
-    close,
+    closing_bytes,
+    data_url,
+    dumps,
+    error_fields,
     file_note,
+    opening_bytes,
     split_usage,
     step_fields,
     tokens,
@@ -151,7 +155,7 @@ class OpenAIResponses(WireFormat):
                 }
                 for tool in request.tools
             ]
-        return dumps(body)[:-1] + b',"input":'
+        return opening_bytes(body, "input")
 
     def leading_items(self, request: Request) -> list[bytes]:
         return [dumps({"role": "developer", "content": text}) for text in request.system]
@@ -164,7 +168,7 @@ class OpenAIResponses(WireFormat):
         tail["prompt_cache_key"] = request.session_id
         tail["store"] = False
         tail.update(request.options)
-        return close(tail)
+        return closing_bytes(tail)
 
     def path(self, request: Request) -> str:
         return "/v1/responses"

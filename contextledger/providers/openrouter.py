@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from contextledger.providers.anthropic import cache_control
 from contextledger.providers.openai_chat import OpenAIChat
-from contextledger.request.types import CacheMark, Request
+from contextledger.providers.shapes import cache_control
+from contextledger.request.types import CacheMark, MarkTarget, Request
 
 
 class OpenRouter(OpenAIChat):
     """The OpenRouter wire format."""
 
     name: ClassVar[str] = "openrouter"
+    max_marks: ClassVar[int] = 4
+    markable: ClassVar[frozenset[MarkTarget]] = frozenset({"system", "message"})
     cap_field: ClassVar[str] = "max_tokens"
     sends_cache_key: ClassVar[bool] = False
 

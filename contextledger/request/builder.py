@@ -29,7 +29,7 @@ from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.live_view import LiveView
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, view_messages
-from contextledger.policy.cache import MARK_LIMITS, place_marks
+from contextledger.policy.cache import place_marks
 from contextledger.policy.prune import plan_prune
 from contextledger.providers.base import EncodedRequest, WireFormat
 from contextledger.request.context import max_steps_message
@@ -176,17 +176,17 @@ class RequestBuilder:
             source = messages[-1].source_id if messages else history.session_id
             messages = (*messages, max_steps_message(source))
             tool_choice = "none"
-        limit = MARK_LIMITS.get(self._wire.name, 0)
+        wire = self._wire
         marks = (
             place_marks(
                 self._config.request.cache_policy(),
-                tools=len(prefix.tools),
-                system_blocks=len(prefix.system),
-                messages=messages,
-                hints=inputs.hints,
-                limit=limit,
+                tools=len(prefix.tools) if "tool" in wire.markable else 0,
+                system_blocks=len(prefix.system) if "system" in wire.markable else 0,
+                messages=messages if "message" in wire.markable else (),
+                hints=[h for h in inputs.hints if h.target in wire.markable],
+                limit=wire.max_marks,
             )
-            if limit
+            if wire.max_marks
             else ()
         )
         request = Request(

@@ -24,7 +24,6 @@ from contextledger.history.messages import (
     ModelToolResult,
 )
 from contextledger.policy.cache import (
-    MARK_LIMITS,
     MAX_MARKS,
     CacheMode,
     CachePolicy,
@@ -34,6 +33,7 @@ from contextledger.policy.cache import (
     marked_messages,
     place_marks,
 )
+from contextledger.providers import WIRE_FORMATS
 from contextledger.request.types import CacheMark, CacheTTL, MarkTarget
 
 
@@ -244,14 +244,27 @@ def test_anthropic_like_models(provider: str, model: str, expected: bool) -> Non
 
 
 def test_openai_and_gemini_formats_take_no_marks() -> None:
-    assert MARK_LIMITS == {"anthropic": 4, "bedrock": 4, "openrouter": 4, "openai-compatible": 4}
-    for wire_format in ("openai-chat", "openai-responses", "gemini"):
-        assert wire_format not in MARK_LIMITS
-        limit = MARK_LIMITS.get(wire_format, 0)
-        marks = place_marks(
-            CachePolicy(), tools=1, system_blocks=1, messages=_conversation("user"), limit=limit
-        )
-        assert marks == ()
+    limits = {name: wire.max_marks for name, wire in WIRE_FORMATS.items()}
+    assert limits == {
+        "anthropic": 4,
+        "bedrock": 4,
+        "openrouter": 4,
+        "openai-compatible": 4,
+        "openai-chat": 0,
+        "openai-responses": 0,
+        "gemini": 0,
+    }
+    marks = place_marks(
+        CachePolicy(), tools=1, system_blocks=1, messages=_conversation("user"), limit=0
+    )
+    assert marks == ()
+
+
+def test_gateways_take_no_tool_marks() -> None:
+    for name in ("openrouter", "openai-compatible"):
+        assert WIRE_FORMATS[name].markable == {"system", "message"}
+    for name in ("anthropic", "bedrock"):
+        assert WIRE_FORMATS[name].markable == {"tool", "system", "message"}
 
 
 # --- properties ---------------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import json
-
 from contextledger.events.parts import ModelRef
+from contextledger.history.messages import ModelReasoning, ModelText
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
+from tests.providers.helpers import body_of, items_of, view_message
 
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 
@@ -16,7 +16,7 @@ def test_golden_request() -> None:
 
 
 def test_marks_become_cache_control_on_the_tool_system_block_and_last_content_blocks() -> None:
-    body = json.loads(AnthropicMessages().encode(golden_request(MODEL)).body)
+    body = body_of(AnthropicMessages(), golden_request(MODEL))
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "cache_control" not in body["tools"][0]
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
@@ -33,14 +33,8 @@ def test_marks_become_cache_control_on_the_tool_system_block_and_last_content_bl
 
 
 def test_unsigned_reasoning_is_not_sent_back() -> None:
-    from contextledger.history.messages import ModelMessage, ModelReasoning, ModelText
-
-    message = ModelMessage(
-        role="assistant",
-        content=(ModelReasoning(text="thinking"), ModelText(text="answer")),
-        source_id="m",
-    )
-    fragment = json.loads(AnthropicMessages().encode_message(message, None))
+    message = view_message("assistant", ModelReasoning(text="thinking"), ModelText(text="answer"))
+    (fragment,) = items_of(AnthropicMessages(), message)
     assert fragment["content"] == [{"type": "text", "text": "answer"}]
 
 

@@ -4,36 +4,35 @@ import json
 from itertools import pairwise
 from typing import Any
 
+import msgspec
+
 from contextledger.events.parts import ModelRef, ToolSchema
 from contextledger.history.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
-    ModelRole,
     ModelText,
     ModelToolCall,
     ModelToolResult,
 )
 from contextledger.providers.bedrock import BedrockConverse, document_name
 from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.request.types import CacheMark, Request
+from contextledger.request.types import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
+from tests.providers.helpers import (
+    assert_deterministic,
+    body_of,
+    items_of,
+    small_request,
+    text_message,
+)
 
 MODEL = ModelRef(provider_id="amazon-bedrock", model_id="anthropic.claude-sonnet-4-5-20250929-v1:0")
 
 
-def body_of(request: Request) -> dict[str, Any]:
-    parsed: dict[str, Any] = json.loads(BedrockConverse().encode(request).body)
-    return parsed
-
-
 def cache_points(items: list[dict[str, Any]]) -> list[int]:
     return [i for i, item in enumerate(items) if "cachePoint" in item]
-
-
-def text(role: ModelRole, value: str, source_id: str) -> ModelMessage:
-    return ModelMessage(role=role, content=(ModelText(text=value),), source_id=source_id)
 
 
 def test_golden_request() -> None:
@@ -41,7 +40,7 @@ def test_golden_request() -> None:
 
 
 def test_cache_points_follow_the_marked_system_block_and_tool_and_end_the_marked_messages() -> None:
-    body = body_of(golden_request(MODEL))
+    body = body_of(BedrockConverse(), golden_request(MODEL))
     assert cache_points(body["system"]) == [1]
     tools = body["toolConfig"]["tools"]
     assert cache_points(tools) == [len(tools) - 1]
@@ -55,7 +54,7 @@ def test_cache_points_follow_the_marked_system_block_and_tool_and_end_the_marked
 
 def test_a_mark_on_a_message_sharing_a_turn_ends_that_message_not_the_turn() -> None:
     messages = (
-        text("user", "run it", "u1"),
+        text_message("user", "run it", "u1"),
         ModelMessage(
             role="assistant",
             content=(ModelToolCall(call_id="c1", tool="bash", input={"command": "ls"}),),
@@ -66,15 +65,10 @@ def test_a_mark_on_a_message_sharing_a_turn_ends_that_message_not_the_turn() -> 
             content=(ModelToolResult(call_id="c1", tool="bash", output="a.txt"),),
             source_id="a1",
         ),
-        text("user", "and now?", "u2"),
+        text_message("user", "and now?", "u2"),
     )
-    request = Request(
-        model=MODEL,
-        session_id="s",
-        messages=messages,
-        marks=(CacheMark(target="message", index=2),),
-    )
-    turns = body_of(request)["messages"]
+    request = small_request(MODEL, *messages, marks=(CacheMark(target="message", index=2),))
+    turns = body_of(BedrockConverse(), request)["messages"]
     assert [t["role"] for t in turns] == ["user", "assistant", "user"]
     assert turns[2]["content"] == [
         {"toolResult": {"toolUseId": "c1", "content": [{"text": "a.txt"}]}},
@@ -85,12 +79,12 @@ def test_a_mark_on_a_message_sharing_a_turn_ends_that_message_not_the_turn() -> 
 
 def test_consecutive_messages_of_one_role_share_a_turn() -> None:
     messages = (
-        text("user", "one", "u1"),
-        text("user", "two", "u2"),
-        text("assistant", "three", "a1"),
-        text("assistant", "four", "a2"),
+        text_message("user", "one", "u1"),
+        text_message("user", "two", "u2"),
+        text_message("assistant", "three", "a1"),
+        text_message("assistant", "four", "a2"),
     )
-    turns = body_of(Request(model=MODEL, session_id="s", messages=messages))["messages"]
+    turns = body_of(BedrockConverse(), small_request(MODEL, *messages))["messages"]
     assert turns == [
         {"role": "user", "content": [{"text": "one"}, {"text": "two"}]},
         {"role": "assistant", "content": [{"text": "three"}, {"text": "four"}]},
@@ -98,7 +92,7 @@ def test_consecutive_messages_of_one_role_share_a_turn() -> None:
 
 
 def test_golden_roles_alternate_and_every_tool_use_is_answered_in_the_next_turn() -> None:
-    turns = body_of(golden_request(MODEL))["messages"]
+    turns = body_of(BedrockConverse(), golden_request(MODEL))["messages"]
     roles = [t["role"] for t in turns]
     assert roles == ["user", "assistant"] * (len(roles) // 2) + ["user"] * (len(roles) % 2)
     for turn, following in pairwise(turns):
@@ -111,12 +105,8 @@ def test_the_prefix_before_the_last_message_is_repeated_by_the_next_step() -> No
     request = golden_request(MODEL)
     tool_index = next(i for i, m in enumerate(request.messages) if m.role == "tool")
     wire = BedrockConverse()
-    step = wire.encode(
-        Request(model=MODEL, session_id="s", messages=request.messages[: tool_index + 1])
-    )
-    later = wire.encode(
-        Request(model=MODEL, session_id="s", messages=request.messages[: tool_index + 3])
-    )
+    step = wire.encode(small_request(MODEL, *request.messages[: tool_index + 1]))
+    later = wire.encode(small_request(MODEL, *request.messages[: tool_index + 3]))
     prefix = step.prefix_before_last_message()
     assert later.body.startswith(prefix)
     assert later.message_offsets[: tool_index + 1] == step.message_offsets
@@ -126,27 +116,15 @@ def test_the_prefix_before_the_last_message_is_repeated_by_the_next_step() -> No
 
 
 def test_encoding_is_deterministic_and_independent_of_the_memo() -> None:
-    wire = BedrockConverse()
-    first = wire.encode(golden_request(MODEL))
-    again = wire.encode(golden_request(MODEL))
-    fresh = BedrockConverse().encode(golden_request(MODEL))
-    assert first.body == again.body == fresh.body
-    assert first.message_offsets == again.message_offsets == fresh.message_offsets
-    request = golden_request(MODEL)
-    assert wire.encode(request).body == wire.encode(request).body == first.body
+    assert_deterministic(BedrockConverse, MODEL)
 
 
 def test_the_opening_does_not_depend_on_per_step_fields() -> None:
     request = golden_request(MODEL)
     plain = BedrockConverse().encode(request)
     varied = BedrockConverse().encode(
-        Request(
-            model=MODEL,
-            session_id=request.session_id,
-            system=request.system,
-            tools=request.tools,
-            messages=request.messages,
-            marks=request.marks,
+        msgspec.structs.replace(
+            request,
             max_output_tokens=1000,
             tool_choice="required",
             options={"inferenceConfig": {"temperature": 0.2}, "additionalModelRequestFields": {}},
@@ -161,19 +139,19 @@ def test_the_opening_does_not_depend_on_per_step_fields() -> None:
 
 
 def test_a_request_without_system_tools_or_cap_is_still_valid_json() -> None:
-    body = body_of(Request(model=MODEL, session_id="s", messages=(text("user", "hi", "u"),)))
+    body = body_of(BedrockConverse(), small_request(MODEL, text_message("user", "hi", "u")))
     assert body == {"messages": [{"role": "user", "content": [{"text": "hi"}]}]}
 
 
 def test_the_path_url_encodes_the_model_id() -> None:
     wire = BedrockConverse()
-    request = Request(model=MODEL, session_id="s")
+    request = small_request(MODEL)
     assert wire.path(request) == "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
     profile = ModelRef(
         provider_id="amazon-bedrock",
         model_id="arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.x-v1:0",
     )
-    assert wire.path(Request(model=profile, session_id="s", stream=True)) == (
+    assert wire.path(small_request(profile, stream=True)) == (
         "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile"
         "%2Fus.anthropic.x-v1%3A0/converse-stream"
     )
@@ -197,7 +175,7 @@ def test_reasoning_goes_back_only_when_signed() -> None:
         ),
         source_id="a",
     )
-    blocks = json.loads(b"[" + BedrockConverse().encode_message(message, None) + b"]")
+    blocks = items_of(BedrockConverse(), message)
     assert blocks == [
         {"reasoningContent": {"reasoningText": {"text": "signed", "signature": "b-sig"}}},
         {"text": "answer"},
@@ -221,7 +199,7 @@ def test_files_become_images_documents_or_notes() -> None:
         ),
         source_id="u",
     )
-    blocks = json.loads(b"[" + BedrockConverse().encode_message(message, None) + b"]")
+    blocks = items_of(BedrockConverse(), message)
     assert blocks == [
         {"image": {"format": "jpeg", "source": {"bytes": "QUJD"}}},
         {
@@ -246,7 +224,7 @@ def test_document_names_keep_only_the_characters_converse_allows() -> None:
 
 
 def test_a_tool_without_description_or_schema_gets_an_empty_object_schema() -> None:
-    body = body_of(Request(model=MODEL, session_id="s", tools=(ToolSchema(name="noop"),)))
+    body = body_of(BedrockConverse(), small_request(MODEL, tools=(ToolSchema(name="noop"),)))
     assert body["toolConfig"]["tools"] == [
         {
             "toolSpec": {

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import json
 from itertools import pairwise
-from typing import Any
+
+import msgspec
 
 from contextledger.events.parts import ModelRef, ToolSchema
 from contextledger.history.messages import (
@@ -15,28 +16,17 @@ from contextledger.history.messages import (
 )
 from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
 from contextledger.providers.gemini import GeminiGenerateContent, gemini_schema
-from contextledger.request.types import Request
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
+from tests.providers.helpers import (
+    assert_deterministic,
+    body_of,
+    items_of,
+    small_request,
+    text_message,
+)
 
 MODEL = ModelRef(provider_id="google", model_id="gemini-2.5-pro")
-
-
-def body_of(request: Request) -> dict[str, Any]:
-    parsed: dict[str, Any] = json.loads(GeminiGenerateContent().encode(request).body)
-    return parsed
-
-
-def parts_of(message: ModelMessage) -> list[dict[str, Any]]:
-    parsed: list[dict[str, Any]] = json.loads(
-        b"[" + GeminiGenerateContent().encode_message(message, None) + b"]"
-    )
-    return parsed
-
-
-def with_fields(request: Request, **fields: Any) -> Request:
-    values = {f: getattr(request, f) for f in request.__struct_fields__}
-    return Request(**{**values, **fields})
 
 
 def test_golden_request() -> None:
@@ -47,13 +37,13 @@ def test_cache_marks_are_ignored() -> None:
     request = golden_request(MODEL)
     assert request.marks
     marked = GeminiGenerateContent().encode(request)
-    unmarked = GeminiGenerateContent().encode(with_fields(request, marks=()))
+    unmarked = GeminiGenerateContent().encode(msgspec.structs.replace(request, marks=()))
     assert marked.body == unmarked.body
     assert b"cache" not in marked.body.lower()
 
 
 def test_golden_roles_alternate_and_every_call_is_answered_in_the_next_content() -> None:
-    contents = body_of(golden_request(MODEL))["contents"]
+    contents = body_of(GeminiGenerateContent(), golden_request(MODEL))["contents"]
     roles = [c["role"] for c in contents]
     assert roles == ["user", "model"] * (len(roles) // 2) + ["user"] * (len(roles) % 2)
     for content, following in pairwise(contents):
@@ -65,21 +55,14 @@ def test_golden_roles_alternate_and_every_call_is_answered_in_the_next_content()
 
 
 def test_encoding_is_deterministic_and_independent_of_the_memo() -> None:
-    wire = GeminiGenerateContent()
-    first = wire.encode(golden_request(MODEL))
-    again = wire.encode(golden_request(MODEL))
-    fresh = GeminiGenerateContent().encode(golden_request(MODEL))
-    assert first.body == again.body == fresh.body
-    assert first.message_offsets == again.message_offsets == fresh.message_offsets
-    request = golden_request(MODEL)
-    assert wire.encode(request).body == wire.encode(request).body == first.body
+    assert_deterministic(GeminiGenerateContent, MODEL)
 
 
 def test_tool_choice_cap_and_options_follow_the_contents() -> None:
     request = golden_request(MODEL)
     plain = GeminiGenerateContent().encode(request)
     varied = GeminiGenerateContent().encode(
-        with_fields(
+        msgspec.structs.replace(
             request,
             tool_choice="required",
             max_output_tokens=2048,
@@ -98,7 +81,10 @@ def test_tool_choice_cap_and_options_follow_the_contents() -> None:
     ]
     assert body["generationConfig"] == {"maxOutputTokens": 2048, "temperature": 0.3}
     assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
-    none = body_of(with_fields(request, tool_choice="none", max_output_tokens=None))
+    none = body_of(
+        GeminiGenerateContent(),
+        msgspec.structs.replace(request, tool_choice="none", max_output_tokens=None),
+    )
     assert none["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
     assert "generationConfig" not in none
 
@@ -120,7 +106,7 @@ def test_thought_signature_goes_beside_the_call_and_reasoning_is_not_sent() -> N
         ),
         source_id="a",
     )
-    assert parts_of(message) == [
+    assert items_of(GeminiGenerateContent(), message) == [
         {
             "functionCall": {"name": "read", "args": {"path": "a.py"}},
             "thoughtSignature": "CiQB-sig",
@@ -147,7 +133,7 @@ def test_results_are_outputs_or_errors_and_keep_their_media() -> None:
         ),
         source_id="a",
     )
-    assert parts_of(message) == [
+    assert items_of(GeminiGenerateContent(), message) == [
         {
             "functionResponse": {
                 "name": "screenshot",
@@ -172,7 +158,7 @@ def test_files_are_inline_data_or_file_data() -> None:
         ),
         source_id="u",
     )
-    assert parts_of(message) == [
+    assert items_of(GeminiGenerateContent(), message) == [
         {"text": "look"},
         {"inlineData": {"mimeType": "application/pdf", "data": "JVBE"}},
         {
@@ -185,11 +171,8 @@ def test_files_are_inline_data_or_file_data() -> None:
 
 
 def test_consecutive_user_messages_share_a_content() -> None:
-    messages = (
-        ModelMessage(role="user", content=(ModelText(text="one"),), source_id="u1"),
-        ModelMessage(role="user", content=(ModelText(text="two"),), source_id="u2"),
-    )
-    contents = body_of(Request(model=MODEL, session_id="s", messages=messages))["contents"]
+    messages = (text_message("user", "one", "u1"), text_message("user", "two", "u2"))
+    contents = body_of(GeminiGenerateContent(), small_request(MODEL, *messages))["contents"]
     assert contents == [{"role": "user", "parts": [{"text": "one"}, {"text": "two"}]}]
 
 
@@ -235,7 +218,7 @@ def test_a_tool_without_parameters_has_no_parameters_field() -> None:
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         ),
     )
-    body = body_of(Request(model=MODEL, session_id="s", tools=tools))
+    body = body_of(GeminiGenerateContent(), small_request(MODEL, tools=tools))
     assert body["tools"] == [
         {
             "functionDeclarations": [
@@ -248,9 +231,9 @@ def test_a_tool_without_parameters_has_no_parameters_field() -> None:
 
 def test_path_and_headers() -> None:
     wire = GeminiGenerateContent()
-    request = Request(model=MODEL, session_id="s")
+    request = small_request(MODEL)
     assert wire.path(request) == "/v1beta/models/gemini-2.5-pro:generateContent"
-    assert wire.path(with_fields(request, stream=True)) == (
+    assert wire.path(msgspec.structs.replace(request, stream=True)) == (
         "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
     )
     assert wire.headers("AIza-key") == {
@@ -261,8 +244,8 @@ def test_path_and_headers() -> None:
 
 
 def test_a_request_without_system_tools_or_cap_is_still_valid_json() -> None:
-    message = ModelMessage(role="user", content=(ModelText(text="hi"),), source_id="u")
-    body = body_of(Request(model=MODEL, session_id="s", messages=(message,)))
+    message = text_message("user", "hi", "u")
+    body = body_of(GeminiGenerateContent(), small_request(MODEL, message))
     assert body == {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
 
 
@@ -363,3 +346,12 @@ def test_denied_and_invalid_keys_are_auth_errors() -> None:
         b'\\"additionalProperties\\"","status":"INVALID_ARGUMENT"}}',
     )
     assert type(bad_request) is ProviderError and not bad_request.retryable
+
+
+def test_an_overflow_stays_an_overflow_even_if_the_body_names_a_key_reason() -> None:
+    body = (
+        b'{"error":{"code":400,"message":"The input token count (2000000) exceeds the maximum '
+        b'number of tokens allowed (1048576).","status":"INVALID_ARGUMENT","details":'
+        b'[{"reason":"API_KEY_INVALID"}]}}'
+    )
+    assert isinstance(GeminiGenerateContent().error(400, body), ContextOverflowError)

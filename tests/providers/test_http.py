@@ -13,6 +13,7 @@ from io import StringIO
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import structlog
 import trio
@@ -479,3 +480,34 @@ def test_a_traceback_in_a_log_line_is_redacted() -> None:
         structlog.get_logger("test").exception("call failed")
     assert "SECRET123" not in stream.getvalue()
     assert "RuntimeError" in stream.getvalue()
+
+
+async def test_a_key_echoed_in_an_error_body_is_masked(server: Loopback) -> None:
+    client, request, _ = setup("anthropic", server.url)
+    echoed = {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": f"bad key {KEY}"},
+    }
+    server.script(Reply(401, body(echoed)))
+    async with client:
+        with pytest.raises(ProviderAuthError) as raised:
+            await client.send(request)
+    assert KEY not in str(raised.value) and KEY not in raised.value.detail
+
+
+async def test_given_bytes_are_posted_as_they_are(server: Loopback) -> None:
+    client, request, answers = setup("anthropic", server.url)
+    encoded = client.wire.encode(request)
+    server.script(success(answers))
+    async with client:
+        response = await client.send(request, encoded)
+    assert response.encoded is encoded
+    assert server.received[0].body == encoded.body
+
+
+async def test_a_streamed_request_is_refused_before_anything_is_sent(server: Loopback) -> None:
+    client, request, _ = setup("anthropic", server.url)
+    async with client:
+        with pytest.raises(ValueError, match="stream"):
+            await client.send(msgspec.structs.replace(request, stream=True))
+    assert server.received == []

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -15,59 +14,21 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.base import WireFormat
 from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
 from contextledger.providers.openai_chat import OpenAIChat
 from contextledger.providers.registry import wire_format
-from contextledger.request.types import CacheMark, Request
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
+from tests.providers.helpers import (
+    assert_deterministic,
+    assert_steps_only_change_the_closing,
+    body_of,
+    items_of,
+    small_request,
+    view_message,
+)
 
 MODEL = ModelRef(provider_id="openai", model_id="gpt-5.1")
-
-
-def body(wire: WireFormat, request: Request) -> dict[str, Any]:
-    parsed: dict[str, Any] = json.loads(wire.encode(request).body)
-    return parsed
-
-
-def items(wire: WireFormat, message: ModelMessage, mark: CacheMark | None = None) -> list[Any]:
-    parsed: list[Any] = json.loads(b"[" + wire.encode_message(message, mark) + b"]")
-    return parsed
-
-
-def assert_deterministic(wire: type[WireFormat], model: ModelRef) -> None:
-    """Same bytes from the memo, from a fresh instance, and from equal but fresh messages."""
-    request = golden_request(model)
-    fresh = golden_request(model)
-    assert fresh == request and fresh.messages[0] is not request.messages[0]
-    encoder = wire()
-    first = encoder.encode(request)
-    assert encoder.encode(request) == first
-    assert encoder.encode(fresh) == first
-    assert wire().encode(fresh) == first
-
-
-def assert_steps_only_change_the_closing(wire: type[WireFormat], model: ModelRef) -> None:
-    """Output cap, tool choice, stream and options never move a byte before the closing."""
-    request = golden_request(model)
-    step = msgspec.structs.replace(
-        request,
-        max_output_tokens=123,
-        tool_choice="required",
-        stream=True,
-        options={"temperature": 0.2},
-    )
-    encoder = wire()
-    a, b = encoder.encode(request), encoder.encode(step)
-    assert a.messages_end == b.messages_end
-    assert a.message_offsets == b.message_offsets
-    assert a.body[: a.messages_end] == b.body[: b.messages_end]
-    assert a.body != b.body
-
-
-def user(*content: ModelText | ModelFile) -> ModelMessage:
-    return ModelMessage(role="user", content=content, source_id="u")
 
 
 def test_golden_request() -> None:
@@ -87,7 +48,7 @@ def test_per_step_fields_come_after_the_messages() -> None:
     request = msgspec.structs.replace(
         golden_request(MODEL), tool_choice="required", stream=True, options={"temperature": 0}
     )
-    parsed = body(OpenAIChat(), request)
+    parsed = body_of(OpenAIChat(), request)
     assert list(parsed) == [
         "model",
         "tools",
@@ -104,13 +65,13 @@ def test_per_step_fields_come_after_the_messages() -> None:
 
 
 def test_a_request_with_no_per_step_fields_is_still_valid_json() -> None:
-    request = Request(model=MODEL, session_id="s", messages=(user(ModelText(text="hi")),))
-    assert body(OpenAIChat(), request)["prompt_cache_key"] == "s"
+    request = small_request(MODEL, view_message("user", ModelText(text="hi")))
+    assert body_of(OpenAIChat(), request)["prompt_cache_key"] == "s"
 
     class NoKey(OpenAIChat):
         sends_cache_key = False
 
-    parsed = body(NoKey(), request)
+    parsed = body_of(NoKey(), request)
     assert parsed == {
         "model": "gpt-5.1",
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
@@ -118,17 +79,17 @@ def test_a_request_with_no_per_step_fields_is_still_valid_json() -> None:
 
 
 def test_tool_choice_is_only_sent_with_tools() -> None:
-    request = Request(model=MODEL, session_id="s", tool_choice="auto")
-    assert "tool_choice" not in body(OpenAIChat(), request)
+    request = small_request(MODEL, tool_choice="auto")
+    assert "tool_choice" not in body_of(OpenAIChat(), request)
     tools = (ToolSchema(name="noop"),)
-    parsed = body(OpenAIChat(), msgspec.structs.replace(request, tools=tools))
+    parsed = body_of(OpenAIChat(), msgspec.structs.replace(request, tools=tools))
     assert parsed["tool_choice"] == "auto"
     assert parsed["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {}}
 
 
 def test_system_blocks_lead_the_messages_and_marks_are_ignored() -> None:
     request = golden_request(MODEL)
-    parsed = body(OpenAIChat(), request)
+    parsed = body_of(OpenAIChat(), request)
     assert parsed["messages"][:2] == [
         {"role": "system", "content": request.system[0]},
         {"role": "system", "content": request.system[1]},
@@ -139,7 +100,7 @@ def test_system_blocks_lead_the_messages_and_marks_are_ignored() -> None:
 
 
 def test_each_tool_call_is_answered_by_a_tool_item_before_any_other_item() -> None:
-    messages = body(OpenAIChat(), golden_request(MODEL))["messages"]
+    messages = body_of(OpenAIChat(), golden_request(MODEL))["messages"]
     for index, message in enumerate(messages):
         calls = [c["id"] for c in message.get("tool_calls", [])]
         if calls:
@@ -158,7 +119,7 @@ def test_tool_result_media_follow_the_tool_items_in_a_user_message() -> None:
         ),
         source_id="t",
     )
-    assert items(OpenAIChat(), message) == [
+    assert items_of(OpenAIChat(), message) == [
         {"role": "tool", "tool_call_id": "c1", "content": "one"},
         {"role": "tool", "tool_call_id": "c2", "content": "boom"},
         {
@@ -174,7 +135,7 @@ def test_tool_result_media_follow_the_tool_items_in_a_user_message() -> None:
 def test_arguments_keep_the_input_key_order_compactly() -> None:
     call = ModelToolCall(call_id="c", tool="edit", input={"z": 1, "a": [1, 2], "m": {"y": "é"}})
     message = ModelMessage(role="assistant", content=(call,), source_id="a")
-    (item,) = items(OpenAIChat(), message)
+    (item,) = items_of(OpenAIChat(), message)
     assert item["tool_calls"][0]["function"]["arguments"] == '{"z":1,"a":[1,2],"m":{"y":"é"}}'
     assert item["content"] == ""
 
@@ -184,17 +145,18 @@ def test_reasoning_is_not_sent_back() -> None:
     only = ModelMessage(role="assistant", content=(signed,), source_id="a")
     assert OpenAIChat().encode_message(only, None) == b""
     mixed = ModelMessage(role="assistant", content=(signed, ModelText(text="ok")), source_id="a")
-    assert items(OpenAIChat(), mixed) == [{"role": "assistant", "content": "ok"}]
+    assert items_of(OpenAIChat(), mixed) == [{"role": "assistant", "content": "ok"}]
 
 
 def test_files_become_image_file_or_text_parts() -> None:
-    message = user(
+    message = view_message(
+        "user",
         ModelFile(mime="image/jpeg", url="https://example.com/a.jpg"),
         ModelFile(mime="application/pdf", url="data:application/pdf;base64,JVBE", filename="r.pdf"),
         ModelFile(mime="application/pdf", url="https://example.com/r.pdf"),
         ModelFile(mime="application/zip", url="file:///x.zip", filename="x.zip"),
     )
-    (item,) = items(OpenAIChat(), message)
+    (item,) = items_of(OpenAIChat(), message)
     assert item["content"] == [
         {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
         {

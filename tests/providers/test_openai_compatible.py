@@ -3,23 +3,23 @@ from __future__ import annotations
 import msgspec
 
 from contextledger.events.parts import ModelRef
-from contextledger.history.messages import ModelMessage, ModelText
 from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
 from contextledger.providers.openai_compatible import OpenAICompatible
 from contextledger.providers.registry import wire_format
 from contextledger.request.types import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
-from tests.providers.test_openai_chat import (
+from tests.providers.helpers import (
+    EPHEMERAL,
     assert_deterministic,
     assert_steps_only_change_the_closing,
-    body,
-    items,
+    body_of,
+    controls,
+    items_of,
+    text_message,
 )
-from tests.providers.test_openrouter import controls
 
 MODEL = ModelRef(provider_id="deepseek", model_id="deepseek-chat")
-EPHEMERAL = {"type": "ephemeral"}
 
 
 def test_golden_request() -> None:
@@ -36,7 +36,7 @@ def test_encoding_is_deterministic() -> None:
 
 def test_per_step_fields_come_after_the_messages() -> None:
     assert_steps_only_change_the_closing(OpenAICompatible, MODEL)
-    parsed = body(OpenAICompatible(), golden_request(MODEL))
+    parsed = body_of(OpenAICompatible(), golden_request(MODEL))
     assert list(parsed) == ["model", "tools", "messages", "max_tokens"]
     assert OpenAICompatible().path(golden_request(MODEL)) == "/chat/completions"
     assert OpenAICompatible().headers("k")["authorization"] == "Bearer k"
@@ -46,19 +46,19 @@ def test_prompt_cache_key_only_when_the_options_ask_for_it() -> None:
     request = msgspec.structs.replace(
         golden_request(MODEL), options={"prompt_cache_key": "ses_golden", "temperature": 0}
     )
-    parsed = body(OpenAICompatible(), request)
+    parsed = body_of(OpenAICompatible(), request)
     assert list(parsed)[-3:] == ["max_tokens", "prompt_cache_key", "temperature"]
     assert parsed["prompt_cache_key"] == "ses_golden"
 
 
 def test_marks_are_plain_ephemeral_markers_on_last_parts() -> None:
-    parsed = body(OpenAICompatible(), golden_request(MODEL))
+    parsed = body_of(OpenAICompatible(), golden_request(MODEL))
     assert parsed["messages"][0]["content"][-1]["cache_control"] == EPHEMERAL
     assert parsed["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
     assert controls(parsed) == [EPHEMERAL, EPHEMERAL]
-    message = ModelMessage(role="user", content=(ModelText(text="hi"),), source_id="u")
+    message = text_message("user", "hi")
     hour = CacheMark(target="message", index=0, ttl="1h")
-    assert items(OpenAICompatible(), message, hour) == [
+    assert items_of(OpenAICompatible(), message, hour) == [
         {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": EPHEMERAL}]}
     ]
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from contextledger.events.parts import ModelRef
@@ -18,18 +16,15 @@ from contextledger.providers.openai_responses import OpenAIResponses
 from contextledger.providers.registry import wire_format
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
-from tests.providers.test_openai_chat import (
+from tests.providers.helpers import (
     assert_deterministic,
     assert_steps_only_change_the_closing,
-    body,
-    items,
+    body_of,
+    items_of,
+    view_message,
 )
 
 MODEL = ModelRef(provider_id="openai", model_id="gpt-5.1")
-
-
-def assistant(*content: Any) -> ModelMessage:
-    return ModelMessage(role="assistant", content=content, source_id="a")
 
 
 def test_golden_request() -> None:
@@ -52,7 +47,7 @@ def test_per_step_fields_come_after_the_input() -> None:
         stream=True,
         options={"include": ["reasoning.encrypted_content"], "reasoning": {"effort": "low"}},
     )
-    parsed = body(OpenAIResponses(), request)
+    parsed = body_of(OpenAIResponses(), request)
     assert list(parsed) == [
         "model",
         "tools",
@@ -71,7 +66,7 @@ def test_per_step_fields_come_after_the_input() -> None:
 
 def test_system_blocks_are_developer_items_and_tools_are_flat_and_not_strict() -> None:
     request = golden_request(MODEL)
-    parsed = body(OpenAIResponses(), request)
+    parsed = body_of(OpenAIResponses(), request)
     assert parsed["input"][:2] == [
         {"role": "developer", "content": request.system[0]},
         {"role": "developer", "content": request.system[1]},
@@ -94,20 +89,21 @@ def test_marks_are_ignored() -> None:
 
 
 def test_every_function_call_has_its_output() -> None:
-    parsed = body(OpenAIResponses(), golden_request(MODEL))["input"]
+    parsed = body_of(OpenAIResponses(), golden_request(MODEL))["input"]
     calls = [i["call_id"] for i in parsed if i.get("type") == "function_call"]
     outputs = [i["call_id"] for i in parsed if i.get("type") == "function_call_output"]
     assert calls == outputs == ["call_0001", "call_0002", "call_0003"]
 
 
 def test_reasoning_without_openai_state_is_dropped() -> None:
-    parsed = body(OpenAIResponses(), golden_request(MODEL))["input"]
+    parsed = body_of(OpenAIResponses(), golden_request(MODEL))["input"]
     assert not [i for i in parsed if i.get("type") == "reasoning"]
     no_secret = ModelReasoning(text="hmm", provider_metadata={"openai": {"itemId": "rs_1"}})
     no_id = ModelReasoning(
         text="hmm", provider_metadata={"openai": {"reasoningEncryptedContent": "gAAA"}}
     )
-    assert items(OpenAIResponses(), assistant(no_secret, no_id, ModelText(text="ok"))) == [
+    message = view_message("assistant", no_secret, no_id, ModelText(text="ok"))
+    assert items_of(OpenAIResponses(), message) == [
         {"role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
     ]
 
@@ -122,7 +118,7 @@ def test_encrypted_reasoning_goes_back_before_the_items_it_produced() -> None:
         text="", provider_metadata={"openai": {"item_id": "rs_2", "encrypted_content": "gBBB"}}
     )
     call = ModelToolCall(call_id="c1", tool="read", input={"path": "a.py"})
-    assert items(OpenAIResponses(), assistant(first, second, native, call)) == [
+    assert items_of(OpenAIResponses(), view_message("assistant", first, second, native, call)) == [
         {
             "type": "reasoning",
             "id": "rs_1",
@@ -149,7 +145,7 @@ def test_files_become_input_parts() -> None:
         ),
         source_id="u",
     )
-    assert items(OpenAIResponses(), message) == [
+    assert items_of(OpenAIResponses(), message) == [
         {
             "role": "user",
             "content": [
@@ -171,7 +167,7 @@ def test_tool_result_media_stay_in_the_output() -> None:
     image = ModelFile(mime="image/png", url="data:image/png;base64,AAAA")
     result = ModelToolResult(call_id="c1", tool="read", output="done", attachments=(image,))
     message = ModelMessage(role="tool", content=(result,), source_id="t")
-    assert items(OpenAIResponses(), message) == [
+    assert items_of(OpenAIResponses(), message) == [
         {
             "type": "function_call_output",
             "call_id": "c1",

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from contextledger.events.parts import ModelRef
@@ -18,27 +16,18 @@ from contextledger.providers.registry import wire_format
 from contextledger.request.types import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
-from tests.providers.test_openai_chat import (
+from tests.providers.helpers import (
+    EPHEMERAL,
     assert_deterministic,
     assert_steps_only_change_the_closing,
-    body,
-    items,
+    body_of,
+    controls,
+    items_of,
 )
 
 MODEL = ModelRef(provider_id="openrouter", model_id="anthropic/claude-sonnet-4.5")
 MARK = CacheMark(target="message", index=0)
 HOUR = CacheMark(target="message", index=0, ttl="1h")
-EPHEMERAL = {"type": "ephemeral"}
-
-
-def controls(value: Any) -> list[Any]:
-    """Every ``cache_control`` value in a JSON document, in document order."""
-    if isinstance(value, dict):
-        own = [value["cache_control"]] if "cache_control" in value else []
-        return own + [c for v in value.values() for c in controls(v)]
-    if isinstance(value, list):
-        return [c for v in value for c in controls(v)]
-    return []
 
 
 def test_golden_request() -> None:
@@ -56,13 +45,13 @@ def test_encoding_is_deterministic() -> None:
 def test_per_step_fields_come_after_the_messages_without_a_cache_key() -> None:
     assert_steps_only_change_the_closing(OpenRouter, MODEL)
     request = msgspec.structs.replace(golden_request(MODEL), stream=True)
-    parsed = body(OpenRouter(), request)
+    parsed = body_of(OpenRouter(), request)
     assert list(parsed) == ["model", "tools", "messages", "max_tokens", "stream", "stream_options"]
     assert OpenRouter().path(request) == "/api/v1/chat/completions"
 
 
 def test_marks_land_on_the_system_block_and_the_last_part_of_marked_messages() -> None:
-    parsed = body(OpenRouter(), golden_request(MODEL))
+    parsed = body_of(OpenRouter(), golden_request(MODEL))
     system = parsed["messages"][:2]
     assert system[0]["content"] == [
         {"type": "text", "text": "You are a careful software engineer.", "cache_control": EPHEMERAL}
@@ -85,14 +74,14 @@ def test_a_marked_user_message_marks_its_last_part() -> None:
         ),
         source_id="u",
     )
-    (item,) = items(OpenRouter(), message, HOUR)
+    (item,) = items_of(OpenRouter(), message, HOUR)
     assert "cache_control" not in item["content"][0]
     assert item["content"][1] == {
         "type": "image_url",
         "image_url": {"url": "data:image/png;base64,AAAA"},
         "cache_control": {"type": "ephemeral", "ttl": "1h"},
     }
-    assert controls(items(OpenRouter(), message, None)) == []
+    assert controls(items_of(OpenRouter(), message, None)) == []
 
 
 def test_a_marked_assistant_message_gets_a_text_part() -> None:
@@ -100,7 +89,7 @@ def test_a_marked_assistant_message_gets_a_text_part() -> None:
     message = ModelMessage(
         role="assistant", content=(ModelText(text="Listing."), call), source_id="a"
     )
-    (item,) = items(OpenRouter(), message, MARK)
+    (item,) = items_of(OpenRouter(), message, MARK)
     assert item["content"] == [{"type": "text", "text": "Listing.", "cache_control": EPHEMERAL}]
     assert item["tool_calls"][0]["id"] == "c1"
 
@@ -115,7 +104,7 @@ def test_a_marked_tool_message_marks_only_its_last_item() -> None:
         ),
         source_id="t",
     )
-    first, second = items(OpenRouter(), message, MARK)
+    first, second = items_of(OpenRouter(), message, MARK)
     assert first == {"role": "tool", "tool_call_id": "c1", "content": "one"}
     assert second["content"] == [{"type": "text", "text": "two", "cache_control": EPHEMERAL}]
     with_media = ModelMessage(
@@ -123,7 +112,7 @@ def test_a_marked_tool_message_marks_only_its_last_item() -> None:
         content=(ModelToolResult(call_id="c1", tool="read", output="x", attachments=(image,)),),
         source_id="t",
     )
-    tool, media = items(OpenRouter(), with_media, MARK)
+    tool, media = items_of(OpenRouter(), with_media, MARK)
     assert tool["content"] == "x"
     assert media["content"][-1]["cache_control"] == EPHEMERAL
 

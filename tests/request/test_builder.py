@@ -300,3 +300,29 @@ def test_build_is_deterministic_across_builders(strip: bool) -> None:
     one = RequestBuilder(AnthropicMessages()).build(history, INPUTS, strip_media=strip)
     two = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS, strip_media=strip)
     assert one.encoded.body == two.encoded.body
+
+
+def test_ai_sdk_capture_turn_three_reads_what_turn_one_wrote() -> None:
+    """opencode #45750: marks on system[0] and the last two message blocks; the prefix turn 1
+    wrote at its last mark is the start of turn 3's request (markers aside)."""
+    config = Config(request=RequestConfig(cache="ai-sdk"))
+    b = SessionBuilder("ses_test", model=MODEL)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages(), config)
+    written: list[bytes] = []
+    for turn in range(3):
+        mark = len(b.events)
+        _, assistant = _turn(b, f"turn {turn}")
+        _append(history, b.events[mark:])
+        built = builder.build(history, INPUTS)
+        body = json.loads(built.encoded.body)
+        assert "cache_control" in body["system"][0]
+        marked = [i for i, m in enumerate(body["messages"]) if "cache_control" in m["content"][-1]]
+        assert marked == [len(body["messages"]) - 2, len(body["messages"]) - 1][-len(marked) :]
+        written.append(built.encoded.body.replace(b',"cache_control":{"type":"ephemeral"}', b""))
+        mark = len(b.events)
+        b.text(assistant, f"answer {turn}")
+        b.finish(assistant)
+        _append(history, b.events[mark:])
+    first_turn = written[0][: written[0].rindex(b"]")]
+    assert written[2].startswith(first_turn)
