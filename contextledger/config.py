@@ -60,6 +60,7 @@ from contextledger.policy.overflow import (
     parse_quantity,
     parse_trigger_ratio,
 )
+from contextledger.policy.templates import TemplateName
 from contextledger.request.types import CacheTTL
 
 __all__ = [
@@ -78,11 +79,13 @@ Positive = Annotated[int, Meta(gt=0)]
 #: A multiplier on token estimates: positive and finite (10x is already absurd).
 Factor = Annotated[float, Meta(gt=0, le=10)]
 Percent = Annotated[float, Meta(gt=0, le=100)]
+Ratio = Annotated[float, Meta(gt=0, le=1)]
 MaxContext = Quantity | dict[str, Quantity]
 TokenCounter = Literal["estimate", "calibrated", "tiktoken"]
 TruncateDirection = Literal["head", "tail"]
 EnvironmentMode = Literal["each", "latest", "none"]
 HistoricalMedia = Literal["compaction", "latest-user", "keep"]
+PruneMode = Literal["opencode", "mimo", "cost"]
 
 #: How a percentage is checked for syntax when the window it applies to is not known yet.
 _ANY_BASE: Final = 1_000_000
@@ -318,6 +321,27 @@ class CompactionConfig(_Section, frozen=True):
     #: MiMo ``OUTPUT_CAP``: at most this many output tokens are set aside from the window
     #: (models advertising 128K outputs would otherwise lose most of it).
     output_reserve_cap: NonNegative = OUTPUT_RESERVE_CAP
+    #: The summary's structure: "opencode" (Goal ... Relevant Files) or "continuation" (the
+    #: five-section continuation summary of pi and MiMo Code).
+    template: TemplateName = "opencode"
+    #: Kilo ``MAX_COMPACTION_ATTEMPTS``: a turn that still overflows after 3 compactions stops
+    #: with an error instead of looping.
+    max_attempts: Positive = 3
+    #: Kilo compaction chunks: when the head does not fit one summary request, it is cut into
+    #: chunks of this share of the usable window (at least 1,000 tokens) ...
+    chunk_ratio: Ratio = 0.6
+    #: ... summarised at most this many at a time, then merged.
+    chunk_concurrency: Positive = 3
+    #: opencode: after an automatic compaction with nothing to replay, a synthetic "continue"
+    #: user message lets the model carry on.
+    autocontinue: bool = True
+    #: MiMo: rounds that arrive while the summary is written stay verbatim after it, up to
+    #: 40,000 tokens ...
+    arrived_tail_tokens: NonNegative = 40_000
+    #: ... with any single tool result over 8,000 tokens replaced by a placeholder.
+    arrived_result_tokens: Positive = 8_000
+    #: MiMo: the summary lists the last 5 files read or written, with their line ranges.
+    manifest_files: NonNegative = 5
 
     def _check(self) -> None:
         percents = self.pressure_percents
@@ -442,6 +466,25 @@ class PruneConfig(_Section, frozen=True):
     minimum_tokens: NonNegative = 20_000
     #: opencode ``PRUNE_PROTECTED_TOOLS``: skill output is standing instructions, not data.
     protected_tools: tuple[str, ...] = ("skill",)
+    #: How the after-turn prune decides: "opencode" (clear past the protected 40,000 tokens
+    #: when it frees more than 20,000), "mimo" (only once the prompt cache has expired and
+    #: the context is under pressure: level 1 soft-trims, level 2 clears and strips old media
+    #: and reasoning) or "cost" (only when the saving over the expected remaining turns
+    #: exceeds the cost of rebuilding the cache from the cut).
+    mode: PruneMode = "opencode"
+    #: MiMo ``DEFAULT_CACHE_TTL``: the prompt cache counts as cold 300 s after the last
+    #: assistant message finished.
+    cache_ttl_ms: Positive = 300_000
+    #: MiMo ``SOFT_TRIM_THRESHOLD``: level 1 trims outputs longer than 4,096 characters ...
+    trim_threshold_chars: Positive = 4_096
+    #: ... to their first and last 1,536 characters (``SOFT_TRIM_KEEP_HEAD/TAIL``).
+    trim_keep_chars: Positive = 1_536
+    #: MiMo ``stripNonEssential``: media and reasoning older than the last 3 turns go at
+    #: level 2.
+    strip_protected_turns: Positive = 3
+    #: Cost mode: how many more turns the session is expected to run (the saving of a prune
+    #: is counted over them).
+    expected_turns: Positive = 10
 
 
 class RequestConfig(_Section, frozen=True):

@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "view": "contextledger.bench.view",
     "estimation": "contextledger.bench.estimation",
     "request": "contextledger.bench.request",
+    "retention": "contextledger.bench.retention",
 }
 
 

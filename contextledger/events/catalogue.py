@@ -125,6 +125,14 @@ class ToolOutputTrimmed(EventBase, tag="tool.output_trimmed", frozen=True):
     tail_chars: int
 
 
+class PartsStripped(EventBase, tag="parts.stripped", frozen=True):
+    """Old media and reasoning leave the view: a stripped file part is sent as a short
+    placeholder, a stripped reasoning part not at all. The parts stay in the log."""
+
+    part_ids: tuple[str, ...]
+    reason: PruneReason
+
+
 class CompactionRequested(EventBase, tag="compaction.requested", frozen=True):
     """A compaction was asked for: creates the user message ``message_id`` holding one
     compaction part ``part_id``. One event, so a request is never half-visible."""
@@ -284,6 +292,7 @@ Event = (
     | AssistantFinished
     | ToolOutputCleared
     | ToolOutputTrimmed
+    | PartsStripped
     | CompactionRequested
     | CompactionCompleted
     | CompactionRolledBack
@@ -306,6 +315,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     AssistantFinished,
     ToolOutputCleared,
     ToolOutputTrimmed,
+    PartsStripped,
     CompactionRequested,
     CompactionCompleted,
     CompactionRolledBack,

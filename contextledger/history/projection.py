@@ -26,6 +26,7 @@ from contextledger.events.catalogue import (
     MemoryPinned,
     MessageAdded,
     PartAdded,
+    PartsStripped,
     PartUpdated,
     PrefixAdvanced,
     PrefixPinned,
@@ -60,14 +61,17 @@ from contextledger.history.validation import (
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
 #: and the session is rebuilt from its events instead.
-SNAPSHOT_SCHEMA: Final = 2
+SNAPSHOT_SCHEMA: Final = 3
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
     """One message of the history with its parts in id order.
 
     ``excluded`` is set when a rolled-back compaction withdrew the message from every view.
-    ``version`` grows by one with each change to the message or one of its parts.
+    ``stripped`` lists, in event order, the file and reasoning parts a ``PartsStripped``
+    marked: the view sends a placeholder for such a file and nothing for such reasoning; the
+    parts themselves stay as they were. ``version`` grows by one with each change to the
+    message or one of its parts.
     """
 
     id: str
@@ -84,6 +88,7 @@ class Message(msgspec.Struct, kw_only=True, gc=False):
     cost: float = 0.0
     error: MessageError | None = None
     excluded: bool = False
+    stripped: tuple[str, ...] = ()
     version: int = 0
     parts: list[Part] = []
 
@@ -311,6 +316,12 @@ class History:
             lambda p: _with_output(p, trimmed=(event.head_chars, event.tail_chars)),
         )
 
+    def _on_stripped(self, event: PartsStripped) -> None:
+        for part_id in event.part_ids:
+            message, _ = self._parts[part_id]
+            message.stripped = (*message.stripped, part_id)
+            self._touch(message)
+
     def _on_compaction_requested(self, event: CompactionRequested) -> None:
         self._structure += 1
         self._add_message(
@@ -467,6 +478,8 @@ class History:
                 index.messages[message.id].finished = True
             for part in message.parts:
                 index.note(PartAdded(session_id=state.session_id, part=part))
+            for part_id in message.stripped:
+                index.stripped[part_id] = None
         for compaction in state.compactions.values():
             index.compactions[compaction.request_message_id] = compaction.status
         # Parts can be added to an older message later, so the last part noted is not always
@@ -504,6 +517,7 @@ _APPLIERS: dict[type, Callable[[History, Any], None]] = {
     PartUpdated: History._on_part_updated,
     ToolOutputCleared: History._on_cleared,
     ToolOutputTrimmed: History._on_trimmed,
+    PartsStripped: History._on_stripped,
     CompactionRequested: History._on_compaction_requested,
     CompactionCompleted: History._on_compaction_completed,
     CompactionRolledBack: History._on_rolled_back,

@@ -25,6 +25,7 @@ from contextledger.events.catalogue import (
     MemoryPinned,
     MessageAdded,
     PartAdded,
+    PartsStripped,
     PartUpdated,
     PrefixAdvanced,
     PrefixPinned,
@@ -52,6 +53,8 @@ from contextledger.events.parts import (
 
 ToolStatus = Literal["pending", "running", "completed", "error", "cleared"]
 CompactionStatus = Literal["requested", "completed", "rolled_back"]
+#: The part kinds ``PartsStripped`` may name.
+_STRIPPABLE: frozenset[str] = frozenset({"file", "reasoning"})
 
 #: Which tool statuses may follow which. Completed, error and cleared are terminal.
 _NEXT_STATUS: dict[str, frozenset[str]] = {
@@ -89,6 +92,7 @@ class SessionIndex:
         "prefix_key",
         "session_id",
         "started",
+        "stripped",
     )
 
     def __init__(self, session_id: str) -> None:
@@ -104,6 +108,7 @@ class SessionIndex:
         self.compactions: MutableMapping[str, CompactionStatus] = {}
         self.environment: MutableMapping[str, None] = {}
         self.instructions: MutableMapping[tuple[str, str | None], None] = {}
+        self.stripped: MutableMapping[str, None] = {}
 
     def overlay(self) -> SessionIndex:
         """A copy whose changes do not reach this index (maps are layered, not copied).
@@ -122,6 +127,7 @@ class SessionIndex:
         copy.compactions = ChainMap({}, self.compactions)
         copy.environment = ChainMap({}, self.environment)
         copy.instructions = ChainMap({}, self.instructions)
+        copy.stripped = ChainMap({}, self.stripped)
         return copy
 
     def facts(self) -> tuple[object, ...]:
@@ -140,6 +146,7 @@ class SessionIndex:
             dict(self.compactions),
             set(self.environment),
             set(self.instructions),
+            set(self.stripped),
         )
 
     # --- checking -------------------------------------------------------------------------
@@ -207,6 +214,8 @@ class SessionIndex:
                 if event.head_chars < 0 or event.tail_chars < 0:
                     return "head_chars and tail_chars must not be negative"
                 return self._check_completed_tool(event.part_id)
+            case PartsStripped():
+                return self._check_stripped(event)
             case CompactionCompleted():
                 return self._check_compaction_completed(event)
             case CompactionRolledBack():
@@ -279,6 +288,21 @@ class SessionIndex:
             return f"tool output {part_id!r} is cleared already"
         if facts.status != "completed":
             return f"tool call {part_id!r} has no output ({facts.status})"
+        return None
+
+    def _check_stripped(self, event: PartsStripped) -> str | None:
+        if not event.part_ids:
+            return "no part ids"
+        if len(set(event.part_ids)) != len(event.part_ids):
+            return "a part id is listed twice"
+        for part_id in event.part_ids:
+            facts = self.parts.get(part_id)
+            if facts is None:
+                return f"part {part_id!r} does not exist"
+            if facts.kind not in _STRIPPABLE:
+                return f"part {part_id!r} is a {facts.kind} part, not a file or reasoning part"
+            if part_id in self.stripped:
+                return f"part {part_id!r} is stripped already"
         return None
 
     def _check_instruction(self, event: InstructionLoaded) -> str | None:
@@ -363,6 +387,11 @@ def _note_cleared(index: SessionIndex, event: ToolOutputCleared) -> None:
         index._set_status(part_id, "cleared")
 
 
+def _note_stripped(index: SessionIndex, event: PartsStripped) -> None:
+    for part_id in event.part_ids:
+        index.stripped[part_id] = None
+
+
 def _note_compaction_requested(index: SessionIndex, event: CompactionRequested) -> None:
     index.messages[event.message_id] = _MessageFacts("user", event.parent_id, False)
     index.last_message_id = event.message_id
@@ -406,6 +435,7 @@ NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
     MessageAdded: _note_message,
     AssistantFinished: _note_finished,
     ToolOutputCleared: _note_cleared,
+    PartsStripped: _note_stripped,
     CompactionRequested: _note_compaction_requested,
     SessionStarted: _note_started,
     CompactionCompleted: _note_completed,

@@ -12,9 +12,10 @@ agents (``shared/reference/opencode-kilo.md`` §2-§3):
    (before the last real user turn) on request.
 4. Conversion (``convert_message``, opencode's ``toModelMessages``): ignored text dropped,
    errored assistant messages dropped unless aborted with content, reasoning of another model
-   sent as text, one model message per step, cleared and soft-trimmed tool outputs, long
-   outputs cut with a paging hint, interrupted calls answered, media in tool results moved to
-   a synthetic user message where the provider cannot take them.
+   sent as text, one model message per step, cleared and soft-trimmed tool outputs, stripped
+   media as a placeholder and stripped reasoning left out, long outputs cut with a paging
+   hint, interrupted calls answered, media in tool results moved to a synthetic user message
+   where the provider cannot take them.
 
 Guarantee: in every view each tool call is followed, in the very next message, by exactly one
 result, and every result follows its call. Calls and results live in one stored message, the
@@ -262,6 +263,11 @@ def media_placeholder(part: FilePart) -> str:
     return f"[Attached {part.mime}: {part.filename or 'file'}]"
 
 
+def stripped_placeholder(part: FilePart) -> str:
+    """What a stripped file part is sent as (MiMo): ``[stripped: <filename or mime>]``."""
+    return f"[stripped: {part.filename or part.mime}]"
+
+
 def strip_historical_media(messages: list[Message]) -> list[Message]:
     """Kilo's ``stripHistoricalMedia``: before the last real user turn, media file parts become
     text placeholders (same part id) and completed tools lose media attachments. Returns
@@ -274,11 +280,12 @@ def strip_historical_media(messages: list[Message]) -> list[Message]:
 
 def without_media(message: Message) -> Message:
     """``message`` with media file parts as placeholders and media attachments dropped from
-    completed tools (a copy, or the message itself when it has no media)."""
+    completed tools (a copy, or the message itself when it has no media). A stripped file
+    part keeps its own placeholder (``stripped_placeholder``)."""
     parts: list[Part] = []
     changed = False
     for part in message.parts:
-        if isinstance(part, FilePart) and is_media(part.mime):
+        if isinstance(part, FilePart) and is_media(part.mime) and part.id not in message.stripped:
             part = TextPart(id=part.id, message_id=part.message_id, text=media_placeholder(part))
             changed = True
         elif (
@@ -383,6 +390,8 @@ def _convert_user(
                 content.append(ModelText(text=text, synthetic=synthetic))
             case FilePart(mime=mime) if mime in _EXPANDED_MIMES:
                 pass
+            case FilePart() if part.id in message.stripped:
+                content.append(ModelText(text=stripped_placeholder(part), synthetic=True))
             case FilePart() if options.strip_media and is_media(part.mime):
                 content.append(ModelText(text=media_placeholder(part), synthetic=True))
             case FilePart():
@@ -433,7 +442,10 @@ def _convert_assistant(message: Message, options: ViewOptions) -> list[ModelMess
             and options.model.model_id == message.model.model_id
         )
     )
-    has_signed = any(isinstance(p, ReasoningPart) and _signed(p) for p in message.parts)
+    stripped = message.stripped
+    has_signed = any(
+        isinstance(p, ReasoningPart) and p.id not in stripped and _signed(p) for p in message.parts
+    )
     media_support = options.tool_media or tool_media_support(options.model)
     out: list[ModelMessage] = []
     moved_media: list[ModelFile] = []
@@ -459,6 +471,8 @@ def _convert_assistant(message: Message, options: ViewOptions) -> list[ModelMess
                     text = " "
                 if text:
                     step.append(ModelText(text=text, synthetic=part.synthetic))
+            case ReasoningPart() if part.id in stripped:
+                pass
             case ReasoningPart(text=text):
                 if same_model:
                     step.append(ModelReasoning(text=text, provider_metadata=part.metadata))

@@ -30,6 +30,7 @@ from contextledger.events.catalogue import (
     Event,
     MessageAdded,
     PartAdded,
+    PartsStripped,
     PruneReason,
     RollbackReason,
     SessionStarted,
@@ -341,6 +342,10 @@ class SessionBuilder:
     def trim(self, part_id: str, head_chars: int = 1536, tail_chars: int = 1536) -> None:
         """Soft-trim a tool output to its head and tail."""
         self.add(ToolOutputTrimmed, part_id=part_id, head_chars=head_chars, tail_chars=tail_chars)
+
+    def strip(self, part_ids: Iterable[str], reason: PruneReason = "pressure") -> None:
+        """Strip these file or reasoning parts from the view (they stay in the log)."""
+        self.add(PartsStripped, part_ids=tuple(part_ids), reason=reason)
 
     # --- compaction -----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from contextledger.events.catalogue import (
     MemoryPinned,
     MessageAdded,
     PartAdded,
+    PartsStripped,
     PartUpdated,
     PrefixPinned,
     PrefixRotated,
@@ -31,10 +32,10 @@ def appends_only(
     head: Sequence[Event], later: Sequence[Event], *, keep_prefix: bool = False
 ) -> list[Event]:
     """The events of ``later`` that leave every message of ``head`` as it was: no part of an
-    existing message added, changed, pruned or trimmed, no compaction completing or rolled
-    back (they reshape the view). With ``keep_prefix``, also none that changes the request
-    prefix (memory, instructions, a pinned or rotated prefix). What remains only appends,
-    so views (and requests) built before and after must agree on everything before."""
+    existing message added, changed, pruned, trimmed or stripped, no compaction completing or
+    rolled back (they reshape the view). With ``keep_prefix``, also none that changes the
+    request prefix (memory, instructions, a pinned or rotated prefix). What remains only
+    appends, so views (and requests) built before and after must agree on everything before."""
     messages = {e.message_id for e in head if isinstance(e, MessageAdded | CompactionRequested)}
     parts = {e.part.id for e in head if isinstance(e, PartAdded)}
     summaries = {e.message_id for e in (*head, *later) if isinstance(e, MessageAdded) and e.summary}
@@ -57,7 +58,7 @@ def _touches(event: Event, messages: set[str], parts: set[str], summaries: set[s
             return event.message_id in messages or event.message_id in summaries
         case ToolStateChanged():
             return event.message_id in messages
-        case ToolOutputCleared():
+        case ToolOutputCleared() | PartsStripped():
             return any(p in parts for p in event.part_ids)
         case ToolOutputTrimmed():
             return event.part_id in parts

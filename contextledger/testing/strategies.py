@@ -3,11 +3,12 @@
 ``session_events()`` draws a whole session: user turns (text, media, captured environment),
 assistant turns of several messages, each of one or more steps (step-start parts) with
 parallel tool calls and their results, reasoning, errors and aborts (calls left without a
-result), prunes, soft trims, compactions with kept tails (and turns that arrive while their
-summary is being written), rollbacks, manual summaries (a summary message answering a plain
-user message, with no compaction request: opencode's ``/compact``), usage reports, pinned
-memory and prefixes, and sub-agent slices; sometimes it ends with a compaction still open
-(requested, its summary not written, being written or written but not yet completed).
+result), prunes, soft trims, stripped media and reasoning, compactions with kept tails (and
+turns that arrive while their summary is being written), rollbacks, manual summaries (a
+summary message answering a plain user message, with no compaction request: opencode's
+``/compact``), usage reports, pinned memory and prefixes, and sub-agent slices; sometimes it
+ends with a compaction still open (requested, its summary not written, being written or
+written but not yet completed).
 Every sequence passes ``validate_events``; shrinking keeps it valid because each draw only
 picks among moves that are legal in the state built so far.
 
@@ -29,6 +30,7 @@ from contextledger.events.catalogue import (
     Event,
     InstructionLoaded,
     MemoryPinned,
+    PartAdded,
     PrefixAdvanced,
     PrefixPinned,
     PrefixProfile,
@@ -36,6 +38,7 @@ from contextledger.events.catalogue import (
     UsageReported,
 )
 from contextledger.events.parts import (
+    FilePart,
     MessageError,
     ModelRef,
     StepFinishPart,
@@ -72,6 +75,8 @@ class _State:
         #: compaction's kept tail may start.
         self.turns: list[str] = []
         self.completed_tools: list[str] = []
+        #: User file parts and reasoning parts not stripped yet.
+        self.strippable: list[str] = []
         self.last_assistant: str | None = None
         self.prefix_key: str | None = None
         self.memory_pinned = False
@@ -82,12 +87,18 @@ def _user_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
     files = []
     if draw(st.integers(0, 4)) == 0:
         files.append((draw(st.sampled_from(_MEDIA)), draw(st.sampled_from(["a.png", "b.pdf"]))))
+    first = len(s.b.events)
     message_id = s.b.user(
         draw(_TEXT) or "hi",
         agent_id=agent_id,
         files=files,
         environment=draw(st.none() | _TEXT),
     )
+    s.strippable += [
+        e.part.id
+        for e in s.b.events[first:]
+        if isinstance(e, PartAdded) and isinstance(e.part, FilePart)
+    ]
     if draw(st.booleans()):
         synthetic = draw(st.booleans())
         s.b.text(
@@ -128,12 +139,13 @@ def _tool_outcome(draw: st.DrawFn, s: _State, part_id: str, agent_id: str) -> No
 def _step(draw: st.DrawFn, s: _State, message_id: str, agent_id: str) -> list[str]:
     """One model call's content: reasoning, text, tool calls and their outcomes."""
     if draw(st.booleans()):
-        s.b.reasoning(
+        reasoning = s.b.reasoning(
             message_id,
             draw(_TEXT),
             agent_id=agent_id,
             signature=draw(st.none() | st.just("sig")),
         )
+        s.strippable.append(reasoning)
     if draw(st.booleans()):
         s.b.text(message_id, draw(_TEXT), agent_id=agent_id)
     calls = [
@@ -204,6 +216,13 @@ def _prune(draw: st.DrawFn, s: _State) -> None:
 def _trim(draw: st.DrawFn, s: _State) -> None:
     if s.completed_tools:
         s.b.trim(draw(st.sampled_from(s.completed_tools)))
+
+
+def _strip(draw: st.DrawFn, s: _State) -> None:
+    if s.strippable:
+        chosen = draw(st.lists(st.sampled_from(s.strippable), min_size=1, max_size=3, unique=True))
+        s.b.strip(chosen, draw(st.sampled_from(["pressure", "payload-limit"])))
+        s.strippable = [p for p in s.strippable if p not in chosen]
 
 
 def _late_turn(draw: st.DrawFn, s: _State) -> None:
@@ -337,6 +356,7 @@ _MOVES = {
     "subagent": lambda draw, s: _assistant_turn(draw, s, "explore"),
     "prune": _prune,
     "trim": _trim,
+    "strip": _strip,
     "compaction": _compaction,
     "manual_summary": _manual_summary,
     "prefix": _prefix,
@@ -350,6 +370,7 @@ _MOVE_WEIGHTS = [
     "assistant",
     "prune",
     "trim",
+    "strip",
     "compaction",
     "manual_summary",
     "prefix",

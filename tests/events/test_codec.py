@@ -29,6 +29,7 @@ from contextledger.events import (
     MessageError,
     ModelRef,
     PartAdded,
+    PartsStripped,
     PartUpdated,
     PrefixAdvanced,
     PrefixPinned,
@@ -158,6 +159,9 @@ EXAMPLES: dict[type[EventBase], EventBase] = {
     ),
     ToolOutputTrimmed: ToolOutputTrimmed(
         session_id=S, part_id="prt_1", head_chars=2000, tail_chars=500
+    ),
+    PartsStripped: PartsStripped(
+        session_id=S, time_ms=8, part_ids=("prt_2", "prt_3"), reason="pressure"
     ),
     CompactionRequested: CompactionRequested(
         session_id=S,

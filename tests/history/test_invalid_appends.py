@@ -1,8 +1,9 @@
 """Property: an invalid event anywhere in a batch rejects the whole batch before anything is
 written; the store's files stay byte-identical and the projection unchanged. The invalid
 events refer to things that do not exist, or change things that do in ways that may not (or
-no longer) happen: a second result, a cleared output trimmed or cleared again, a result
-routed to another message, a message finished twice, a closed compaction completed."""
+no longer) happen: a second result, a cleared output trimmed or cleared again, a part stripped
+again or one that is neither a file nor reasoning, a result routed to another message, a
+message finished twice, a closed compaction completed."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from contextledger.events import (
     CompactionRolledBack,
     EnvironmentCaptured,
     Event,
+    FilePart,
     InvalidEvent,
     MemoryPinned,
     MessageAdded,
     PartAdded,
+    PartsStripped,
     PartUpdated,
     RecordedEvent,
     SessionStarted,
@@ -56,6 +59,7 @@ _BAD_EVENTS: list[Event] = [
     ),
     ToolOutputCleared(session_id="ses_test", part_ids=(_NO_PART,), reason="normal"),
     ToolOutputTrimmed(session_id="ses_test", part_id=_NO_PART, head_chars=1, tail_chars=1),
+    PartsStripped(session_id="ses_test", part_ids=(_NO_PART,), reason="pressure"),
     PartUpdated(
         session_id="ses_test", part=TextPart(id=_NO_PART, message_id=_NO_MESSAGE, text="x")
     ),
@@ -152,11 +156,17 @@ def _rejected_without_a_trace(prefix: list[Event], batch: list[Event], index: in
 
 
 def _existing_session() -> tuple[SessionBuilder, dict[str, str]]:
-    """A session with a completed call, a cleared one, a pending one, two finished assistant
-    messages and a rolled-back compaction whose summary was written."""
+    """A session with a completed call, a cleared one, a pending one, a stripped reasoning
+    part, two finished assistant messages and a rolled-back compaction whose summary was
+    written."""
     b = SessionBuilder()
-    user = b.user("go")
+    user = b.user("go", files=[("image/png", "a.png")])
+    (image,) = [
+        e.part.id for e in b.events if isinstance(e, PartAdded) and isinstance(e.part, FilePart)
+    ]
     reply = b.assistant(user)
+    thought = b.reasoning(reply, "thinking")
+    b.strip([thought])
     done = b.tool_call(reply, "bash")
     b.tool_result(done, "ok")
     cleared = b.tool_call(reply, "read")
@@ -173,6 +183,8 @@ def _existing_session() -> tuple[SessionBuilder, dict[str, str]]:
     ids = {
         "reply": reply,
         "done": done,
+        "image": image,
+        "thought": thought,
         "cleared": cleared,
         "waiting": waiting,
         "other": other,
@@ -209,6 +221,18 @@ _ILLEGAL_CHANGES: dict[str, Callable[[dict[str, str]], Event]] = {
     ),
     "clearing a pending call": lambda ids: ToolOutputCleared(
         session_id="ses_test", part_ids=(ids["waiting"],), reason="normal"
+    ),
+    "stripping a stripped part": lambda ids: PartsStripped(
+        session_id="ses_test", part_ids=(ids["thought"],), reason="pressure"
+    ),
+    "stripping a tool call": lambda ids: PartsStripped(
+        session_id="ses_test", part_ids=(ids["done"],), reason="pressure"
+    ),
+    "stripping a part twice at once": lambda ids: PartsStripped(
+        session_id="ses_test", part_ids=(ids["image"], ids["image"]), reason="pressure"
+    ),
+    "stripping nothing": lambda ids: PartsStripped(
+        session_id="ses_test", part_ids=(), reason="pressure"
     ),
     "a result on another message's call": lambda ids: ToolStateChanged(
         session_id="ses_test",
@@ -279,6 +303,7 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
     compactions: dict[str, str] = {}
     summaries: dict[str, str] = {}
     environment: list[str] = []
+    stripped: list[str] = []
     memory = False
     for event in prefix:
         match event:
@@ -297,6 +322,8 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
             case ToolOutputCleared():
                 for part_id in event.part_ids:
                     tools[part_id] = (tools[part_id][0], "cleared")
+            case PartsStripped():
+                stripped.extend(event.part_ids)
             case AssistantFinished():
                 finished.append(event.message_id)
             case CompactionCompleted():
@@ -381,11 +408,21 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
         )
     if memory:
         bad["memory pinned twice"] = [MemoryPinned(session_id=s, text="again")]
+    if stripped:
+        bad["stripped again"] = [
+            PartsStripped(session_id=s, part_ids=(part_id,), reason="pressure")
+            for part_id in stripped
+        ]
+    if tools:
+        bad["a tool call stripped"] = [
+            PartsStripped(session_id=s, part_ids=(part_id,), reason="pressure") for part_id in tools
+        ]
     return bad
 
 
 #: The kinds ``_illegal_changes`` makes, the rarest first (hypothesis favours early choices).
 _RARE_FIRST = [
+    "stripped again",
     "cleared again",
     "rolled_back compaction changed",
     "second result",
@@ -396,6 +433,7 @@ _RARE_FIRST = [
     "environment captured twice",
     "memory pinned twice",
     "call id reused",
+    "a tool call stripped",
 ]
 
 

@@ -18,6 +18,7 @@ from contextledger.events import (
     ToolPart,
 )
 from contextledger.history import History, Message
+from contextledger.history.live_view import LiveView
 from contextledger.history.messages import (
     ModelFile,
     ModelMessage,
@@ -701,3 +702,60 @@ def test_a_turn_arriving_after_the_summary_started_follows_the_summary(keep_tail
 def test_a_turn_arriving_before_the_summary_message_follows_the_summary(keep_tail: bool) -> None:
     b, expected = _compaction_with_a_late_turn(summary_first=False, keep_tail=keep_tail)
     assert [m.source_id for m in _view(b)] == expected
+
+
+# --- stripped parts (PartsStripped) ---------------------------------------------------------------
+
+
+def _file_ids(b: SessionBuilder, message_id: str) -> list[str]:
+    return [p.id for p in _history(b).message(message_id).parts if isinstance(p, FilePart)]
+
+
+def test_a_stripped_file_is_sent_as_its_name_or_mime_and_stripped_reasoning_not_at_all() -> None:
+    b = SessionBuilder()
+    user = b.user("look", files=[("image/png", "shot.png"), ("application/pdf", None)])
+    reply = b.assistant(user)
+    thought = b.reasoning(reply, "thinking", signature="sig")
+    b.text(reply, "")
+    b.text(reply, "seen")
+    b.finish(reply)
+    before = _view(b)
+    assert ModelText(text=" ") in before[1].content
+    b.strip([*_file_ids(b, user), thought])
+    view = _view(b)
+    assert view[0].content == (
+        ModelText(text="look"),
+        ModelText(text="[stripped: shot.png]", synthetic=True),
+        ModelText(text="[stripped: application/pdf]", synthetic=True),
+    )
+    # Without its signed reasoning, the empty text is no longer needed as a space.
+    assert view[1].content == (ModelText(text="seen"),)
+
+
+def test_a_stripped_file_keeps_its_placeholder_when_media_is_stripped_anyway() -> None:
+    b = SessionBuilder()
+    old = b.user("old", files=[("image/png", "old.png"), ("image/png", "kept.png")])
+    b.strip(_file_ids(b, old)[:1])
+    b.compact("summary", tail_start_id=old)
+    b.user("new")
+    for options in ({}, {"strip_media": True}, {"historical_media": "latest-user"}):
+        assert _texts(_view(b, **options))[3:5] == [
+            "[stripped: old.png]",
+            "[Attached image/png: kept.png]",
+        ]
+
+
+def test_a_stripped_part_stays_in_the_history_and_its_message_is_converted_again() -> None:
+    b = SessionBuilder()
+    user = b.user("look", files=[("image/png", "shot.png")])
+    live = LiveView(ViewOptions(model=DEFAULT_MODEL))
+    history = _history(b)
+    live.update(history)
+    version = history.message(user).version
+    (part_id,) = _file_ids(b, user)
+    b.strip([part_id])
+    history.apply(RecordedEvent(b.session_id, len(b.events), len(b.events), b.events[-1]))
+    message = history.message(user)
+    assert message.stripped == (part_id,) and message.version == version + 1
+    assert isinstance(history.part(part_id), FilePart)
+    assert list(live.update(history)) == model_view(history, ViewOptions(model=DEFAULT_MODEL))

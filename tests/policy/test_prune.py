@@ -1,24 +1,59 @@
-"""Specification of ``contextledger.policy.prune``: opencode's prune planner.
+"""Specification of ``contextledger.policy.prune``: opencode's prune planner, MiMo's pressure
+tiers and the cost-aware mode.
 
 Scenario ids name their source: ``9.2#n`` is opencode-kilo.md §9.2 (opencode's
-``compaction.test.ts``); the algorithm is §6.1.
+``compaction.test.ts``); the algorithm is §6.1. The ``mimo`` tests adapt MiMo's
+``compaction-prune.test.ts`` and ``prune.test.ts`` (mimo-pi.md §3 and §6).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pytest import approx
 
-from contextledger.events import Event, RecordedEvent
+from contextledger.config import Config, PruneConfig, PruneMode
+from contextledger.events import (
+    Event,
+    FilePart,
+    PartsStripped,
+    ReasoningPart,
+    RecordedEvent,
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+    is_media,
+)
 from contextledger.events.catalogue import PruneReason
-from contextledger.events.parts import ToolCompleted, ToolPart
+from contextledger.events.parts import ToolCompleted, ToolPart, Usage
 from contextledger.history import History, validate_events
 from contextledger.history.projection import Message
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import ViewOptions, view_messages
-from contextledger.policy.prune import PrunePlan, output_tokens, plan_prune
+from contextledger.policy.overflow import Model, ModelLimits, pressure_level
+from contextledger.policy.prices import DEFAULT_PRICE, Price, price_for
+from contextledger.policy.prune import (
+    PROTECTED_TURNS,
+    CostComparison,
+    Plan,
+    PrunePlan,
+    StripPlan,
+    TrimPlan,
+    cache_cold,
+    output_tokens,
+    plan_after_turn,
+    plan_cost,
+    plan_events,
+    plan_prune,
+    plan_strip,
+    plan_tiers,
+    prune_candidates,
+    prune_pays,
+)
 from contextledger.testing import session_events
 from contextledger.testing.builder import SessionBuilder
 
@@ -239,11 +274,11 @@ def _protected_part_ids(messages: Sequence[Message]) -> set[str]:
 
 @st.composite
 def _sessions(draw: st.DrawFn) -> list[Event]:
-    """A generated session followed by up to three plain turns, so that its tool outputs
+    """A generated session followed by up to four plain turns, so that its tool outputs
     fall out of the protected turns more often."""
     events = draw(session_events())
     later = SessionBuilder(started=False, start_ms=max(e.time_ms for e in events) + 1000)
-    for n in range(draw(st.integers(0, 3))):
+    for n in range(draw(st.integers(0, 4))):
         _turn(later, f"later {n}")
     return events + later.events
 
@@ -273,3 +308,478 @@ def test_a_plan_only_names_old_completed_uncleared_unprotected_outputs(
         outputs.append(part.state.output)
     assert plan.tokens == sum(output_tokens(o) for o in outputs) > minimum_tokens
     assert plan.reason == reason
+
+
+# --- MiMo's tiers: compaction-prune.test.ts and prune.test.ts (mimo-pi.md §3, §6) ----------------
+
+NOW = 10_000_000
+COLD = NOW - 300_001  # the last assistant message finished more than five minutes ago
+WARM = NOW - 300_000
+MIMO = PruneConfig(enabled=True, mode="mimo")
+
+
+def _tiers(b: SessionBuilder, level: int, last: int | None = COLD, **config: Any) -> list[Plan]:
+    return plan_tiers(
+        _view(b),
+        level=level,
+        now_ms=NOW,
+        last_finished_ms=last,
+        config=msgspec.structs.replace(MIMO, **config),
+    )
+
+
+def _mimo_session(tool: str = "read") -> tuple[SessionBuilder, str, str]:
+    """compaction-prune.test.ts: a 200,000-character ``tool`` output more than two user turns
+    back, then a recent ``edit`` with the output "small"; the two tool part ids."""
+    b = SessionBuilder()
+    (old,) = _turn(b, "first", (tool, "x" * 200_000))
+    (recent,) = _turn(b, "second", ("edit", "small"))
+    _turn(b, "third")
+    return b, old, recent
+
+
+def test_mimo_an_old_200k_read_output_is_trimmed_at_level_1_and_cleared_at_level_2() -> None:
+    b, old, _ = _mimo_session()
+    assert _tiers(b, 1) == [TrimPlan(old, 1536, 1536)]
+    assert _tiers(b, 2) == [PrunePlan((old,), 50_000, "pressure")]
+    assert _tiers(b, 3) == _tiers(b, 2)
+
+
+def test_mimo_a_recent_small_edit_output_is_kept() -> None:
+    b, old, recent = _mimo_session()
+    planned = {i for plan in _tiers(b, 1) + _tiers(b, 2) for i in _ids(plan)}
+    assert old in planned and recent not in planned
+
+
+def test_mimo_a_protected_skill_output_is_kept() -> None:
+    b, _, _ = _mimo_session("skill")
+    assert _tiers(b, 1) == [] and _tiers(b, 2) == []
+
+
+def test_mimo_a_tiny_session_is_unchanged() -> None:
+    b = SessionBuilder()
+    _turn(b, "hi", ("read", "small"))
+    assert _tiers(b, 1) == [] and _tiers(b, 3) == []
+
+
+def test_mimo_a_warm_cache_changes_nothing() -> None:
+    b, old, _ = _mimo_session()
+    assert _tiers(b, 1, WARM) == [] and _tiers(b, 3, WARM) == []
+    assert _tiers(b, 1, WARM, cache_ttl_ms=299_999) == [TrimPlan(old, 1536, 1536)]
+
+
+def test_mimo_no_pressure_changes_nothing() -> None:
+    b, _, _ = _mimo_session()
+    assert _tiers(b, 0) == [] and _tiers(b, 0, None) == []
+
+
+def test_mimo_with_no_finished_assistant_the_cache_counts_as_cold() -> None:
+    b, old, _ = _mimo_session()
+    assert _tiers(b, 1, None) == [TrimPlan(old, 1536, 1536)]
+
+
+def test_mimo_prune_test_a_planned_prune_leaves_the_output_in_the_log() -> None:
+    """prune.test.ts: a 100K/32K model at 80K tokens with an old 200,000-character bash output;
+    the output stays as it was (here it is only sent as a placeholder from now on)."""
+    model = Model(provider_id="x", model_id="y", limits=ModelLimits(context=100_000, output=32_000))
+    level = pressure_level(model, Usage(input=80_000), Config())
+    b, old, _ = _mimo_session("bash")
+    plans = _tiers(b, level)
+    b.events.extend(plan_events(plans, session_id=b.session_id, time_ms=NOW))
+    part = _history(b.events).part(old)
+    assert isinstance(part, ToolPart) and isinstance(part.state, ToolCompleted)
+    assert part.state.output == "x" * 200_000 and part.state.compacted_ms == NOW
+
+
+def test_cache_cold_boundaries() -> None:
+    assert not cache_cold(1_000, 700, 300)
+    assert cache_cold(1_001, 700, 300)
+    assert cache_cold(0, None, 300)
+
+
+def test_mimo_level_1_trims_only_outputs_over_4096_chars_to_1536_and_1536() -> None:
+    b = SessionBuilder()
+    (at,) = _turn(b, "at the threshold", ("bash", "a" * 4096))
+    (over,) = _turn(b, "over it", ("bash", "b" * 4097))
+    _turn(b, "fills the protected 40,000 tokens", ("bash", _tokens(40_000)))
+    _turn(b, "previous")
+    _turn(b, "current")
+    assert prune_candidates(_view(b)).part_ids == (at, over)
+    assert _tiers(b, 1) == [TrimPlan(over, 1536, 1536)]
+
+
+def test_mimo_an_output_trimmed_as_much_or_more_already_is_not_trimmed_again() -> None:
+    b, old, _ = _mimo_session()
+    b.trim(old, 1536, 1536)
+    assert _tiers(b, 1) == []
+    b, old, _ = _mimo_session()
+    b.trim(old, 3000, 72)
+    assert _tiers(b, 1) == []
+    b, old, _ = _mimo_session()
+    b.trim(old, 2000, 1536)
+    assert _tiers(b, 1) == [TrimPlan(old, 1536, 1536)]
+
+
+def test_mimo_level_1_keeps_outputs_that_trimming_would_not_shorten() -> None:
+    b, _, _ = _mimo_session()
+    assert _tiers(b, 1, trim_keep_chars=100_000) == []
+
+
+def _media_and_reasoning_turn(b: SessionBuilder, text: str, output_tokens: int) -> list[str]:
+    """A user message with an image and a reply with reasoning and one bash output; the
+    image, reasoning and tool part ids."""
+    user = b.user(text, files=[("image/png", f"{text}.png")])
+    image = _history(b.events).message(user).parts[-1].id
+    reply = b.assistant(user)
+    thought = b.reasoning(reply, f"thinking about {text}")
+    call = b.tool_call(reply, "bash")
+    b.tool_result(call, _tokens(output_tokens))
+    b.finish(reply, "tool-calls")
+    return [image, thought, call]
+
+
+def test_mimo_level_2_clears_over_20000_and_strips_media_and_reasoning_older_than_3_turns() -> None:
+    b = SessionBuilder()
+    image, thought, old = _media_and_reasoning_turn(b, "oldest", 30_000)
+    _media_and_reasoning_turn(b, "kept by the 40,000", 40_000)
+    _media_and_reasoning_turn(b, "previous", 10)
+    _media_and_reasoning_turn(b, "current", 10)
+    assert _tiers(b, 2) == [
+        PrunePlan((old,), 30_000, "pressure"),
+        StripPlan((image, thought), "pressure"),
+    ]
+
+
+def test_mimo_level_2_never_strips_within_the_last_3_turns() -> None:
+    b = SessionBuilder()
+    for text in ("third newest", "previous", "current"):
+        _media_and_reasoning_turn(b, text, 10)
+    assert _tiers(b, 2) == []
+    assert plan_strip(_view(b), protected_turns=2) is not None
+
+
+def test_mimo_level_2_strips_even_when_clearing_would_free_too_little() -> None:
+    b = SessionBuilder()
+    image, thought, _ = _media_and_reasoning_turn(b, "oldest", 20_000)
+    _media_and_reasoning_turn(b, "kept by the 40,000", 40_000)
+    _media_and_reasoning_turn(b, "previous", 10)
+    _media_and_reasoning_turn(b, "current", 10)
+    assert _tiers(b, 2) == [StripPlan((image, thought), "pressure")]
+
+
+def test_strip_skips_parts_stripped_already_non_media_files_and_assistant_files() -> None:
+    b = SessionBuilder()
+    user = b.user("old", files=[("image/png", "a.png"), ("text/plain", "notes.txt")])
+    image, text_file = (p.id for p in _history(b.events).message(user).parts[1:])
+    reply = b.assistant(user)
+    first = b.reasoning(reply, "one")
+    second = b.reasoning(reply, "two")
+    b.finish(reply)
+    b.strip([first])
+    for n in range(3):
+        b.user(f"turn {n}")
+    assert plan_strip(_view(b)) == StripPlan((image, second), "pressure")
+    assert text_file not in plan_strip(_view(b)).part_ids  # type: ignore[union-attr]
+
+
+def test_the_walk_is_shared_by_every_mode() -> None:
+    b, old, _ = _mimo_session()
+    candidates = prune_candidates(_view(b))
+    assert candidates.part_ids == (old,) and candidates.tokens == 50_000
+    assert plan_prune(_view(b)) == PrunePlan(candidates.part_ids, candidates.tokens, "normal")
+
+
+# --- cost mode ----------------------------------------------------------------------------------
+
+SONNET = price_for("anthropic", "claude-sonnet-4")  # $3 / MTok, read 0.1x, write 1.25x
+GPT_5 = price_for("openai", "gpt-5")  # $1.25 / MTok, read 0.1x, no write fee
+
+
+def _pays(warm: bool, turns: int, freed: int = 50_000, price: Price = SONNET) -> CostComparison:
+    """A 100,000-token prompt whose first change is 20,000 tokens in."""
+    return prune_pays(
+        prompt_tokens=100_000,
+        cut_tokens=20_000,
+        freed_tokens=freed,
+        warm=warm,
+        turns=turns,
+        price=price,
+    )
+
+
+def test_cost_warm_cache_long_remaining_session_prunes() -> None:
+    # keep:  10 x 0.1 x 100,000 = 100,000 token-prices = $0.30
+    # prune: 0.1 x 20,000 + 1.25 x 30,000 + 9 x 0.1 x 50,000 = 84,500 = $0.2535
+    assert _pays(warm=True, turns=10) == CostComparison(True, approx(0.30), approx(0.2535))
+
+
+def test_cost_warm_cache_one_turn_left_keeps() -> None:
+    # keep: 0.1 x 100,000 = $0.03; prune: 0.1 x 20,000 + 1.25 x 30,000 = 39,500 = $0.1185
+    assert _pays(warm=True, turns=1) == CostComparison(False, approx(0.03), approx(0.1185))
+
+
+def test_cost_cold_cache_prunes_whenever_something_is_freed() -> None:
+    # keep: 1.25 x 100,000 = $0.375; prune: 1.25 x 99,999 = $0.37499625
+    assert _pays(warm=False, turns=1, freed=1) == CostComparison(
+        True, approx(0.375), approx(0.37499625)
+    )
+    assert _pays(warm=False, turns=1, freed=0) == CostComparison(
+        False, approx(0.375), approx(0.375)
+    )
+
+
+def test_cost_without_a_write_fee_rewriting_is_cheaper() -> None:
+    # keep: n x 0.1 x 100,000; prune: 0.1 x 20,000 + 1.0 x 30,000 + (n - 1) x 0.1 x 50,000
+    assert _pays(warm=True, turns=2, price=GPT_5) == CostComparison(
+        False, approx(0.025), approx(0.04625)
+    )
+    assert _pays(warm=True, turns=10, price=GPT_5) == CostComparison(
+        True, approx(0.125), approx(0.09625)
+    )
+
+
+def test_cost_freed_tokens_never_exceed_what_follows_the_cut() -> None:
+    assert _pays(warm=True, turns=10, freed=500_000) == _pays(warm=True, turns=10, freed=80_000)
+
+
+@given(
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.booleans(),
+    st.integers(1, 50),
+    st.sampled_from([SONNET, GPT_5, price_for("deepseek", "deepseek-chat"), DEFAULT_PRICE]),
+)
+def test_cost_more_remaining_turns_never_turn_a_prune_into_a_keep(
+    prompt: int, cut: int, freed: int, warm: bool, turns: int, price: Price
+) -> None:
+    def pays(n: int) -> CostComparison:
+        return prune_pays(
+            prompt_tokens=prompt,
+            cut_tokens=cut,
+            freed_tokens=freed,
+            warm=warm,
+            turns=n,
+            price=price,
+        )
+
+    if pays(turns).pays:
+        assert pays(turns + 1).pays
+    if freed == 0 or cut >= prompt:
+        assert not pays(turns).pays
+    if not warm and freed > 0 and cut < prompt:
+        assert pays(turns).pays
+
+
+def _cost_session() -> tuple[list[Message], str, dict[str, int]]:
+    """An old 60,000-token bash output, a previous turn whose reply is 30,000 tokens and the
+    current turn; part estimates set by hand (everything else 0)."""
+    b = SessionBuilder()
+    (old,) = _turn(b, "old", ("bash", _tokens(60_000)))
+    reply = b.assistant(b.user("previous"))
+    text = b.text(reply, "answer")
+    b.finish(reply)
+    _turn(b, "current")
+    messages = _view(b)
+    tokens = {p.id: 0 for m in messages for p in m.parts}
+    tokens.update({old: 60_000, text: 30_000})
+    return messages, old, tokens
+
+
+def _plan_cost(warm: bool, turns: int) -> PrunePlan | None:
+    messages, _, tokens = _cost_session()
+    return plan_cost(
+        messages,
+        config=PruneConfig(enabled=True, mode="cost", expected_turns=turns),
+        prompt_tokens=130_000,
+        warm=warm,
+        price=SONNET,
+        part_tokens=tokens,
+    )
+
+
+def test_cost_plan_warm_cache_long_remaining_session_prunes() -> None:
+    # P = 130,000, cut c = 130,000 - 90,000 = 40,000, F = 60,000:
+    # keep 10 x 13,000 = 130,000 > prune 0.1 x 40,000 + 1.25 x 30,000 + 9 x 0.1 x 70,000
+    # = 104,500 (token-prices)
+    _, old, _ = _cost_session()
+    assert _plan_cost(warm=True, turns=10) == PrunePlan((old,), 60_000, "cost")
+
+
+def test_cost_plan_warm_cache_one_turn_left_keeps() -> None:
+    # keep 13,000 < prune 41,500
+    assert _plan_cost(warm=True, turns=1) is None
+
+
+def test_cost_plan_cold_cache_prunes() -> None:
+    # keep 1.25 x 130,000 > prune 1.25 x 70,000
+    _, old, _ = _cost_session()
+    assert _plan_cost(warm=False, turns=1) == PrunePlan((old,), 60_000, "cost")
+
+
+def test_cost_plan_has_nothing_to_weigh_without_candidates() -> None:
+    b = SessionBuilder()
+    _turn(b, "only", ("bash", _tokens(100_000)))
+    plan = plan_cost(_view(b), config=PruneConfig(mode="cost"), prompt_tokens=200_000, warm=False)
+    assert plan is None
+
+
+# --- the entry point ----------------------------------------------------------------------------
+
+
+def _after_turn(b: SessionBuilder, last: int | None, **config: Any) -> list[Plan]:
+    return plan_after_turn(
+        _view(b), config=PruneConfig(**config), level=2, now_ms=NOW, last_finished_ms=last
+    )
+
+
+def _cost_after_turn(last: int | None, price: Price = SONNET, **config: Any) -> list[Plan]:
+    messages, _, tokens = _cost_session()
+    return plan_after_turn(
+        messages,
+        config=PruneConfig(mode="cost", expected_turns=1, **config),
+        level=0,
+        now_ms=NOW,
+        last_finished_ms=last,
+        prompt_tokens=130_000,
+        price=price,
+        part_tokens=tokens,
+    )
+
+
+def test_after_turn_the_normal_prune_is_off_by_default() -> None:
+    b, _, _ = _mimo_session()
+    for mode in ("opencode", "mimo", "cost"):
+        assert _after_turn(b, COLD, mode=mode) == []
+    assert _cost_after_turn(COLD) == []
+
+
+def test_after_turn_each_mode_plans_its_own_way() -> None:
+    b, old, _ = _mimo_session()
+    assert _after_turn(b, WARM, enabled=True) == [PrunePlan((old,), 50_000, "normal")]
+    assert _after_turn(b, WARM, enabled=True, mode="mimo") == []
+    assert _after_turn(b, COLD, enabled=True, mode="mimo") == [
+        PrunePlan((old,), 50_000, "pressure")
+    ]
+    _, old, _ = _cost_session()
+    assert _cost_after_turn(WARM, enabled=True) == []
+    assert _cost_after_turn(COLD, enabled=True) == [PrunePlan((old,), 60_000, "cost")]
+
+
+def test_after_turn_the_cost_mode_uses_the_prices_cache_lifetime() -> None:
+    _, old, _ = _cost_session()
+    deepseek = price_for("deepseek", "deepseek-chat")  # an hour
+    assert _cost_after_turn(COLD, deepseek, enabled=True) == []
+    expired = NOW - deepseek.ttl_s * 1000 - 1
+    assert _cost_after_turn(expired, deepseek, enabled=True) == [PrunePlan((old,), 60_000, "cost")]
+
+
+def test_plan_events_stamps_each_plan() -> None:
+    plans: list[Plan] = [
+        PrunePlan(("prt_1",), 30_000, "pressure"),
+        TrimPlan("prt_2", 1536, 1536),
+        StripPlan(("prt_3", "prt_4"), "pressure"),
+    ]
+    assert plan_events(plans, session_id="ses_x", time_ms=5, agent_id="explore") == [
+        ToolOutputCleared(
+            session_id="ses_x",
+            agent_id="explore",
+            time_ms=5,
+            part_ids=("prt_1",),
+            reason="pressure",
+        ),
+        ToolOutputTrimmed(
+            session_id="ses_x",
+            agent_id="explore",
+            time_ms=5,
+            part_id="prt_2",
+            head_chars=1536,
+            tail_chars=1536,
+        ),
+        PartsStripped(
+            session_id="ses_x",
+            agent_id="explore",
+            time_ms=5,
+            part_ids=("prt_3", "prt_4"),
+            reason="pressure",
+        ),
+    ]
+
+
+# --- properties of every mode ---------------------------------------------------------------------
+
+
+def _ids(plan: Plan) -> tuple[str, ...]:
+    return (plan.part_id,) if isinstance(plan, TrimPlan) else plan.part_ids
+
+
+def _turn_parts(messages: Sequence[Message], turns: int) -> set[str]:
+    """The parts of the last ``turns`` turns: from the ``turns``-th newest user message on."""
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    start = users[-turns] if len(users) >= turns else 0
+    return {p.id for m in messages[start:] for p in m.parts}
+
+
+_CONFIGS = st.builds(
+    PruneConfig,
+    enabled=st.just(True),
+    protect_tokens=st.integers(0, 2_000),
+    minimum_tokens=st.integers(0, 500),
+    trim_threshold_chars=st.integers(1, 6_000),
+    trim_keep_chars=st.integers(1, 2_000),
+    strip_protected_turns=st.integers(1, 4),
+    expected_turns=st.integers(1, 20),
+)
+
+
+@pytest.mark.parametrize("mode", ["opencode", "mimo", "cost"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _sessions(),
+    _CONFIGS,
+    st.sampled_from([0, 1, 1, 2, 2, 3]),
+    st.none() | st.integers(NOW - 4_000_000, NOW),
+    st.integers(0, 2_000_000),
+    st.sampled_from([SONNET, GPT_5, price_for("deepseek", "deepseek-chat")]),
+)
+def test_a_plan_after_a_turn_only_names_what_it_may_and_its_events_validate(
+    mode: PruneMode,
+    events: list[Event],
+    config: PruneConfig,
+    level: int,
+    last: int | None,
+    prompt_tokens: int,
+    price: Price,
+) -> None:
+    history = _history(events)
+    messages = view_messages(history, ViewOptions())
+    plans = plan_after_turn(
+        messages,
+        config=msgspec.structs.replace(config, mode=mode),
+        level=level,
+        now_ms=NOW,
+        last_finished_ms=last,
+        prompt_tokens=prompt_tokens,
+        price=price,
+        part_tokens=history.state.part_tokens,
+    )
+    owners = {p.id: m for m in messages for p in m.parts}
+    for plan in plans:
+        named = [owners[part_id].parts for part_id in _ids(plan)]
+        assert all(named)
+        if isinstance(plan, StripPlan):
+            assert not set(plan.part_ids) & _turn_parts(messages, config.strip_protected_turns)
+            for part_id in plan.part_ids:
+                message = owners[part_id]
+                part = history.part(part_id)
+                assert part_id not in message.stripped
+                assert isinstance(part, ReasoningPart) or (
+                    message.role == "user" and isinstance(part, FilePart) and is_media(part.mime)
+                )
+            continue
+        assert not set(_ids(plan)) & _turn_parts(messages, PROTECTED_TURNS)
+        for part_id in _ids(plan):
+            part = history.part(part_id)
+            assert isinstance(part, ToolPart) and part.tool not in config.protected_tools
+            assert isinstance(part.state, ToolCompleted) and part.state.compacted_ms is None
+    validate_events(history.index, plan_events(plans, session_id="ses_test", time_ms=NOW))

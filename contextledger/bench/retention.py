@@ -1,0 +1,320 @@
+"""``retention``: how many of the facts a session needs again survive its compactions.
+
+Every Claude Code transcript in the traces folder is replayed into a session log with a
+32,000-token window (``--full``: also 64,000). Before each model step, when the view's
+estimated size is over the usable window, the session is compacted by the compactor with
+the ``ExtractiveSummarizer`` (no model), exactly as the runtime would. For each compaction,
+the *needed* facts are the exact strings (``compaction.facts.exact_strings``: file paths,
+error lines, commands, identifiers) of the compacted head that the rest of the session uses
+again: that the user or the assistant writes, or the assistant passes to a tool, later on. A
+fact is *retained* when it appears in the summary or in the kept tail. Tool outputs that
+merely print a string again (a build log listing the same font files) do not make it needed;
+``retention_with_outputs`` counts them too, for comparison.
+
+Keys, per trace (under ``traces``): ``compactions``, ``needed``, ``retained``, ``retention``
+(retained / needed), ``missed`` (a sample of missed strings, most used again first); overall:
+``retention_min`` (the lowest over traces; target >= 0.90) and ``retention_overall``.
+Without traces: ``{"available": false, "reason": ...}``.
+
+Only the Claude Code transcripts are replayed: the other formats in the traces folder have
+no importer yet.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from contextledger.bench._common import Options, table
+from contextledger.bench.estimation import DEFAULT_TRACES, trace_dir
+from contextledger.compaction.compactor import compact
+from contextledger.compaction.facts import exact_strings, strings_in
+from contextledger.compaction.summarizers import ExtractiveSummarizer
+from contextledger.config import Config
+from contextledger.events.catalogue import (
+    Event,
+    MessageAdded,
+    PartAdded,
+    PartUpdated,
+    ToolStateChanged,
+)
+from contextledger.events.ids import format_id, is_id, parse_id
+from contextledger.events.parts import (
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    ToolState,
+)
+from contextledger.history.projection import History, Message
+from contextledger.history.view import ViewOptions, view_messages
+from contextledger.importers.claude_code import import_claude_code
+from contextledger.ledger import SessionLog
+from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.store.memory import MemoryStore
+
+WINDOWS: Final = (32_000,)
+WINDOWS_FULL: Final = (32_000, 64_000)
+OUTPUT_TOKENS: Final = 4_096
+TARGET: Final = 0.90
+#: Ids are spread apart by this factor, so compaction messages fit between a trace's ids.
+ID_GAP: Final = 64
+MISSED_SHOWN: Final = 12
+
+
+def respaced(events: Sequence[Event]) -> list[Event]:
+    """``events`` with every message and part id's counter multiplied by ``ID_GAP``: the
+    same order, with room after each id for the ones a compaction adds."""
+
+    def respace(value: Any) -> Any:
+        if isinstance(value, str) and is_id(value):
+            kind, time_ms, counter = parse_id(value)
+            return format_id(kind, time_ms, counter * ID_GAP)  # type: ignore[arg-type]
+        if isinstance(value, dict):
+            return {k: respace(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [respace(v) for v in value]
+        return value
+
+    return [msgspec.convert(respace(msgspec.to_builtins(e)), type(e)) for e in events]
+
+
+def message_text(message: Message) -> str:
+    """Everything a message says: texts, reasoning, tool inputs, outputs and errors."""
+    return "\n".join(_part_text(p) for p in message.parts)
+
+
+class _Measure(msgspec.Struct):
+    compactions: int = 0
+    needed: int = 0
+    retained: int = 0
+    missed: Counter[str] = msgspec.field(default_factory=Counter)
+    needed_any: int = 0
+    retained_any: int = 0
+    head_chars: int = 0
+    summary_chars: int = 0
+
+
+def _facts(messages: Iterable[Message]) -> set[str]:
+    return exact_strings("\n".join(message_text(m) for m in messages))
+
+
+async def _replay(events: list[Event], window: int) -> _Measure:
+    """Replay ``events`` with compactions at ``window``; measure what each one keeps."""
+    config = Config()
+    model = Model(
+        provider_id="anthropic",
+        model_id="claude-sonnet-4-5",
+        limits=ModelLimits(context=window, output=OUTPUT_TOKENS),
+    )
+    limit = usable(model, config)
+    log = await SessionLog.open(MemoryStore(), events[0].session_id)
+    starts = [i for i, e in enumerate(events) if isinstance(e, MessageAdded)]
+    pending: list[tuple[set[str], str, int]] = []  # head facts, kept text, event index
+    sizes = [0, 0]  # head and summary characters
+    done = 0
+    for step in [i for i in starts if _role(events[i]) == "assistant"] + [len(events)]:
+        await log.append(events[done:step])
+        done = step
+        if step == len(events) or _view_tokens(log.history) <= limit:
+            continue
+        head, kept, head_chars, summary_chars = await _compact(log, model, config)
+        if head:
+            pending.append((head, kept, step))
+            sizes[0] += head_chars
+            sizes[1] += summary_chars
+    measure = _Measure(compactions=len(pending), head_chars=sizes[0], summary_chars=sizes[1])
+    for head, kept, step in pending:
+        needed = head & _later_facts(events[step:], outputs=False)
+        missed = {s for s in needed if s not in kept}
+        measure.needed += len(needed)
+        measure.retained += len(needed) - len(missed)
+        measure.missed.update(missed)
+        needed_any = head & _later_facts(events[step:], outputs=True)
+        measure.needed_any += len(needed_any)
+        measure.retained_any += sum(s in kept for s in needed_any)
+    return measure
+
+
+def _role(event: Event) -> str:
+    return event.role if isinstance(event, MessageAdded) else ""
+
+
+def _view_tokens(history: History) -> int:
+    return sum(
+        history.part_tokens(p.id) for m in view_messages(history, ViewOptions()) for p in m.parts
+    )
+
+
+def _later_facts(events: Sequence[Event], *, outputs: bool) -> set[str]:
+    """The exact strings the session uses after a point: what the user and the assistant
+    write and the tool inputs the assistant sends; with ``outputs``, tool outputs too."""
+    return exact_strings("\n".join(_event_text(e, outputs) for e in events))
+
+
+def _event_text(event: Event, outputs: bool) -> str:
+    match event:
+        case PartAdded(part=part) | PartUpdated(part=part):
+            return _part_text(part, outputs)
+        case ToolStateChanged(state=state):
+            return _state_text(state, outputs)
+    return ""
+
+
+def _part_text(part: Part, outputs: bool = True) -> str:
+    if isinstance(part, TextPart | ReasoningPart):
+        return part.text
+    if isinstance(part, ToolPart):
+        return _state_text(part.state, outputs)
+    return ""
+
+
+def _state_text(state: ToolState, outputs: bool = True) -> str:
+    text = "\n".join(strings_in(state.input))
+    if not outputs:
+        return text
+    if isinstance(state, ToolCompleted):
+        return f"{text}\n{state.output}"
+    if isinstance(state, ToolErrored):
+        return f"{text}\n{state.error}"
+    return text
+
+
+async def _compact(log: SessionLog, model: Model, config: Config) -> tuple[set[str], str, int, int]:
+    """Compact now; return the head's facts, the text that keeps them (summary + tail), and
+    the sizes in characters of the head and of the summary."""
+    history = log.history
+    clock = _id_clock(history)
+    result = await compact(log, ExtractiveSummarizer(), model=model, config=config, clock=clock)
+    if result.outcome != "completed":
+        return set(), "", 0, 0
+    projection = history.state.compactions[result.request_message_id].projection
+    assert projection is not None
+    head_ids = _head_ids(history, projection.head_first_id, projection.head_last_id)
+    head = [history.message(i) for i in head_ids]
+    tail = _tail(history, result.tail_start_id, result.request_message_id)
+    summary = message_text(history.message(result.summary_message_id or ""))
+    kept = "\n".join([summary, *(message_text(m) for m in tail)])
+    head_chars = sum(len(message_text(m)) for m in head)
+    return _facts(head), kept, head_chars, len(summary)
+
+
+def _head_ids(history: History, first: str | None, last: str | None) -> list[str]:
+    if first is None or last is None:
+        return []
+    return [m.id for m in history.messages if first <= m.id <= last and not m.summary]
+
+
+def _tail(history: History, start: str | None, request: str) -> list[Message]:
+    if start is None:
+        return []
+    return [m for m in history.messages if start <= m.id < request]
+
+
+def _id_clock(history: History) -> Callable[[], int]:
+    """A clock at the older of the newest message and part ids' times: new ids then take
+    the next counter value, inside the room ``respaced`` left."""
+    last_message = history.messages[-1].id
+    last_part = history.index.last_part_id or last_message
+    now = min(parse_id(last_message)[1], parse_id(last_part)[1])
+    return lambda: now
+
+
+def _traces(traces: Path) -> list[Path]:
+    folder = trace_dir(traces)
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def run(options: Options) -> dict[str, Any]:
+    """Measure and return the figures (see the module docstring)."""
+    paths = _traces(DEFAULT_TRACES)
+    if not paths:
+        return {"available": False, "reason": f"no Claude Code traces under {DEFAULT_TRACES}"}
+    windows = WINDOWS_FULL if options.full else WINDOWS
+    per_trace: dict[str, Any] = {}
+    for path in paths:
+        events = respaced(import_claude_code(path, session_id="ses_retention").events)
+        if options.events:
+            events = events[: max(50, options.events)]
+        for window in windows:
+            measure = trio.run(_replay, events, window)
+            key = path.name if len(windows) == 1 else f"{path.name}@{window}"
+            per_trace[key] = {
+                "window": window,
+                "compactions": measure.compactions,
+                "needed": measure.needed,
+                "retained": measure.retained,
+                "retention": measure.retained / measure.needed if measure.needed else None,
+                "retention_with_outputs": measure.retained_any / measure.needed_any
+                if measure.needed_any
+                else None,
+                "head_chars": measure.head_chars,
+                "summary_chars": measure.summary_chars,
+                "missed": [s for s, _ in measure.missed.most_common(MISSED_SHOWN)],
+            }
+    rates = [r["retention"] for r in per_trace.values() if r["retention"] is not None]
+    needed = sum(r["needed"] for r in per_trace.values())
+    retained = sum(r["retained"] for r in per_trace.values())
+    minimum = min(rates) if rates else None
+    return {
+        "available": True,
+        "traces": per_trace,
+        "retention_min": minimum,
+        "retention_overall": retained / needed if needed else None,
+        "target": TARGET,
+        "target_met": minimum is not None and minimum >= TARGET,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    """The figures as a table."""
+    if not result.get("available"):
+        return f"retention: not measured: {result.get('reason')}\n"
+    rows = [
+        [
+            "trace",
+            "window",
+            "compactions",
+            "head KB",
+            "summary KB",
+            "needed",
+            "retained",
+            "retention",
+            "with outputs",
+        ]
+    ]
+    for name, r in result["traces"].items():
+        rows.append(
+            [
+                name,
+                str(r["window"]),
+                str(r["compactions"]),
+                f"{r['head_chars'] / 1024:.0f}",
+                f"{r['summary_chars'] / 1024:.1f}",
+                str(r["needed"]),
+                str(r["retained"]),
+                _percent(r["retention"]),
+                _percent(r["retention_with_outputs"]),
+            ]
+        )
+    text = "retention: facts of compacted heads used again, kept by summary + tail\n"
+    text += table(rows, right=[False] + [True] * 8)
+    minimum = result["retention_min"]
+    shown = "n/a" if minimum is None else f"{minimum:.1%}"
+    met = "met" if result["target_met"] else "NOT met"
+    text += f"retention_min: {shown} (target >= {TARGET:.0%}, {met})\n"
+    for name, r in result["traces"].items():
+        if r["missed"]:
+            text += f"  missed in {name}: {', '.join(r['missed'][:6])}\n"
+    return text
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"

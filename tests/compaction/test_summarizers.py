@@ -1,0 +1,471 @@
+"""Summarizers: the extractive summary (every section, deterministic, incremental, on real
+traces) and the model summary (the session's prefix, the text of every wire format)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextledger.compaction.facts import (
+    MAX_ERROR_LINES,
+    CommandRun,
+    FileChange,
+    FileRead,
+    SessionFacts,
+    extract_facts,
+)
+from contextledger.compaction.summarizers import (
+    MAX_COMMANDS,
+    MAX_FILES,
+    SECTION_CARRIED,
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarizer,
+    SummaryInput,
+    extractive_summary,
+    response_text,
+)
+from contextledger.events.catalogue import RecordedEvent
+from contextledger.events.parts import ModelRef, ToolCompleted, ToolPart
+from contextledger.history.messages import ModelText
+from contextledger.history.projection import History, Message
+from contextledger.importers.claude_code import import_claude_code
+from contextledger.policy.templates import (
+    CONTINUATION,
+    NONE,
+    OPENCODE,
+    SummaryTemplate,
+    missing_sections,
+    render_summary,
+    summary_prompt,
+)
+from contextledger.providers.http import ProviderClient
+from contextledger.providers.registry import WIRE_FORMATS
+from contextledger.request.types import CacheMark, Request
+from tests.compaction.test_facts import claude_code_session, messages, opencode_session
+from tests.providers.fixtures import golden_request
+from tests.providers.loopback import Loopback, Reply
+from tests.providers.responses import ANSWERS, body
+
+TRACES = Path("/work/shared/traces/claude-code-jsonl")
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+both_templates = pytest.mark.parametrize("template", [OPENCODE, CONTINUATION], ids=lambda t: t.name)
+
+
+def sections(summary: str) -> dict[str, list[str]]:
+    """The lines under each heading of ``summary``."""
+    found: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for line in summary.split("\n"):
+        if line.startswith("#"):
+            lines = found.setdefault(line.lstrip("#").strip(), [])
+        elif line.strip() and not line.startswith("<"):
+            lines.append(line)
+    return found
+
+
+def task(
+    head: Sequence[Message],
+    template: SummaryTemplate = OPENCODE,
+    previous: str | None = None,
+    **fields: Any,
+) -> SummaryInput:
+    return SummaryInput(
+        session_id="ses_test",
+        head=tuple(head),
+        transcript=fields.pop("transcript", "user: hello"),
+        previous_summary=previous,
+        template=template,
+        prompt=summary_prompt(template, previous),
+        **fields,
+    )
+
+
+# --- the extractive summary -------------------------------------------------------------------
+
+
+@both_templates
+@pytest.mark.parametrize("session", [claude_code_session, opencode_session, None])
+def test_every_section_is_there(template: SummaryTemplate, session: Any) -> None:
+    head = messages(session()) if session else []
+    summary = extractive_summary(extract_facts(head), template)
+    assert missing_sections(template, summary) == []
+    if session is None:
+        leaves = [lines for lines in sections(summary).values() if lines]
+        assert all(lines == [NONE] for lines in leaves)
+
+
+@both_templates
+async def test_the_summary_is_deterministic(template: SummaryTemplate) -> None:
+    summarizer: Summarizer = ExtractiveSummarizer()
+    assert summarizer.max_input_tokens is None
+    first = await summarizer.summarize(task(messages(claude_code_session()), template))
+    again = await summarizer.summarize(task(messages(claude_code_session()), template))
+    assert first == again
+
+
+def test_opencode_sections_hold_the_facts() -> None:
+    summary = sections(extractive_summary(extract_facts(messages(claude_code_session())), OPENCODE))
+    assert summary["Goal"] == [
+        "- Task: Fix the failing test in tests/test_parser.py.",
+        "  Do not change the public API of parse_line.",
+        "- Latest request: Also keep blank fields out.",
+    ]
+    assert summary["Constraints & Preferences"] == ["- Do not change the public API of parse_line."]
+    assert summary["Done"] == [
+        "- written `/repo/tests/test_blank_fields.py`",
+        "- edited `/repo/src/parser.py`",
+        "- `$ pytest -q tests/test_parser.py` → ok",
+        "- [completed] Reproduce the failure",
+        "- [completed] Fix parse_line for empty input",
+    ]
+    assert summary["In Progress"] == ["- Last step: The parser test passes now."]
+    assert summary["Blocked"] == ["- `$ ruff check src` → exit 1"]
+    assert summary["Key Decisions"] == [
+        "- The issue is that split(',') keeps empty strings, so I will filter them."
+    ]
+    assert summary["Next Steps"] == ["- [pending] Run the whole suite"]
+    critical = summary["Critical Context"]
+    assert critical[0] == "- src/parser.py:2:5: F821 undefined name `fields`"
+    assert critical[1].startswith("- Identifiers: `parse_line`, ")
+    assert summary["Relevant Files"] == [
+        "- `/repo/tests/test_blank_fields.py`: written",
+        "- `/repo/src/parser.py`: read lines 1-59; edited",
+    ]
+
+
+def test_continuation_sections_hold_the_same_facts() -> None:
+    facts = extract_facts(messages(claude_code_session()))
+    summary = extractive_summary(facts, CONTINUATION)
+    assert summary.startswith("<summary>\n") and summary.endswith("\n</summary>")
+    found = sections(summary)
+    assert found["Task Overview"][-1] == "- Do not change the public API of parse_line."
+    assert "- `$ pytest -q tests/test_parser.py` → ok" in found["Current State"]
+    assert "- Last step: The parser test passes now." in found["Current State"]
+    assert found["Important Discoveries"][0] == "- `$ ruff check src` → exit 1"
+    assert found["Next Steps"] == ["- [pending] Run the whole suite"]
+    assert found["Context to Preserve"][0] == "- `/repo/tests/test_blank_fields.py`: written"
+    assert found["Context to Preserve"][-1].startswith("- Identifiers: ")
+
+
+def test_the_last_failing_test_is_blocked_with_its_lines_verbatim() -> None:
+    head = messages(claude_code_session())[:2]
+    found = sections(extractive_summary(extract_facts(head), OPENCODE))
+    assert found["Blocked"] == ["- `$ pytest -q tests/test_parser.py` → exit 1"]
+    assert found["Critical Context"][:4] == [
+        "- E       AssertionError: assert [''] == []",
+        "- E         Left contains one more item: ''",
+        "- tests/test_parser.py:4: AssertionError",
+        "- FAILED tests/test_parser.py::test_empty - AssertionError: assert [''] == []",
+    ]
+    assert found["In Progress"][0] == "- [in_progress] Reproduce the failure"
+
+
+@both_templates
+def test_a_second_compaction_keeps_the_facts_of_the_first(template: SummaryTemplate) -> None:
+    session = messages(claude_code_session())
+    first = extractive_summary(extract_facts(session[:2]), template)
+    second = extractive_summary(extract_facts(session[2:]), template, first)
+    superseded = {
+        "- [in_progress] Reproduce the failure",
+        "- [pending] Fix parse_line for empty input",
+        "- `$ pytest -q tests/test_parser.py` → exit 1",
+        "- Last step: I'll reproduce the failure, then fix `parse_line` in src/parser.py.",
+        "- `/repo/src/parser.py`: read lines 1-59",
+    }
+    kept = [line for line in first.split("\n") if line.startswith(("- ", "  "))]
+    lost = [line for line in kept if line not in second.split("\n")]
+    assert [line for line in lost if not line.startswith("- Identifiers: ")] == sorted(
+        superseded, key=kept.index
+    )
+    assert "- [completed] Reproduce the failure" in second
+    assert "- `$ pytest -q tests/test_parser.py` → ok" in second
+    assert "- `/repo/src/parser.py`: read lines 1-59; edited" in second
+    assert "  Do not change the public API of parse_line." in second
+    assert "`test_empty`" in second and "`test_blank_fields`" in second
+
+
+def test_file_facts_merge_with_the_previous_summary() -> None:
+    previous = render_summary(
+        OPENCODE,
+        {
+            "Relevant Files": [
+                "`/repo/a.py`: read lines 1-10, 50-end; created",
+                "`/repo/b.py`: read",
+            ]
+        },
+    )
+    facts = SessionFacts(
+        files_read=(FileRead("/repo/a.py", ()),),
+        files_changed=(FileChange("/repo/a.py", "edited"), FileChange("/repo/b.py", "edited")),
+    )
+    files = sections(extractive_summary(facts, OPENCODE, previous))["Relevant Files"]
+    assert files == ["- `/repo/b.py`: read; edited", "- `/repo/a.py`: read; created"]
+    ranges = SessionFacts(files_read=(FileRead("/repo/a.py", ()),))
+    narrow = render_summary(OPENCODE, {"Relevant Files": ["`/repo/a.py`: read lines 1-10"]})
+    wide = render_summary(OPENCODE, {"Relevant Files": ["`/repo/a.py`: edited"]})
+    assert "- `/repo/a.py`: read" in extractive_summary(ranges, OPENCODE, narrow).split("\n")
+    assert "- `/repo/a.py`: read; edited" in extractive_summary(ranges, OPENCODE, wide)
+
+
+def test_bullets_move_to_the_section_of_the_same_kind_across_templates() -> None:
+    previous = render_summary(
+        OPENCODE,
+        {
+            "Goal": ["Task: ship it"],
+            "Key Decisions": ["use msgspec"],
+            "Blocked": ["waiting on review"],
+            "Relevant Files": ["`src/a.py`: read"],
+        },
+    )
+    found = sections(extractive_summary(SessionFacts(), CONTINUATION, previous))
+    assert found["Task Overview"] == ["- Task: ship it"]
+    assert found["Important Discoveries"] == ["- waiting on review", "- use msgspec"]
+    assert found["Context to Preserve"] == ["- `src/a.py`: read"]
+
+
+def test_a_model_written_summary_is_carried_line_by_line() -> None:
+    previous = (
+        "Some preamble.\n\n## Goal\nShip the parser.\n\n## Progress\n* parsed CSV\n"
+        "  * with quotes\n\n## Next Steps\n1. Write docs\n2. Release\n\n## Odd Section\n- kept"
+    )
+    found = sections(extractive_summary(SessionFacts(), OPENCODE, previous))
+    assert found["Goal"] == ["- Ship the parser."]
+    assert found["Done"] == ["- parsed CSV", "  * with quotes"]
+    assert found["Next Steps"] == ["- 1. Write docs", "- 2. Release"]
+    assert found["Critical Context"] == ["- Some preamble.", "- kept"]
+
+
+bullet = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=40
+).filter(lambda text: bool(text.strip()))
+
+
+@st.composite
+def previous_summaries(draw: st.DrawFn) -> tuple[SummaryTemplate, dict[str, list[str]]]:
+    template = draw(st.sampled_from([OPENCODE, CONTINUATION]))
+    titles = [s.title for s in template.sections if s.title != "Progress"]
+    texts = draw(st.lists(bullet, unique=True, max_size=4 * len(titles)))
+    placed = draw(st.lists(st.sampled_from(titles), min_size=len(texts), max_size=len(texts)))
+    filled: dict[str, list[str]] = {}
+    for title, text in zip(placed, texts, strict=True):
+        filled.setdefault(title, []).append(text)
+    return template, filled
+
+
+@PROPERTY
+@given(previous_summaries())
+def test_every_previous_bullet_survives_a_second_summary(
+    drawn: tuple[SummaryTemplate, dict[str, list[str]]],
+) -> None:
+    template, filled = drawn
+    previous = render_summary(template, filled)
+    summary = extractive_summary(extract_facts(messages(opencode_session())), template, previous)
+    found = sections(summary)
+    for title, texts in filled.items():
+        for text in texts:
+            assert f"- {text}" in found[title]
+    assert missing_sections(template, summary) == []
+
+
+def test_sections_stay_bounded() -> None:
+    facts = SessionFacts(
+        files_read=tuple(FileRead(f"src/m{i}.py") for i in range(200)),
+        commands=tuple(CommandRun(f"make t{i}", "ok", 0) for i in range(200)),
+        errors=tuple(f"E{i}: error: boom" for i in range(MAX_ERROR_LINES)),
+    )
+    previous = render_summary(OPENCODE, {"Done": [f"old {i}" for i in range(100)]})
+    found = sections(extractive_summary(facts, OPENCODE, previous))
+    assert len(found["Relevant Files"]) == MAX_FILES
+    assert found["Relevant Files"][0] == "- `src/m199.py`: read"
+    done = found["Done"]
+    assert len(done) == MAX_COMMANDS + SECTION_CARRIED
+    assert done[0] == "- `$ make t199` → exit 0" and done[-1] == f"- old {SECTION_CARRIED - 1}"
+
+
+def test_commands_with_backticks_and_many_lines() -> None:
+    facts = SessionFacts(
+        commands=(
+            CommandRun("echo `date`", "ok", 0),
+            CommandRun("cat <<EOF > a.txt\nhello\nEOF", "failed", 2),
+        )
+    )
+    found = sections(extractive_summary(facts, OPENCODE))
+    assert found["Blocked"] == ["- `$ cat <<EOF > a.txt` (+2 lines) → exit 2"]
+    assert found["Done"] == ["- `` $ echo `date` `` → exit 0"]
+
+
+def _trace_paths() -> list[Path | None]:
+    return sorted(TRACES.glob("*.jsonl")) if TRACES.is_dir() else [None]
+
+
+def _changed_paths(head: Sequence[Message]) -> set[str]:
+    """Files a completed Edit, MultiEdit or Write changed, read straight off the tool parts."""
+    return {
+        str(part.state.input["file_path"])
+        for message in head
+        for part in message.parts
+        if isinstance(part, ToolPart)
+        and part.tool in ("Edit", "MultiEdit", "Write")
+        and isinstance(part.state, ToolCompleted)
+    }
+
+
+@pytest.mark.parametrize("path", _trace_paths(), ids=lambda p: p.stem if p else "absent")
+@both_templates
+def test_a_real_trace_summary_names_the_files_changed(
+    path: Path | None, template: SummaryTemplate
+) -> None:
+    if path is None:
+        pytest.skip(f"{TRACES}: /work/shared/traces not found on this machine")
+    imported = import_claude_code(path)
+    recorded = [
+        RecordedEvent(imported.session_id, i, i, e) for i, e in enumerate(imported.events, 1)
+    ]
+    history = History.rebuild(imported.session_id, recorded)
+    head = history.messages[: len(history.messages) // 2]
+    summary = extractive_summary(extract_facts(head), template)
+    assert missing_sections(template, summary) == []
+    changed = _changed_paths(head)
+    assert {p for p in changed if f"`{p}`" not in summary} == set()
+
+
+# --- the model summary ------------------------------------------------------------------------
+
+PROMPT = summary_prompt(OPENCODE)
+
+
+def _session_task(model: ModelRef) -> tuple[Request, SummaryInput]:
+    """The golden session's request and a summary task over the same prefix."""
+    session = golden_request(model)
+    summary_task = task(
+        [],
+        system=session.system,
+        tools=session.tools,
+        messages=session.messages,
+        marks=session.marks,
+    )
+    return session, summary_task
+
+
+@pytest.mark.parametrize("name", sorted(WIRE_FORMATS))
+async def test_the_summary_request_repeats_the_session_prefix(
+    name: str, nursery: trio.Nursery
+) -> None:
+    server = await Loopback.start(nursery)
+    answers = ANSWERS[name]
+    server.script(Reply(200, body(answers.success)))
+    session, summary_task = _session_task(answers.model)
+    async with ProviderClient(WIRE_FORMATS[name](), server.url, api_key="sk-test") as client:
+        summarizer = ModelSummarizer(client, model=answers.model)
+        text = await summarizer.summarize(summary_task)
+    assert text == "The tests pass: 3 passed in 0.02s."
+    request = summarizer.request(summary_task)
+    assert (request.system, request.tools, request.marks) == (
+        session.system,
+        session.tools,
+        session.marks,
+    )
+    assert request.tool_choice == "none"
+    assert request.messages[:-1] == session.messages
+    assert request.messages[-1].role == "user"
+    assert request.messages[-1].content == (ModelText(text=PROMPT, synthetic=True),)
+    [seen] = server.received
+    assert seen.body == WIRE_FORMATS[name]().encode(request).body
+    cached = WIRE_FORMATS[name]().encode(session).prefix_before_last_message()
+    assert seen.body.startswith(cached)
+
+
+async def test_the_anthropic_body_disables_tools_and_ends_with_the_prompt(
+    nursery: trio.Nursery,
+) -> None:
+    server = await Loopback.start(nursery)
+    server.script(Reply(200, body(ANSWERS["anthropic"].success)))
+    session, summary_task = _session_task(ANSWERS["anthropic"].model)
+    async with ProviderClient(WIRE_FORMATS["anthropic"](), server.url) as client:
+        await ModelSummarizer(client, max_output_tokens=4096).summarize(
+            msgspec.structs.replace(summary_task, model=ANSWERS["anthropic"].model)
+        )
+    sent = json.loads(server.received[0].body)
+    assert [t["name"] for t in sent["tools"]] == [t.name for t in session.tools]
+    assert [b["text"] for b in sent["system"]] == list(session.system)
+    assert sent["tool_choice"] == {"type": "none"}
+    assert sent["max_tokens"] == 4096
+    assert sent["messages"][-1]["role"] == "user"
+    assert sent["messages"][-1]["content"][-1]["text"] == PROMPT
+
+
+def test_without_a_view_the_transcript_goes_as_one_user_message() -> None:
+    model = ANSWERS["anthropic"].model
+    marks = (CacheMark(target="system", index=0), CacheMark(target="message", index=3))
+    summary_task = task([], transcript="user: fix it", system=("sys",), marks=marks, model=model)
+    request = ModelSummarizer(_unused_client()).request(summary_task)
+    [message] = request.messages
+    assert message.content == (
+        ModelText(text="user: fix it", synthetic=True),
+        ModelText(text=PROMPT, synthetic=True),
+    )
+    assert request.marks == (CacheMark(target="system", index=0),)
+    assert request.max_output_tokens == 13_107
+    chunk = task([], transcript="", model=model, max_output_tokens=2048)
+    [message] = ModelSummarizer(_unused_client()).request(chunk).messages
+    assert message.content == (ModelText(text=PROMPT, synthetic=True),)
+    assert ModelSummarizer(_unused_client()).request(chunk).max_output_tokens == 2048
+
+
+def test_a_model_is_required() -> None:
+    with pytest.raises(ValueError, match="needs a model"):
+        ModelSummarizer(_unused_client()).request(task([]))
+
+
+def _unused_client() -> ProviderClient:
+    return ProviderClient(WIRE_FORMATS["anthropic"](), "http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_the_text_of_every_wire_format(name: str) -> None:
+    assert response_text(name, ANSWERS[name].success) == "The tests pass: 3 passed in 0.02s."
+
+
+REASONING_ONLY = {
+    "anthropic": {"content": [{"type": "thinking", "thinking": "## Goal\n- x", "signature": "s"}]},
+    "openai-chat": {"choices": [{"message": {"content": None, "reasoning_content": "## Goal"}}]},
+    "openrouter": {"choices": [{"message": {"content": "", "reasoning": "## Goal"}}]},
+    "openai-responses": {
+        "output": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "## Goal"}]}]
+    },
+    "bedrock": {
+        "output": {
+            "message": {"content": [{"reasoningContent": {"reasoningText": {"text": "## Goal"}}}]}
+        }
+    },
+    "gemini": {"candidates": [{"content": {"parts": [{"text": "## Goal", "thought": True}]}}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(REASONING_ONLY))
+def test_a_reasoning_only_answer_falls_back_to_its_reasoning(name: str) -> None:
+    assert response_text(name, REASONING_ONLY[name]).startswith("## Goal")
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_an_empty_answer_is_empty(name: str) -> None:
+    assert response_text(name, {}) == ""
+
+
+def test_chat_content_parts_are_joined() -> None:
+    answer = {"choices": [{"message": {"content": [{"type": "text", "text": "## Goal"}]}}]}
+    assert response_text("openai-compatible", answer) == "## Goal"
+
+
+def test_an_unknown_wire_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="no summary reader"):
+        response_text("carrier-pigeon", {})
