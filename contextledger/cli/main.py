@@ -7,6 +7,8 @@ Commands (each table also as ``--json``):
   history   print a session's history (messages, parts, token estimates) at any seq
   view      print the model view (what the model is sent) at any seq
   events    print a session's raw events
+  compact   compact a session with the extractive summarizer (--dry-run: print the plan)
+  prune     clear, trim or strip old tool outputs and media (--dry-run: print the plan)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import trio
 
-from contextledger.cli import commands
+from contextledger.cli import commands, maintenance
 from contextledger.events.errors import LedgerError
 from contextledger.logging import LEVELS, configure_logging
 
@@ -68,6 +70,30 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("--from", dest="from_seq", type=int, default=1)
     events.add_argument("--limit", type=int, default=None)
     events.add_argument("--json", action="store_true")
+
+    for name, text in (
+        ("compact", "compact a session (extractive summary; --dry-run prints the plan)"),
+        ("prune", "prune old tool outputs, media and reasoning (--dry-run prints the plan)"),
+    ):
+        command = sub.add_parser(name, help=text)
+        command.add_argument("db", type=Path)
+        command.add_argument("--session", required=True)
+        command.add_argument("--agent", default="main", help="the agent slice (default: main)")
+        command.add_argument(
+            "--model", default=None, help="provider/model to size for (default: the session's)"
+        )
+        command.add_argument("--context", type=int, default=200_000, help="window in tokens")
+        command.add_argument("--output", type=int, default=32_000, help="output limit in tokens")
+        command.add_argument("--config", type=Path, default=None, help="a .toml or .json config")
+        command.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+        command.add_argument("--json", action="store_true")
+    compact = sub.choices["compact"]
+    compact.add_argument("--template", choices=["opencode", "continuation"], default=None)
+    prune = sub.choices["prune"]
+    prune.add_argument("--mode", choices=["opencode", "mimo", "cost"], default=None)
+    prune.add_argument(
+        "--level", type=int, default=None, help="pressure level (default: from the last usage)"
+    )
     return parser
 
 
@@ -81,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "history": commands.history,
         "view": commands.view,
         "events": commands.events,
+        "compact": maintenance.compact,
+        "prune": maintenance.prune,
     }
     if args.command != "demo" and not os.path.exists(args.db):
         sys.stderr.write(f"contextledger: no database at {args.db}\n")

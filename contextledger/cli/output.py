@@ -38,6 +38,8 @@ def emit_table(
 def _cell(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.2f}"
     if isinstance(value, int):
