@@ -53,6 +53,7 @@ from contextledger.events.parts import (
     ToolPart,
     ToolState,
 )
+from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, view_messages
 from contextledger.importers.claude_code import import_claude_code
@@ -100,6 +101,7 @@ class _Measure(msgspec.Struct):
     retained_any: int = 0
     head_chars: int = 0
     summary_chars: int = 0
+    summary_max_chars: int = 0
 
 
 def _facts(messages: Iterable[Message]) -> set[str]:
@@ -118,7 +120,7 @@ async def _replay(events: list[Event], window: int) -> _Measure:
     log = await SessionLog.open(MemoryStore(), events[0].session_id)
     starts = [i for i, e in enumerate(events) if isinstance(e, MessageAdded)]
     pending: list[tuple[set[str], str, int]] = []  # head facts, kept text, event index
-    sizes = [0, 0]  # head and summary characters
+    sizes = [0, 0, 0]  # head and summary characters, the largest summary
     done = 0
     for step in [i for i in starts if _role(events[i]) == "assistant"] + [len(events)]:
         await log.append(events[done:step])
@@ -130,7 +132,13 @@ async def _replay(events: list[Event], window: int) -> _Measure:
             pending.append((head, kept, step))
             sizes[0] += head_chars
             sizes[1] += summary_chars
-    measure = _Measure(compactions=len(pending), head_chars=sizes[0], summary_chars=sizes[1])
+            sizes[2] = max(sizes[2], summary_chars)
+    measure = _Measure(
+        compactions=len(pending),
+        head_chars=sizes[0],
+        summary_chars=sizes[1],
+        summary_max_chars=sizes[2],
+    )
     for head, kept, step in pending:
         needed = head & _later_facts(events[step:], outputs=False)
         missed = {s for s in needed if s not in kept}
@@ -257,6 +265,7 @@ def run(options: Options) -> dict[str, Any]:
                 else None,
                 "head_chars": measure.head_chars,
                 "summary_chars": measure.summary_chars,
+                "summary_max_tokens": measure.summary_max_chars // CHARS_PER_TOKEN,
                 "missed": [s for s, _ in measure.missed.most_common(MISSED_SHOWN)],
             }
     rates = [r["retention"] for r in per_trace.values() if r["retention"] is not None]
@@ -284,6 +293,7 @@ def render(result: dict[str, Any]) -> str:
             "compactions",
             "head KB",
             "summary KB",
+            "max summary tok",
             "needed",
             "retained",
             "retention",
@@ -298,6 +308,7 @@ def render(result: dict[str, Any]) -> str:
                 str(r["compactions"]),
                 f"{r['head_chars'] / 1024:.0f}",
                 f"{r['summary_chars'] / 1024:.1f}",
+                str(r["summary_max_tokens"]),
                 str(r["needed"]),
                 str(r["retained"]),
                 _percent(r["retention"]),
@@ -305,7 +316,7 @@ def render(result: dict[str, Any]) -> str:
             ]
         )
     text = "retention: facts of compacted heads used again, kept by summary + tail\n"
-    text += table(rows, right=[False] + [True] * 8)
+    text += table(rows, right=[False] + [True] * 9)
     minimum = result["retention_min"]
     shown = "n/a" if minimum is None else f"{minimum:.1%}"
     met = "met" if result["target_met"] else "NOT met"
