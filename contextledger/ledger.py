@@ -10,7 +10,7 @@ after it; a snapshot is written every ``snapshot_every`` events.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import structlog
 import trio
@@ -25,6 +25,20 @@ from contextledger.store.protocol import EventStore, Snapshot
 SNAPSHOT_EVERY: Final = 1000
 
 _log = structlog.get_logger("contextledger.ledger")
+
+
+class EventLog(Protocol):
+    """What writes one session: its projection, and validated atomic appends. A
+    ``SessionLog`` is one; inside the runtime, other actors get the session actor's
+    ``SessionWriter``, whose appends go through the session's mailbox."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def history(self) -> History: ...
+
+    async def append(self, events: Sequence[Event]) -> list[RecordedEvent]: ...
 
 
 class SessionLog:

@@ -40,7 +40,7 @@ from contextledger.events.parts import CompactionTrigger, ModelRef, TextPart
 from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view, view_messages
-from contextledger.ledger import SessionLog
+from contextledger.ledger import EventLog
 from contextledger.policy.cache import place_marks
 from contextledger.policy.compaction import (
     EXHAUSTED_DETAIL,
@@ -103,7 +103,7 @@ class _Ids:
 
 
 async def request_compaction(
-    log: SessionLog,
+    log: EventLog,
     *,
     trigger: CompactionTrigger = "auto",
     agent_id: str = MAIN_AGENT,
@@ -142,7 +142,7 @@ def open_request(history: History, agent_id: str = MAIN_AGENT) -> str | None:
 
 
 async def compact(
-    log: SessionLog,
+    log: EventLog,
     summarizer: Summarizer,
     *,
     model: Model,
@@ -164,7 +164,7 @@ class _Run:
 
     def __init__(
         self,
-        log: SessionLog,
+        log: EventLog,
         summarizer: Summarizer,
         *,
         model: Model,
@@ -190,7 +190,8 @@ class _Run:
             agent_id=None if self.agent_id == MAIN_AGENT else self.agent_id,
         )
         if plan.exhausted:
-            return await self._roll_back(plan, "error", EXHAUSTED_DETAIL)
+            attempts = self.config.compaction.max_attempts
+            return await self._roll_back(plan, "error", EXHAUSTED_DETAIL.format(attempts=attempts))
         summary_id: str | None = None
         try:
             summary_id = await self._open_summary(plan)

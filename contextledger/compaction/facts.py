@@ -67,6 +67,10 @@ ERROR_LINE_CHARS: Final = 400
 #: after the compaction (6,000 keep about 90%, 8,000 about 95%), and the whole summary stays
 #: near the 9,000 to 13,000 characters of Claude Code's own continuation summaries.
 IDENTIFIER_CHARS: Final = 7_000
+#: A "name" longer than this is data a tool printed (a base64 blob, a minified line), not a
+#: path or identifier worth keeping: one would take most of the budget above, and a long run
+#: of one character makes the summary look degenerate (``rollback_reason``) and roll back.
+NAME_CHARS: Final = 256
 #: A name written by the user or the agent (texts, tool inputs) counts twice as much as one
 #: a tool printed: the session chose to use it.
 WRITTEN_WEIGHT: Final = 2
@@ -399,6 +403,8 @@ class _Uses:
     def add(self, text: str, weight: int) -> None:
         self.texts += 1
         for name in {*path_strings(text), *identifier_strings(text)}:
+            if len(name) > NAME_CHARS:
+                continue
             self.weights[name] = self.weights.get(name, 0) + weight
             self.last[name] = self.texts
 

@@ -233,10 +233,13 @@ def plan_strip(
 ) -> StripPlan | None:
     """MiMo's ``stripNonEssential``: the media file parts of user messages and the reasoning
     parts before the last ``protected_turns`` turns (from the ``protected_turns``-th newest
-    user message on, nothing is touched), not stripped already; None when there are none."""
+    user message on, nothing is touched), not stripped already; None when there are none.
+    Like every prune it never touches the last ``PROTECTED_TURNS`` turns, whatever
+    ``protected_turns`` says."""
+    turns = max(protected_turns, PROTECTED_TURNS)
     part_ids = tuple(
         part.id
-        for message in messages[: _turn_start(messages, protected_turns)]
+        for message in messages[: _turn_start(messages, turns)]
         for part in message.parts
         if part.id not in message.stripped and _strippable(message, part)
     )

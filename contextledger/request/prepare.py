@@ -20,7 +20,7 @@ from contextledger.events.catalogue import (
     UsageReported,
 )
 from contextledger.events.parts import Usage
-from contextledger.ledger import SessionLog
+from contextledger.ledger import EventLog
 from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs
 from contextledger.request.instructions import InstructionFile
 
@@ -28,7 +28,7 @@ _log = structlog.get_logger(__name__)
 
 
 def capture_events(
-    log: SessionLog,
+    log: EventLog,
     *,
     memory: str | None,
     instructions: Sequence[InstructionFile],
@@ -56,7 +56,7 @@ def capture_events(
 
 
 async def prepare_request(
-    log: SessionLog,
+    log: EventLog,
     builder: RequestBuilder,
     inputs: RequestInputs,
     *,

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from contextledger.compaction.facts import (
     MAX_ERROR_LINES,
+    NAME_CHARS,
     CommandRun,
     FileChange,
     FileRead,
@@ -38,6 +39,7 @@ from contextledger.events.parts import ModelRef, ToolCompleted, ToolPart
 from contextledger.history.messages import ModelText
 from contextledger.history.projection import History, Message
 from contextledger.importers.claude_code import import_claude_code
+from contextledger.policy.compaction import rollback_reason
 from contextledger.policy.templates import (
     CONTINUATION,
     NONE,
@@ -276,6 +278,20 @@ def test_every_previous_bullet_survives_a_second_summary(
     assert missing_sections(template, summary) == []
 
 
+def test_a_long_token_a_tool_printed_is_no_identifier_and_does_not_make_the_summary_roll_back() -> (
+    None
+):
+    b = opencode_session()
+    reply = b.assistant(b.user("Decode the fixture for parse_line"))
+    call = b.tool_call(reply, "bash", {"command": "base64 fixture.bin"})
+    b.tool_result(call, "AAAAAAAa" + "A" * 6_000)
+    b.finish(reply)
+    facts = extract_facts(messages(b))
+    assert "parse_line" in facts.identifiers
+    assert all(len(name) <= NAME_CHARS for name in facts.identifiers)
+    assert rollback_reason(extractive_summary(facts, OPENCODE), overflowed=False) is None
+
+
 def test_sections_stay_bounded() -> None:
     facts = SessionFacts(
         files_read=tuple(FileRead(f"src/m{i}.py") for i in range(200)),
@@ -304,7 +320,8 @@ def test_commands_with_backticks_and_many_lines() -> None:
 
 
 def _trace_paths() -> list[Path | None]:
-    return sorted(TRACES.glob("*.jsonl")) if TRACES.is_dir() else [None]
+    found: list[Path | None] = [*sorted(TRACES.glob("*.jsonl"))] if TRACES.is_dir() else [None]
+    return found
 
 
 def _changed_paths(head: Sequence[Message]) -> set[str]:
@@ -435,7 +452,7 @@ def test_the_text_of_every_wire_format(name: str) -> None:
     assert response_text(name, ANSWERS[name].success) == "The tests pass: 3 passed in 0.02s."
 
 
-REASONING_ONLY = {
+REASONING_ONLY: dict[str, dict[str, Any]] = {
     "anthropic": {"content": [{"type": "thinking", "thinking": "## Goal\n- x", "signature": "s"}]},
     "openai-chat": {"choices": [{"message": {"content": None, "reasoning_content": "## Goal"}}]},
     "openrouter": {"choices": [{"message": {"content": "", "reasoning": "## Goal"}}]},
@@ -454,6 +471,64 @@ REASONING_ONLY = {
 @pytest.mark.parametrize("name", sorted(REASONING_ONLY))
 def test_a_reasoning_only_answer_falls_back_to_its_reasoning(name: str) -> None:
     assert response_text(name, REASONING_ONLY[name]).startswith("## Goal")
+
+
+_CALL = {"name": "bash", "arguments": "{}"}
+#: An answer of each wire format with the text "## Goal" and a tool call after it.
+TEXT_AND_TOOL_CALL: dict[str, dict[str, Any]] = {
+    "anthropic": {
+        "content": [
+            {"type": "text", "text": "## Goal"},
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}},
+        ]
+    },
+    **{
+        name: {
+            "choices": [
+                {
+                    "message": {
+                        "content": "## Goal",
+                        "tool_calls": [{"id": "c1", "type": "function", "function": _CALL}],
+                    }
+                }
+            ]
+        }
+        for name in ("openai-chat", "openrouter", "openai-compatible")
+    },
+    "openai-responses": {
+        "output": [
+            {"type": "message", "content": [{"type": "output_text", "text": "## Goal"}]},
+            {"type": "function_call", "call_id": "c1", **_CALL},
+        ]
+    },
+    "bedrock": {
+        "output": {
+            "message": {
+                "content": [
+                    {"text": "## Goal"},
+                    {"toolUse": {"toolUseId": "t1", "name": "bash", "input": {}}},
+                ]
+            }
+        }
+    },
+    "gemini": {
+        "candidates": [
+            {"content": {"parts": [{"text": "## Goal"}, {"functionCall": {"name": "bash"}}]}}
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_AND_TOOL_CALL))
+def test_9_2_30_a_tool_call_in_the_answer_is_left_out_of_the_summary(name: str) -> None:
+    """opencode: a model emitting a tool call during the summary leaves no tool part; here
+    only the answer's text becomes the summary (an answer of only a tool call is empty, and
+    the compactor rolls it back)."""
+    assert response_text(name, TEXT_AND_TOOL_CALL[name]) == "## Goal"
+
+
+def test_every_wire_format_has_a_tool_call_answer() -> None:
+    assert sorted(TEXT_AND_TOOL_CALL) == sorted(ANSWERS)
 
 
 @pytest.mark.parametrize("name", sorted(ANSWERS))

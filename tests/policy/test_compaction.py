@@ -63,7 +63,7 @@ from contextledger.policy.transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, wrap
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
 
-PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _history(events: list[Event]) -> History:
@@ -748,8 +748,11 @@ def test_head_and_tail_are_exactly_the_view_before_the_request(
         history, request, config=_config(**compaction), usable_tokens=usable_tokens
     )
     before = [m for m in view_messages(history, ViewOptions()) if m.id < request]
-    visible = [m.id for m in hide_compactions(before)[0]]
+    shown, previous = hide_compactions(before)
+    visible = [m.id for m in shown]
     note(f"visible {visible}, head {plan.head_ids}, tail {plan.tail_start_id}")
+    assert plan.previous_summary == previous
+    assert previous is None or f"<previous-summary>\n{previous}" in plan.prompt
     if plan.replay_id is not None:
         assert plan.tail_start_id is None
         assert plan.head_ids == tuple(i for i in visible if i != plan.replay_id)

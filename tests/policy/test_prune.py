@@ -9,7 +9,7 @@ Scenario ids name their source: ``9.2#n`` is opencode-kilo.md §9.2 (opencode's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import msgspec
 import pytest
@@ -19,8 +19,10 @@ from pytest import approx
 
 from contextledger.config import Config, PruneConfig, PruneMode
 from contextledger.events import (
+    MAIN_AGENT,
     Event,
     FilePart,
+    ModelRef,
     PartsStripped,
     ReasoningPart,
     RecordedEvent,
@@ -31,9 +33,10 @@ from contextledger.events import (
 from contextledger.events.catalogue import PruneReason
 from contextledger.events.parts import ToolCompleted, ToolPart, Usage
 from contextledger.history import History, validate_events
+from contextledger.history.messages import ModelMessage, ModelToolResult
 from contextledger.history.projection import Message
 from contextledger.history.validation import SessionIndex
-from contextledger.history.view import ViewOptions, view_messages
+from contextledger.history.view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
 from contextledger.policy.overflow import Model, ModelLimits, pressure_level
 from contextledger.policy.prices import DEFAULT_PRICE, Price, price_for
 from contextledger.policy.prune import (
@@ -54,10 +57,13 @@ from contextledger.policy.prune import (
     prune_candidates,
     prune_pays,
 )
-from contextledger.testing import session_events
+from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
 
-PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NOW = 10_000_000
+COLD = NOW - 300_001  # the last assistant message finished more than five minutes ago
+WARM = NOW - 300_000
 
 
 def _history(events: list[Event]) -> History:
@@ -129,6 +135,60 @@ def test_a_skill_output_is_never_planned() -> None:
     """9.2#14"""
     b, _ = _opencode_session("skill")
     assert plan_prune(_view(b)) is None
+
+
+@pytest.mark.parametrize(("tool", "compacted"), [("bash", NOW), ("skill", None)])
+def test_9_2_13_14_applying_the_prune_compacts_the_bash_output_but_never_the_skill_output(
+    tool: str, compacted: int | None
+) -> None:
+    b, call = _opencode_session(tool)
+    plans: list[Plan] = [p for p in [plan_prune(_view(b))] if p is not None]
+    b.events.extend(plan_events(plans, session_id=b.session_id, time_ms=NOW))
+    history = _history(b.events)
+    assert _compacted_ms(history, call) == compacted
+    assert _output(history, call) == "x" * 200_000
+
+
+def test_9_4_78_the_prune_reaches_the_tail_a_compaction_kept_and_clears_only_it() -> None:
+    """Kilo's prune projection: tail, tail_reply (a retained tool output), the compaction
+    keeping from tail, its summary, then next and current (with many outputs). The walk goes
+    through the kept tail (it follows the summary in the view) and clears exactly its output;
+    the summarised output before it is not in the view and is left alone."""
+    b = SessionBuilder()
+    (summarised,) = _turn(b, "summarised", ("bash", _tokens(60_000)))
+    tail = b.user("tail")
+    tail_reply = b.assistant(tail)
+    retained = b.tool_call(tail_reply, "read")
+    b.tool_result(retained, _tokens(60_000))
+    b.finish(tail_reply, "tool-calls")
+    b.compact("## Goal\nthe summary", tail_start_id=tail)
+    _turn(b, "next")
+    _turn(b, "current", *[("bash", _tokens(30_000))] * 4)
+    view = _view(b)
+    assert tail_reply in [m.id for m in view]
+    plan = plan_prune(view, reason="post-compaction")
+    assert plan == PrunePlan((retained,), 60_000, "post-compaction")
+    b.events.extend(plan_events([plan], session_id=b.session_id, time_ms=NOW))
+    history = _history(b.events)
+    assert [_compacted_ms(history, p) for p in (retained, summarised)] == [NOW, None]
+    sent = model_view(history)
+    check_tool_pairs(sent)
+    outputs = [c.output for m in sent for c in m.content if isinstance(c, ModelToolResult)]
+    assert outputs[0] == CLEARED_OUTPUT and _tokens(60_000) not in outputs
+
+
+def _completed(history: History, part_id: str) -> ToolCompleted:
+    part = history.part(part_id)
+    assert isinstance(part, ToolPart) and isinstance(part.state, ToolCompleted)
+    return part.state
+
+
+def _compacted_ms(history: History, part_id: str) -> int | None:
+    return _completed(history, part_id).compacted_ms
+
+
+def _output(history: History, part_id: str) -> str:
+    return _completed(history, part_id).output
 
 
 # --- the walk -----------------------------------------------------------------------------------
@@ -265,20 +325,32 @@ def test_output_tokens_rounds_halves_up_like_opencode() -> None:
 _REASONS: list[PruneReason] = ["normal", "post-compaction", "payload-limit"]
 
 
-def _protected_part_ids(messages: Sequence[Message]) -> set[str]:
-    """The parts of the last two turns: from the second newest user message on."""
+def _last_turns(messages: Sequence[Message], turns: int) -> Sequence[Message]:
+    """The messages of the last ``turns`` turns: from the ``turns``-th newest user message
+    on (all of them when there are fewer)."""
     users = [i for i, m in enumerate(messages) if m.role == "user"]
-    start = users[-2] if len(users) >= 2 else 0
-    return {p.id for m in messages[start:] for p in m.parts}
+    return messages[users[-turns] if len(users) >= turns else 0 :]
+
+
+def _turn_parts(messages: Sequence[Message], turns: int) -> set[str]:
+    """The parts of the last ``turns`` turns."""
+    return {p.id for m in _last_turns(messages, turns) for p in m.parts}
 
 
 @st.composite
 def _sessions(draw: st.DrawFn) -> list[Event]:
-    """A generated session followed by up to four plain turns, so that its tool outputs
-    fall out of the protected turns more often."""
+    """A generated session, sometimes a turn with an image, reasoning, a bash output and a
+    skill output (something for every tier to act on), then up to four plain turns, so that
+    tool outputs fall out of the protected turns more often."""
     events = draw(session_events())
     later = SessionBuilder(started=False, start_ms=max(e.time_ms for e in events) + 1000)
-    for n in range(draw(st.integers(0, 4))):
+    later._calls = 10_000  # call ids after the generated session's
+    work = draw(st.booleans())
+    if work:
+        size = draw(st.sampled_from([10, 1_000, 3_000]))
+        _media_and_reasoning_turn(later, "old work", size)
+        _turn(later, "old skill", ("skill", _tokens(size)))
+    for n in range(draw(st.integers(2 if work else 0, 4))):
         _turn(later, f"later {n}")
     return events + later.events
 
@@ -297,7 +369,7 @@ def test_a_plan_only_names_old_completed_uncleared_unprotected_outputs(
         return
     parts = {p.id: p for m in messages for p in m.parts}
     named = [parts[part_id] for part_id in plan.part_ids]
-    assert not set(plan.part_ids) & _protected_part_ids(messages)
+    assert not set(plan.part_ids) & _turn_parts(messages, PROTECTED_TURNS)
     assert list(plan.part_ids) == sorted(set(plan.part_ids))
     outputs = []
     for part in named:
@@ -312,9 +384,6 @@ def test_a_plan_only_names_old_completed_uncleared_unprotected_outputs(
 
 # --- MiMo's tiers: compaction-prune.test.ts and prune.test.ts (mimo-pi.md §3, §6) ----------------
 
-NOW = 10_000_000
-COLD = NOW - 300_001  # the last assistant message finished more than five minutes ago
-WARM = NOW - 300_000
 MIMO = PruneConfig(enabled=True, mode="mimo")
 
 
@@ -467,6 +536,15 @@ def test_mimo_level_2_strips_even_when_clearing_would_free_too_little() -> None:
     assert _tiers(b, 2) == [StripPlan((image, thought), "pressure")]
 
 
+def test_strip_never_touches_the_last_two_turns_even_when_configured_to_protect_one() -> None:
+    b = SessionBuilder()
+    image, thought, _ = _media_and_reasoning_turn(b, "third newest", 10)
+    _media_and_reasoning_turn(b, "previous", 10)
+    _media_and_reasoning_turn(b, "current", 10)
+    assert plan_strip(_view(b), protected_turns=1) == StripPlan((image, thought), "pressure")
+    assert _tiers(b, 2, strip_protected_turns=1) == [StripPlan((image, thought), "pressure")]
+
+
 def test_strip_skips_parts_stripped_already_non_media_files_and_assistant_files() -> None:
     b = SessionBuilder()
     user = b.user("old", files=[("image/png", "a.png"), ("text/plain", "notes.txt")])
@@ -507,35 +585,32 @@ def _pays(warm: bool, turns: int, freed: int = 50_000, price: Price = SONNET) ->
     )
 
 
+def _expect(pays: bool, keep: float, prune: float) -> CostComparison:
+    """A comparison equal to any whose costs are approximately ``keep`` and ``prune``."""
+    return CostComparison(pays, cast(float, approx(keep)), cast(float, approx(prune)))
+
+
 def test_cost_warm_cache_long_remaining_session_prunes() -> None:
     # keep:  10 x 0.1 x 100,000 = 100,000 token-prices = $0.30
     # prune: 0.1 x 20,000 + 1.25 x 30,000 + 9 x 0.1 x 50,000 = 84,500 = $0.2535
-    assert _pays(warm=True, turns=10) == CostComparison(True, approx(0.30), approx(0.2535))
+    assert _pays(warm=True, turns=10) == _expect(True, 0.30, 0.2535)
 
 
 def test_cost_warm_cache_one_turn_left_keeps() -> None:
     # keep: 0.1 x 100,000 = $0.03; prune: 0.1 x 20,000 + 1.25 x 30,000 = 39,500 = $0.1185
-    assert _pays(warm=True, turns=1) == CostComparison(False, approx(0.03), approx(0.1185))
+    assert _pays(warm=True, turns=1) == _expect(False, 0.03, 0.1185)
 
 
 def test_cost_cold_cache_prunes_whenever_something_is_freed() -> None:
     # keep: 1.25 x 100,000 = $0.375; prune: 1.25 x 99,999 = $0.37499625
-    assert _pays(warm=False, turns=1, freed=1) == CostComparison(
-        True, approx(0.375), approx(0.37499625)
-    )
-    assert _pays(warm=False, turns=1, freed=0) == CostComparison(
-        False, approx(0.375), approx(0.375)
-    )
+    assert _pays(warm=False, turns=1, freed=1) == _expect(True, 0.375, 0.37499625)
+    assert _pays(warm=False, turns=1, freed=0) == _expect(False, 0.375, 0.375)
 
 
 def test_cost_without_a_write_fee_rewriting_is_cheaper() -> None:
     # keep: n x 0.1 x 100,000; prune: 0.1 x 20,000 + 1.0 x 30,000 + (n - 1) x 0.1 x 50,000
-    assert _pays(warm=True, turns=2, price=GPT_5) == CostComparison(
-        False, approx(0.025), approx(0.04625)
-    )
-    assert _pays(warm=True, turns=10, price=GPT_5) == CostComparison(
-        True, approx(0.125), approx(0.09625)
-    )
+    assert _pays(warm=True, turns=2, price=GPT_5) == _expect(False, 0.025, 0.04625)
+    assert _pays(warm=True, turns=10, price=GPT_5) == _expect(True, 0.125, 0.09625)
 
 
 def test_cost_freed_tokens_never_exceed_what_follows_the_cut() -> None:
@@ -713,13 +788,6 @@ def _ids(plan: Plan) -> tuple[str, ...]:
     return (plan.part_id,) if isinstance(plan, TrimPlan) else plan.part_ids
 
 
-def _turn_parts(messages: Sequence[Message], turns: int) -> set[str]:
-    """The parts of the last ``turns`` turns: from the ``turns``-th newest user message on."""
-    users = [i for i, m in enumerate(messages) if m.role == "user"]
-    start = users[-turns] if len(users) >= turns else 0
-    return {p.id for m in messages[start:] for p in m.parts}
-
-
 _CONFIGS = st.builds(
     PruneConfig,
     enabled=st.just(True),
@@ -732,39 +800,72 @@ _CONFIGS = st.builds(
 )
 
 
-@pytest.mark.parametrize("mode", ["opencode", "mimo", "cost"])
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    _sessions(),
-    _CONFIGS,
-    st.sampled_from([0, 1, 1, 2, 2, 3]),
-    st.none() | st.integers(NOW - 4_000_000, NOW),
-    st.integers(0, 2_000_000),
-    st.sampled_from([SONNET, GPT_5, price_for("deepseek", "deepseek-chat")]),
+_MODES: list[PruneMode] = ["opencode", "mimo", "cost"]
+_SLICES = st.sampled_from([None, MAIN_AGENT, "explore"])
+_VIEW_OPTIONS = st.builds(
+    ViewOptions,
+    model=st.sampled_from([None, ModelRef(provider_id="openai", model_id="gpt-5")]),
+    strip_media=st.booleans(),
+    historical_media=st.sampled_from(["compaction", "latest-user", "keep"]),
+    agent_id=_SLICES,
 )
-def test_a_plan_after_a_turn_only_names_what_it_may_and_its_events_validate(
-    mode: PruneMode,
-    events: list[Event],
-    config: PruneConfig,
-    level: int,
-    last: int | None,
-    prompt_tokens: int,
-    price: Price,
-) -> None:
+
+
+class _AfterTurn(NamedTuple):
+    """A generated session, the slice it was planned on, its view messages, the config and
+    the plans of the after-turn prune."""
+
+    events: list[Event]
+    history: History
+    options: ViewOptions
+    messages: list[Message]
+    config: PruneConfig
+    plans: list[Plan]
+
+    def applied(self) -> History:
+        """The history once the plans' events (checked valid) are appended."""
+        events = plan_events(
+            self.plans,
+            session_id="ses_test",
+            time_ms=NOW,
+            agent_id=self.options.agent_id or MAIN_AGENT,
+        )
+        validate_events(self.history.index, events)
+        return _history([*self.events, *events])
+
+
+@st.composite
+def _after_turn_cases(draw: st.DrawFn, mode: PruneMode) -> _AfterTurn:
+    """The after-turn prune of ``mode`` planned on a generated session (every tier of
+    ``mimo`` drawn: trims at level 1, clears and strips from level 2)."""
+    events = draw(_sessions())
     history = _history(events)
-    messages = view_messages(history, ViewOptions())
+    options = ViewOptions(agent_id=draw(_SLICES))
+    messages = view_messages(history, options)
+    config = msgspec.structs.replace(draw(_CONFIGS), mode=mode)
     plans = plan_after_turn(
         messages,
-        config=msgspec.structs.replace(config, mode=mode),
-        level=level,
+        config=config,
+        level=draw(st.sampled_from([0, 1, 1, 2, 2, 3])),
         now_ms=NOW,
-        last_finished_ms=last,
-        prompt_tokens=prompt_tokens,
-        price=price,
+        last_finished_ms=draw(st.none() | st.integers(NOW - 4_000_000, NOW)),
+        prompt_tokens=draw(st.integers(0, 2_000_000)),
+        price=draw(st.sampled_from([SONNET, GPT_5, price_for("deepseek", "deepseek-chat")])),
         part_tokens=history.state.part_tokens,
     )
+    return _AfterTurn(events, history, options, messages, config, plans)
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@PROPERTY
+@given(st.data())
+def test_a_plan_after_a_turn_only_names_what_it_may_and_its_events_validate(
+    mode: PruneMode, data: st.DataObject
+) -> None:
+    case = data.draw(_after_turn_cases(mode))
+    history, messages, config = case.history, case.messages, case.config
     owners = {p.id: m for m in messages for p in m.parts}
-    for plan in plans:
+    for plan in case.plans:
         named = [owners[part_id].parts for part_id in _ids(plan)]
         assert all(named)
         if isinstance(plan, StripPlan):
@@ -782,4 +883,39 @@ def test_a_plan_after_a_turn_only_names_what_it_may_and_its_events_validate(
             part = history.part(part_id)
             assert isinstance(part, ToolPart) and part.tool not in config.protected_tools
             assert isinstance(part.state, ToolCompleted) and part.state.compacted_ms is None
-    validate_events(history.index, plan_events(plans, session_id="ses_test", time_ms=NOW))
+    case.applied()
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@PROPERTY
+@given(st.data())
+def test_no_prune_of_any_mode_or_tier_separates_a_call_from_its_result(
+    mode: PruneMode, data: st.DataObject
+) -> None:
+    case = data.draw(_after_turn_cases(mode))
+    after = case.applied()
+    check_tool_pairs(model_view(after, case.options))
+    check_tool_pairs(model_view(after, data.draw(_VIEW_OPTIONS, label="another view")))
+
+
+@pytest.mark.parametrize("mode", _MODES)
+@PROPERTY
+@given(st.data())
+def test_no_prune_of_any_mode_or_tier_touches_the_last_two_turns_or_a_protected_tool(
+    mode: PruneMode, data: st.DataObject
+) -> None:
+    case = data.draw(_after_turn_cases(mode))
+    after = case.applied()
+    last_two = {m.id for m in _last_turns(case.messages, PROTECTED_TURNS)}
+
+    def sent(history: History) -> list[ModelMessage]:
+        return [m for m in model_view(history, case.options) if m.source_id in last_two]
+
+    assert sent(after) == sent(case.history)
+    for message in case.messages:
+        if message.id in last_two:
+            assert after.message(message.id) == case.history.message(message.id)
+        for part in message.parts:
+            if isinstance(part, ToolPart) and part.tool in case.config.protected_tools:
+                # Compared with the history's part: a view message may be a media-stripped copy.
+                assert after.part(part.id) == case.history.part(part.id)

@@ -11,7 +11,7 @@ import pytest
 
 from contextledger.events import RecordedEvent
 from contextledger.events.catalogue import FileRange
-from contextledger.events.parts import MessageError
+from contextledger.events.parts import FilePart, MessageError
 from contextledger.history import History, Message
 from contextledger.history.view import CLEARED_OUTPUT, INTERRUPTED_OUTPUT
 from contextledger.policy.templates import CONTINUATION
@@ -157,7 +157,8 @@ def test_continue_text_with_and_without_overflow() -> None:
 
 def test_replay_parts_are_text_and_placeholders_without_the_ignored() -> None:
     b = SessionBuilder()
-    user = b.user("see", files=[("image/png", "cat.png"), ("application/pdf", None)])
+    user = b.user("see", files=[("image/png", "cat.png")])
+    b.part(FilePart(id=b.new_part_id(), message_id=user, mime="application/pdf", url="data:,"))
     b.text(user, "hidden", ignored=True)
     b.text(user, "reminder", synthetic=True)
     (message,) = _messages(b)

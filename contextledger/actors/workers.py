@@ -1,0 +1,192 @@
+"""The actors that work for a session: ``RequestBuilder``, ``Compactor`` and ``Pruner``.
+
+Each has its own bounded mailbox and task and writes through the session's
+``SessionWriter``, so the session stays the only writer and keeps serving commands while they
+work: a compaction waiting for its summary does not stop user messages or tool results from
+being recorded (they become the kept tail).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+import structlog
+
+from contextledger.actors.mailbox import Mailbox
+from contextledger.actors.session import SessionWriter
+from contextledger.compaction.compactor import CompactionResult, compact
+from contextledger.compaction.summarizers import Summarizer
+from contextledger.config import Config
+from contextledger.events.catalogue import MAIN_AGENT
+from contextledger.events.parts import CompactionTrigger, Usage
+from contextledger.history.projection import Message
+from contextledger.history.view import ViewOptions, view_messages
+from contextledger.policy.overflow import Model, pressure_level
+from contextledger.policy.prices import price_for
+from contextledger.policy.prune import Plan, plan_after_turn, plan_events
+from contextledger.providers.base import WireFormat
+from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs
+from contextledger.request.instructions import InstructionFile
+from contextledger.request.prepare import prepare_request
+
+Clock = Callable[[], int]
+
+
+class Build(msgspec.Struct, frozen=True, kw_only=True):
+    """Build the next request (``prepare_request``). Reply: the ``BuiltRequest``."""
+
+    inputs: RequestInputs
+    memory: str | None = None
+    instructions: tuple[InstructionFile, ...] = ()
+    agent_id: str = MAIN_AGENT
+
+
+class Compact(msgspec.Struct, frozen=True, kw_only=True):
+    """Compact the agent's slice. Reply: the ``CompactionResult``."""
+
+    trigger: CompactionTrigger = "manual"
+    agent_id: str = MAIN_AGENT
+
+
+class Prune(msgspec.Struct, frozen=True, kw_only=True):
+    """Run the after-turn prune of the agent's slice. Reply: the plans carried out."""
+
+    agent_id: str = MAIN_AGENT
+    force: bool = False
+
+
+class RequestBuilderActor:
+    """Builds a session's requests; keeps one ``RequestBuilder`` (live view and encoded
+    fragments) per agent slice."""
+
+    def __init__(
+        self, writer: SessionWriter, wire: Callable[[], WireFormat], config: Config, clock: Clock
+    ) -> None:
+        self.mailbox: Mailbox[Build] = Mailbox()
+        self._writer = writer
+        self._wire = wire
+        self._config = config
+        self._clock = clock
+        self._builders: dict[str, RequestBuilder] = {}
+
+    async def run(self) -> None:
+        await self.mailbox.serve(self._build)
+
+    async def _build(self, command: Build) -> BuiltRequest:
+        builder = self._builders.get(command.agent_id)
+        if builder is None:
+            agent = None if command.agent_id == MAIN_AGENT else command.agent_id
+            builder = self._builders[command.agent_id] = RequestBuilder(
+                self._wire(), self._config, agent_id=agent
+            )
+        return await prepare_request(
+            self._writer,
+            builder,
+            command.inputs,
+            time_ms=self._clock(),
+            memory=command.memory,
+            instructions=command.instructions,
+        )
+
+
+class CompactorActor:
+    """Runs a session's compactions, one at a time."""
+
+    def __init__(
+        self,
+        writer: SessionWriter,
+        summarizer: Summarizer,
+        model: Model,
+        config: Config,
+        clock: Clock,
+    ) -> None:
+        self.mailbox: Mailbox[Compact] = Mailbox()
+        self._writer = writer
+        self._summarizer = summarizer
+        self._model = model
+        self._config = config
+        self._clock = clock
+
+    async def run(self) -> None:
+        await self.mailbox.serve(self._compact)
+
+    async def _compact(self, command: Compact) -> CompactionResult:
+        return await compact(
+            self._writer,
+            self._summarizer,
+            model=self._model,
+            config=self._config,
+            clock=self._clock,
+            trigger=command.trigger,
+            agent_id=command.agent_id,
+        )
+
+
+class PrunerActor:
+    """Plans and carries out a session's after-turn prunes."""
+
+    def __init__(self, writer: SessionWriter, model: Model, config: Config, clock: Clock) -> None:
+        self.mailbox: Mailbox[Prune] = Mailbox()
+        self._writer = writer
+        self._model = model
+        self._config = config
+        self._clock = clock
+        self._logger = structlog.get_logger(__name__).bind(session_id=writer.session_id)
+
+    async def run(self) -> None:
+        await self.mailbox.serve(self._prune)
+
+    async def _prune(self, command: Prune) -> list[Plan]:
+        history = self._writer.history
+        settings = self._config.prune
+        if command.force:
+            settings = msgspec.structs.replace(settings, enabled=True)
+        elif not settings.enabled:
+            return []  # the after-turn prune is off: no view to build
+        agent = None if command.agent_id == MAIN_AGENT else command.agent_id
+        options = msgspec.structs.replace(_view_options(self._config), agent_id=agent)
+        messages = view_messages(history, options)
+        usage = _last_usage(messages)
+        prompt = usage.prompt if usage is not None else 0
+        level = pressure_level(self._model, usage, self._config) if usage is not None else 0
+        now = self._clock()
+        plans = plan_after_turn(
+            messages,
+            config=settings,
+            level=level,
+            now_ms=now,
+            last_finished_ms=_last_finished(messages),
+            prompt_tokens=prompt,
+            price=price_for(self._model.provider_id, self._model.model_id),
+            part_tokens=(
+                {p.id: history.part_tokens(p.id) for m in messages for p in m.parts}
+                if settings.mode == "cost"
+                else None
+            ),
+        )
+        if plans:
+            events = plan_events(
+                plans, session_id=history.session_id, time_ms=now, agent_id=command.agent_id
+            )
+            await self._writer.append(events)
+            self._logger.info("pruned", agent_id=command.agent_id, plans=len(plans))
+        return plans
+
+
+def _view_options(config: Config) -> ViewOptions:
+    return ViewOptions.from_config(config)
+
+
+def _last_usage(messages: Sequence[Message]) -> Usage | None:
+    for message in reversed(messages):
+        if message.role == "assistant" and not message.summary and message.usage is not None:
+            return message.usage
+    return None
+
+
+def _last_finished(messages: Sequence[Message]) -> int | None:
+    for message in reversed(messages):
+        if message.role == "assistant" and message.finish is not None:
+            return int(message.created_ms)
+    return None
