@@ -1,8 +1,9 @@
 """``retention``: how many of the facts a session needs again survive its compactions.
 
-Every Claude Code transcript in the traces folder is replayed into a session log with a
-32,000-token window (``--full``: also 64,000). Before each model step, when the view's
-estimated size is over the usable window, the session is compacted by the compactor with
+Every transcript in the traces folder (Claude Code, SWE-agent, OpenHands, mini-swe-agent;
+every run of a multi-run file) is replayed into a session log with a 32,000-token window
+(``--full``: also 64,000). Before each model step, when the view's estimated size is over
+the usable window, the session is compacted by the compactor with
 the ``ExtractiveSummarizer`` (no model), exactly as the runtime would. For each compaction,
 the *needed* facts are the exact strings (``compaction.facts.exact_strings``: file paths,
 error lines, commands, identifiers) of the compacted head that the rest of the session uses
@@ -16,8 +17,8 @@ Keys, per trace (under ``traces``): ``compactions``, ``needed``, ``retained``, `
 ``retention_min`` (the lowest over traces; target >= 0.90) and ``retention_overall``.
 Without traces: ``{"available": false, "reason": ...}``.
 
-Only the Claude Code transcripts are replayed: the other formats in the traces folder have
-no importer yet.
+A session that never outgrows the window has no compaction and no retention figure
+(``retention`` is null for it); ``retention_min`` is over the sessions that compacted.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import msgspec
 import trio
 
 from contextledger.bench._common import Options, table
-from contextledger.bench.estimation import DEFAULT_TRACES, trace_dir
+from contextledger.bench.estimation import DEFAULT_TRACES
 from contextledger.compaction.compactor import compact
 from contextledger.compaction.facts import exact_strings, strings_in
 from contextledger.compaction.summarizers import ExtractiveSummarizer
@@ -56,7 +57,7 @@ from contextledger.events.parts import (
 from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, view_messages
-from contextledger.importers.claude_code import import_claude_code
+from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
 from contextledger.policy.overflow import Model, ModelLimits, usable
 from contextledger.store.memory import MemoryStore
@@ -236,24 +237,36 @@ def _id_clock(history: History) -> Callable[[], int]:
 
 
 def _traces(traces: Path) -> list[Path]:
-    folder = trace_dir(traces)
-    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    """Every transcript under ``traces`` (all formats), in name order."""
+    if not traces.is_dir():
+        return []
+    return sorted(p for p in traces.rglob("*") if p.is_file() and p.suffix != ".md")
+
+
+def _sessions(paths: Sequence[Path]) -> list[tuple[str, list[Event]]]:
+    """``(name, respaced events)`` of every session (main threads) of every transcript."""
+    named: list[tuple[str, list[Event]]] = []
+    for path in paths:
+        sessions = import_trace(path)
+        for i, session in enumerate(sessions):
+            name = f"{path.parent.name}/{path.name}" + (f"#{i + 1}" if len(sessions) > 1 else "")
+            named.append((name, respaced(session.events)))
+    return named
 
 
 def run(options: Options) -> dict[str, Any]:
     """Measure and return the figures (see the module docstring)."""
     paths = _traces(DEFAULT_TRACES)
     if not paths:
-        return {"available": False, "reason": f"no Claude Code traces under {DEFAULT_TRACES}"}
+        return {"available": False, "reason": f"no traces under {DEFAULT_TRACES}"}
     windows = WINDOWS_FULL if options.full else WINDOWS
     per_trace: dict[str, Any] = {}
-    for path in paths:
-        events = respaced(import_claude_code(path, session_id="ses_retention").events)
+    for name, events in _sessions(paths):
         if options.events:
             events = events[: max(50, options.events)]
         for window in windows:
             measure = trio.run(_replay, events, window)
-            key = path.name if len(windows) == 1 else f"{path.name}@{window}"
+            key = name if len(windows) == 1 else f"{name}@{window}"
             per_trace[key] = {
                 "window": window,
                 "compactions": measure.compactions,

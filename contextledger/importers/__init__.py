@@ -1,4 +1,5 @@
-"""Importers: real transcripts into events (Claude Code JSONL so far)."""
+"""Importers: real transcripts into events (Claude Code, SWE-agent, OpenHands, mini-swe-agent,
+OpenAI chat logs; ``import_trace`` picks the format by content)."""
 
 from contextledger.importers.claude_code import (
     ApiCall,
@@ -6,12 +7,30 @@ from contextledger.importers.claude_code import (
     import_claude_code,
     import_claude_code_lines,
 )
+from contextledger.importers.detect import detect_format, import_trace
 from contextledger.importers.errors import TraceImportError
+from contextledger.importers.mini_swe_agent import (
+    import_mini_swe_agent,
+    import_mini_swe_agent_data,
+)
+from contextledger.importers.openai_chat import import_openai_chat, import_openai_chat_data
+from contextledger.importers.openhands import import_openhands, import_openhands_lines
+from contextledger.importers.swe_agent import import_swe_agent, import_swe_agent_data
 
 __all__ = [
     "ApiCall",
     "ImportedSession",
     "TraceImportError",
+    "detect_format",
     "import_claude_code",
     "import_claude_code_lines",
+    "import_mini_swe_agent",
+    "import_mini_swe_agent_data",
+    "import_openai_chat",
+    "import_openai_chat_data",
+    "import_openhands",
+    "import_openhands_lines",
+    "import_swe_agent",
+    "import_swe_agent_data",
+    "import_trace",
 ]
