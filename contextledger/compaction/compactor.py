@@ -43,6 +43,7 @@ from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import EventLog
 from contextledger.policy.cache import place_marks
 from contextledger.policy.compaction import (
+    CHUNK_OUTPUT_TOKENS,
     EXHAUSTED_DETAIL,
     CompactionPlan,
     arrived_since,
@@ -182,11 +183,14 @@ class _Run:
 
     async def complete(self, request_id: str) -> CompactionResult:
         history = self.log.history
+        window = usable(self.model, self.config)
+        if self.summarizer.max_input_tokens:
+            window = min(window, self.summarizer.max_input_tokens)
         plan = plan_compaction(
             history,
             request_id,
             config=self.config,
-            usable_tokens=usable(self.model, self.config),
+            usable_tokens=window,
             agent_id=None if self.agent_id == MAIN_AGENT else self.agent_id,
         )
         if plan.exhausted:
@@ -321,8 +325,9 @@ class _Run:
                     return
                 request = plan.chunk_request(index)
                 try:
+                    task = self._input(plan, "", request, whole=False)
                     partials[index] = await self.summarizer.summarize(
-                        self._input(plan, "", request, whole=False)
+                        msgspec.structs.replace(task, max_output_tokens=CHUNK_OUTPUT_TOKENS)
                     )
                 except ProviderError as exc:
                     failures.append(exc)

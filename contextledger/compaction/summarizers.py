@@ -70,8 +70,10 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Summarizer(Protocol):
-    """Writes summaries. ``max_input_tokens`` is how much one call can read (the compactor
-    cuts a longer head into chunks), None for no limit."""
+    """Writes summaries. ``max_input_tokens`` is how much one call can read: None for no
+    limit (the head is never cut into chunks), 0 for the usable window of the model being
+    compacted for, or a token count; the compactor cuts a head that does not fit into
+    chunks."""
 
     max_input_tokens: int | None
 
@@ -432,7 +434,8 @@ class ModelSummarizer:
     the head as model messages, then the instruction as the last user message, with
     ``tool_choice="none"`` (the tools stay in the table so the prefix is byte-identical with
     the session's requests and reads their prompt cache). ``model`` is used when the task
-    names none; ``max_input_tokens`` is the model's window, for chunking (None: unlimited).
+    names none; ``max_input_tokens`` is what one call can read (0, the default: the window
+    of the model being compacted for; see ``Summarizer``).
     """
 
     def __init__(
@@ -441,7 +444,7 @@ class ModelSummarizer:
         *,
         model: ModelRef | None = None,
         max_output_tokens: int = SUMMARY_OUTPUT_TOKENS,
-        max_input_tokens: int | None = None,
+        max_input_tokens: int | None = 0,
     ) -> None:
         self.client = client
         self.model = model

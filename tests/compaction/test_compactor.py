@@ -47,7 +47,7 @@ from contextledger.events.parts import (
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import SessionLog
-from contextledger.policy.compaction import EXHAUSTED_DETAIL, hide_compactions
+from contextledger.policy.compaction import CHUNK_OUTPUT_TOKENS, EXHAUSTED_DETAIL, hide_compactions
 from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.policy.templates import TemplateName
 from contextledger.policy.transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, replay_parts
@@ -326,7 +326,9 @@ async def test_the_model_summarizer_gets_the_pinned_prefix_and_the_head_as_sent(
     assert {m.target for m in task.marks} == {"tool", "system", "message"}
 
 
-async def test_a_large_head_is_summarised_in_chunks_a_few_at_a_time() -> None:
+@pytest.mark.parametrize("limit", [0, 4_000])
+async def test_a_large_head_is_summarised_in_chunks_a_few_at_a_time(limit: int) -> None:
+    """With a limit of 0 the summarizer reads the compacted model's window."""
     log = await _log(_session(turns=40, output="x" * 6_000).events)
     small = Model(
         provider_id="anthropic", model_id="m", limits=ModelLimits(context=16_000, output=2_000)
@@ -341,12 +343,13 @@ async def test_a_large_head_is_summarised_in_chunks_a_few_at_a_time() -> None:
         await trio.sleep(0.01)
         running -= 1
 
-    summarizer = Fixed(before=pace, max_input_tokens=4_000)
+    summarizer = Fixed(before=pace, max_input_tokens=limit)
     config = Config(compaction=CompactionConfig(chunk_concurrency=2))
     result = await compact(log, summarizer, model=small, config=config, clock=_clock())
     assert result.outcome == "completed"
     chunks, merge = summarizer.tasks[:-1], summarizer.tasks[-1]
     assert len(chunks) >= 2 and all(f"of {len(chunks)} of a longer" in t.prompt for t in chunks)
+    assert all(t.max_output_tokens == CHUNK_OUTPUT_TOKENS for t in chunks)
     assert "<partial-summary" in merge.prompt
     assert peak <= 2
 

@@ -544,3 +544,11 @@ def test_chat_content_parts_are_joined() -> None:
 def test_an_unknown_wire_format_is_refused() -> None:
     with pytest.raises(ValueError, match="no summary reader"):
         response_text("carrier-pigeon", {})
+
+
+def test_a_model_summarizer_reads_the_compacted_models_window_by_default() -> None:
+    from contextledger.compaction.summarizers import ModelSummarizer
+    from contextledger.providers import ProviderClient, wire_format
+
+    client = ProviderClient(wire_format("anthropic"), "http://127.0.0.1:9")
+    assert ModelSummarizer(client).max_input_tokens == 0
