@@ -511,11 +511,19 @@ class SessionHandle:
         agent = None if agent_id == MAIN_AGENT else agent_id
         options = ViewOptions.from_config(config, inputs.model)
         view = model_view(history, msgspec.structs.replace(options, agent_id=agent))
-        latest = [m for m in history.messages if m.role == "assistant" and m.agent_id == agent_id]
+        # The model's latest answer: a summary (a rolled-back one included) reports no usage
+        # of the conversation.
+        latest = [
+            m
+            for m in history.messages
+            if m.role == "assistant" and m.agent_id == agent_id and not m.summary
+        ]
         finished = latest[-1] if latest else None
-        if finished is not None and finished.usage is not None and not finished.summary:
+        if finished is not None and finished.usage is not None:
             compacted_after = any(
-                c.status == "completed" and c.request_message_id > finished.id
+                c.status == "completed"
+                and c.request_message_id > finished.id
+                and history.message(c.request_message_id).agent_id == agent_id
                 for c in history.state.compactions.values()
             )
             if not compacted_after and is_overflow(model, finished.usage, config):

@@ -19,8 +19,8 @@ from contextledger.history.projection import History, Message
 from contextledger.history.view import (
     ViewOptions,
     _environment,
-    _pending_compaction,
     convert_message,
+    in_view,
     latest_user_id,
     media_boundary,
     view_messages,
@@ -144,8 +144,4 @@ class LiveView:
 
     def _joins(self, history: History, message: Message) -> bool:
         """Whether a message new to this view belongs in it (appended at the end)."""
-        return (
-            not message.excluded
-            and (self._options.agent_id is None or message.agent_id == self._options.agent_id)
-            and not _pending_compaction(history, message)
-        )
+        return in_view(history, message, self._options.agent_id)

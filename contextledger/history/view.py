@@ -30,7 +30,7 @@ from typing import Final, Literal
 import msgspec
 
 from contextledger.config import Config, EnvironmentMode, HistoricalMedia, ToolOutputConfig
-from contextledger.events.catalogue import ToolStateChanged
+from contextledger.events.catalogue import MAIN_AGENT, ToolStateChanged
 from contextledger.events.parts import (
     CompactionPart,
     FilePart,
@@ -302,15 +302,22 @@ def without_media(message: Message) -> Message:
     return msgspec.structs.replace(message, parts=parts) if changed else message
 
 
+def in_view(history: History, message: Message, agent_id: str | None) -> bool:
+    """Whether ``message`` is part of the view of ``agent_id``'s slice (None: the whole
+    session). A sub-agent's compaction compacts its own slice only: in the whole-session
+    view, which main-agent compactions compact, its request and summary are left out."""
+    if message.excluded or _pending_compaction(history, message):
+        return False
+    if agent_id is not None:
+        return message.agent_id == agent_id
+    return message.agent_id == MAIN_AGENT or not (
+        message.summary or _compaction_part(message) is not None
+    )
+
+
 def view_messages(history: History, options: ViewOptions) -> list[Message]:
     """The history messages a view is built from, in view order (steps 1-3 above)."""
-    messages = [
-        m
-        for m in history.messages
-        if not m.excluded
-        and (options.agent_id is None or m.agent_id == options.agent_id)
-        and not _pending_compaction(history, m)
-    ]
+    messages = [m for m in history.messages if in_view(history, m, options.agent_id)]
     messages = trim_before_last_summary(filter_compacted(messages))
     if options.historical_media == "keep" or not any(completed_summary(m) for m in messages):
         return messages

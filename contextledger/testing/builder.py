@@ -397,10 +397,12 @@ class SessionBuilder:
         )
 
     def compact(self, summary: str, tail_start_id: str | None = None, **kw: Any) -> str:
-        """Request, summarise and complete a compaction in one go; returns the request id."""
+        """Request, summarise and complete a compaction in one go (in ``agent_id``'s slice);
+        returns the request id."""
+        agent_id = kw.get("agent_id", MAIN_AGENT)
         request_id = self.request_compaction(**kw)
-        summary_id = self.summary(request_id, summary)
-        self.complete_compaction(request_id, summary_id, tail_start_id, summary)
+        summary_id = self.summary(request_id, summary, agent_id=agent_id)
+        self.complete_compaction(request_id, summary_id, tail_start_id, summary, agent_id=agent_id)
         return request_id
 
     def roll_back(self, request_id: str, reason: RollbackReason = "empty") -> None:

@@ -12,6 +12,7 @@ from contextledger.history.view import (
     ViewOptions,
     interrupted_calls,
     model_view,
+    view_messages,
 )
 from contextledger.testing.builder import SessionBuilder
 
@@ -80,3 +81,23 @@ def test_a_live_view_follows_a_manual_summary_as_it_finishes() -> None:
     b.finish(summary)
     catch_up()
     assert [m.source_id for m in live.update(history)] == [status, summary]
+
+
+def test_a_sub_agent_compaction_compacts_its_own_slice_only() -> None:
+    b = SessionBuilder("ses_test")
+    main_user = b.user("Main task.")
+    b.finish(b.assistant(main_user))
+    helper_user = b.user("Explore the code.", agent_id="explore")
+    b.finish(b.assistant(helper_user, agent_id="explore"), agent_id="explore")
+    request = b.compact("## Goal\n- Explore.", agent_id="explore")
+    later = b.user("Main again.")
+    history = _history(b)
+    whole = [m.id for m in view_messages(history, ViewOptions())]
+    assert main_user in whole and later in whole and helper_user in whole
+    assert request not in whole
+    explore = [m.id for m in view_messages(history, ViewOptions(agent_id="explore"))]
+    assert explore[0] == request and helper_user not in explore
+    live = LiveView(ViewOptions())
+    assert [m.source_id for m in live.update(history)] == [
+        m.source_id for m in model_view(history, ViewOptions())
+    ]
