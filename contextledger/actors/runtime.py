@@ -220,6 +220,17 @@ class Runtime:
                 self._changing.pop(session_id).set()
         return SessionHandle(self, session_id)
 
+    async def children(self, session_id: str) -> list[str]:
+        """The sessions started as subtasks of ``session_id`` (their ``SessionStarted``
+        names it as the parent), in id order."""
+        found: list[str] = []
+        for stream in sorted(await self.store.streams()):
+            first = await self.store.read(stream, 1, 1)
+            event = first[0].event if first else None
+            if isinstance(event, SessionStarted) and event.parent_session_id == session_id:
+                found.append(stream)
+        return found
+
     async def _start(self, session_id: str, title: str, parent: str | None) -> None:
         log = await SessionLog.open(self.store, session_id)
         ref = ModelRef(provider_id=self.model.provider_id, model_id=self.model.model_id)
@@ -566,6 +577,21 @@ class SessionHandle:
             ViewOptions.from_config(self.runtime.config, model), agent_id=agent_id
         )
         return model_view(history, options)
+
+    async def start_subtask(self, session_id: str, *, title: str = "") -> SessionHandle:
+        """A child session for a subtask, linked to this one (its ``SessionStarted`` names
+        this session as the parent); it has its own log, view and compactions."""
+        return await self.runtime.session(
+            session_id, title=title, parent_session_id=self.session_id
+        )
+
+    async def family(self) -> dict[str, History]:
+        """This session's projection and those of its subtasks, recursively, by session id:
+        the parent and its children read together."""
+        histories = {self.session_id: await self.history()}
+        for child in await self.runtime.children(self.session_id):
+            histories.update(await (await self.runtime.session(child)).family())
+        return histories
 
     async def replay(self) -> bool:
         """Rebuild the projection from the store and check it equals the live one (and so

@@ -185,3 +185,21 @@ async def test_an_invalid_command_is_refused_and_nothing_is_written(runtime: Run
     with pytest.raises(Exception, match="does not exist"):
         await session.start_assistant("msg_000000000000000000")
     assert (await session.history()).seq == before
+
+
+async def test_a_subtask_is_a_child_session_read_together_with_its_parent(runtime: Runtime) -> None:
+    parent = await runtime.session("ses_parent")
+    user = await _turn(parent, 1)
+    child = await parent.start_subtask("ses_parent_explore", title="Explore the parser")
+    await _turn(child, 1)
+    grandchild = await child.start_subtask("ses_parent_explore_deep")
+    await grandchild.add_user("Look deeper.")
+    assert await runtime.children("ses_parent") == ["ses_parent_explore"]
+    family = await parent.family()
+    assert set(family) == {"ses_parent", "ses_parent_explore", "ses_parent_explore_deep"}
+    started = family["ses_parent_explore"].state.started
+    assert started is not None and started.parent_session_id == "ses_parent"
+    assert user in {m.id for m in family["ses_parent"].messages}
+    # Each has its own log: the parent's view holds none of the child's messages.
+    child_ids = {m.id for m in family["ses_parent_explore"].messages}
+    assert not child_ids & {m.source_id for m in await parent.view()}
