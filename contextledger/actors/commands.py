@@ -18,7 +18,7 @@ class _Command(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Append(_Command, frozen=True):
-    """Append these events as one batch. Reply: the session's new seq."""
+    """Append these events as one batch. Reply: the events as recorded (``RecordedEvent``)."""
 
     events: tuple[Event, ...]
 

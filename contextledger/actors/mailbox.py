@@ -133,7 +133,8 @@ class Mailbox(Generic[Command]):
             receive.close()
 
     async def close(self) -> None:
-        """Stop accepting commands; ``serve`` returns once the queued ones are handled."""
+        """Stop accepting commands; ``serve`` returns once the queued ones are handled.
+        Senders still waiting for room get ``trio.ClosedResourceError``."""
         await self._send.aclose()
 
 

@@ -44,7 +44,7 @@ from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT, CompactionRolledBack, SessionStarted
 from contextledger.events.parts import CompactionTrigger, MessageError, ModelRef, Usage
 from contextledger.history.messages import ModelMessage
-from contextledger.history.projection import History
+from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import EXHAUSTED_DETAIL
@@ -73,6 +73,15 @@ INTERRUPTED_DETAIL = "interrupted: the compaction was still open when the sessio
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch (the shell's clock; the core never reads one)."""
     return time.time_ns() // 1_000_000
+
+
+def _latest_answer(history: History, agent_id: str) -> Message | None:
+    """The agent's latest assistant message that is not a summary (a summary, a rolled-back
+    one included, reports no usage of the conversation)."""
+    for message in reversed(history.messages):
+        if message.role == "assistant" and message.agent_id == agent_id and not message.summary:
+            return message
+    return None
 
 
 class CompactionExhausted(RuntimeError):
@@ -504,7 +513,9 @@ class SessionHandle:
         ``compaction.max_attempts`` times per turn; raise ``CompactionExhausted`` after."""
         runtime = self.runtime
         for _ in range(runtime.config.compaction.max_attempts + 1):
-            history = await runtime.history(self.session_id)
+            # This caller's earlier commands are applied (each was answered); others' may
+            # still be queued, and the builder, behind them, sees them anyway.
+            history = (await runtime._actors(self.session_id)).session.history
             if not self._full(history, inputs, agent_id):
                 break
             result = await self.compact(trigger="auto", agent_id=agent_id)
@@ -519,17 +530,7 @@ class SessionHandle:
     def _full(self, history: History, inputs: RequestInputs, agent_id: str) -> bool:
         config = self.runtime.config
         model = self.runtime.model
-        agent = None if agent_id == MAIN_AGENT else agent_id
-        options = ViewOptions.from_config(config, inputs.model)
-        view = model_view(history, msgspec.structs.replace(options, agent_id=agent))
-        # The model's latest answer: a summary (a rolled-back one included) reports no usage
-        # of the conversation.
-        latest = [
-            m
-            for m in history.messages
-            if m.role == "assistant" and m.agent_id == agent_id and not m.summary
-        ]
-        finished = latest[-1] if latest else None
+        finished = _latest_answer(history, agent_id)
         if finished is not None and finished.usage is not None:
             compacted_after = any(
                 c.status == "completed"
@@ -541,6 +542,9 @@ class SessionHandle:
                 return True
         if not preflight_enabled(model, config):
             return False
+        agent = None if agent_id == MAIN_AGENT else agent_id
+        options = ViewOptions.from_config(config, inputs.model)
+        view = model_view(history, msgspec.structs.replace(options, agent_id=agent))
         system = system_for(history, inputs.segments)
         measure = measure_preflight(view, config, tools=inputs.tools, system=system)
         return should_compact_preflight(model, measure, config).compact
