@@ -67,7 +67,9 @@ class Session:
         self._model = default_model
         self._message_id = ""
         self._part_id = ""
-        self._logger = structlog.get_logger(__name__).bind(session_id=log.session_id)
+        self._logger = structlog.get_logger(__name__).bind(
+            actor="session", session_id=log.session_id
+        )
 
     @property
     def session_id(self) -> str:
@@ -112,7 +114,12 @@ class Session:
     async def _append(self, events: Sequence[Event]) -> list[RecordedEvent]:
         recorded = await self.log.append(events)
         if recorded:
-            self._logger.debug("appended", seq=recorded[-1].seq, events=len(recorded))
+            self._logger.debug(
+                "appended",
+                agent_id=recorded[0].event.agent_id,
+                seq=recorded[-1].seq,
+                events=len(recorded),
+            )
         return recorded
 
     async def _write(self, events: Sequence[Event]) -> int:

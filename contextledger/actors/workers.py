@@ -69,6 +69,9 @@ class RequestBuilderActor:
         self._config = config
         self._clock = clock
         self._builders: dict[str, RequestBuilder] = {}
+        self._logger = structlog.get_logger(__name__).bind(
+            actor="request_builder", session_id=writer.session_id
+        )
 
     async def run(self) -> None:
         await self.mailbox.serve(self._build)
@@ -80,7 +83,7 @@ class RequestBuilderActor:
             builder = self._builders[command.agent_id] = RequestBuilder(
                 self._wire(), self._config, agent_id=agent
             )
-        return await prepare_request(
+        built = await prepare_request(
             self._writer,
             builder,
             command.inputs,
@@ -88,6 +91,14 @@ class RequestBuilderActor:
             memory=command.memory,
             instructions=command.instructions,
         )
+        self._logger.debug(
+            "request built",
+            agent_id=command.agent_id,
+            seq=self._writer.history.seq,
+            body_bytes=len(built.encoded.body),
+            prefix=built.prefix.action,
+        )
+        return built
 
 
 class CompactorActor:
@@ -107,12 +118,15 @@ class CompactorActor:
         self._model = model
         self._config = config
         self._clock = clock
+        self._logger = structlog.get_logger(__name__).bind(
+            actor="compactor", session_id=writer.session_id
+        )
 
     async def run(self) -> None:
         await self.mailbox.serve(self._compact)
 
     async def _compact(self, command: Compact) -> CompactionResult:
-        return await compact(
+        result = await compact(
             self._writer,
             self._summarizer,
             model=self._model,
@@ -121,6 +135,14 @@ class CompactorActor:
             trigger=command.trigger,
             agent_id=command.agent_id,
         )
+        self._logger.info(
+            "compaction",
+            agent_id=command.agent_id,
+            seq=self._writer.history.seq,
+            outcome=result.outcome,
+            reason=result.reason,
+        )
+        return result
 
 
 class PrunerActor:
@@ -132,7 +154,9 @@ class PrunerActor:
         self._model = model
         self._config = config
         self._clock = clock
-        self._logger = structlog.get_logger(__name__).bind(session_id=writer.session_id)
+        self._logger = structlog.get_logger(__name__).bind(
+            actor="pruner", session_id=writer.session_id
+        )
 
     async def run(self) -> None:
         await self.mailbox.serve(self._prune)
@@ -170,7 +194,9 @@ class PrunerActor:
                 plans, session_id=history.session_id, time_ms=now, agent_id=command.agent_id
             )
             await self._writer.append(events)
-            self._logger.info("pruned", agent_id=command.agent_id, plans=len(plans))
+            self._logger.info(
+                "pruned", agent_id=command.agent_id, seq=history.seq, plans=len(plans)
+            )
         return plans
 
 

@@ -203,3 +203,19 @@ async def test_a_subtask_is_a_child_session_read_together_with_its_parent(runtim
     # Each has its own log: the parent's view holds none of the child's messages.
     child_ids = {m.id for m in family["ses_parent_explore"].messages}
     assert not child_ids & {m.source_id for m in await parent.view()}
+
+
+async def test_actors_log_their_session_agent_and_seq(runtime: Runtime) -> None:
+    import structlog
+
+    session = await runtime.session("ses_logs")
+    with structlog.testing.capture_logs() as logs:
+        await _turn(session, 1)
+        await session.build_request(INPUTS)
+        await session.compact()
+    by_actor = {entry.get("actor") for entry in logs}
+    assert {"session", "request_builder", "compactor"} <= by_actor
+    for entry in logs:
+        if entry.get("actor") is not None:
+            assert entry["session_id"] == "ses_logs"
+            assert entry["agent_id"] == "main" and entry["seq"] > 0
