@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.actors import Runtime, SessionHandle
+from contextledger.actors import CompactionExhausted, Runtime, SessionHandle
 from contextledger.compaction.summarizers import SummaryInput
 from contextledger.config import Config, PruneConfig
 from contextledger.events.parts import MessageError, ModelRef, ToolSchema, Usage
@@ -219,3 +219,39 @@ async def test_actors_log_their_session_agent_and_seq(runtime: Runtime) -> None:
         if entry.get("actor") is not None:
             assert entry["session_id"] == "ses_logs"
             assert entry["agent_id"] == "main" and entry["seq"] > 0
+
+
+async def test_a_turn_still_full_after_three_compactions_raises() -> None:
+    class Empty:
+        max_input_tokens = None
+
+        async def summarize(self, task: SummaryInput) -> str:
+            return ""
+
+    async with Runtime.open(MemoryStore(), model=MODEL, summarizer=Empty(), clock=_clock()) as rt:
+        session = await rt.session("ses_full")
+        await _turn(session, 1)
+        user = await session.add_user("And now?")
+        answer = await session.start_assistant(user)
+        await session.finish(answer, usage=Usage(input=190_000, output=100))
+        with pytest.raises(CompactionExhausted):
+            await session.build_request(INPUTS)
+        history = await session.history()
+        statuses = [c.status for c in history.state.compactions.values()]
+        assert statuses == ["rolled_back"] * 4  # three attempts, the fourth refused
+
+
+async def test_preflight_compacts_before_a_request_that_would_not_fit() -> None:
+    from contextledger.config import CompactionConfig
+
+    config = Config(compaction=CompactionConfig(threshold_percent=5))
+    async with Runtime.open(MemoryStore(), model=MODEL, config=config, clock=_clock()) as rt:
+        session = await rt.session("ses_pre")
+        for n in range(4):
+            await _turn(session, n, output="y" * 12_000)
+        # Preflight acts at the start of a turn, never mid tool round (Kilo's rule).
+        await session.add_user("Next task.")
+        built = await session.build_request(INPUTS)
+        history = await session.history()
+        assert [c.status for c in history.state.compactions.values()] == ["completed"]
+        assert built.request.messages[0].content[0].text == "What did we do so far?"  # type: ignore[union-attr]
