@@ -1,7 +1,9 @@
 """The actor system: a ``Runtime`` supervising, per session, a ``Session`` actor (the only
 writer of its events) and the ``RequestBuilder``, ``Compactor`` and ``Pruner`` actors that
-work for it, all trio tasks with bounded mailboxes and typed commands."""
+work for it, all trio tasks with bounded mailboxes and typed commands; ``embed_in_asyncio``
+runs it inside an asyncio application through trio's guest mode."""
 
+from contextledger.actors.guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
 from contextledger.actors.runtime import (
     CompactionExhausted,
     Runtime,
@@ -9,4 +11,12 @@ from contextledger.actors.runtime import (
     wall_clock_ms,
 )
 
-__all__ = ["CompactionExhausted", "Runtime", "SessionHandle", "wall_clock_ms"]
+__all__ = [
+    "CompactionExhausted",
+    "EmbeddedRuntimeClosed",
+    "Runtime",
+    "RuntimeBridge",
+    "SessionHandle",
+    "embed_in_asyncio",
+    "wall_clock_ms",
+]
