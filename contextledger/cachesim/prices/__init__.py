@@ -1,0 +1,1 @@
+"""The bundled price tables (data files)."""

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from contextledger.cachesim import blocks_from_request, price_for, sim_request, simulate
+from contextledger.events.parts import ModelRef, ToolSchema
+from contextledger.history.messages import ModelMessage, ModelText, ModelToolCall
+from contextledger.request.types import CacheMark, Request
+
+TOOL = ToolSchema(name="read", description="Read a file.", input_schema={"type": "object"})
+USER = ModelMessage(role="user", content=(ModelText(text="hello " * 400),), source_id="m1")
+ASSISTANT = ModelMessage(
+    role="assistant",
+    content=(ModelText(text="reading"), ModelToolCall(call_id="c1", tool="read")),
+    source_id="m2",
+)
+
+
+def make_request(messages: tuple[ModelMessage, ...], marks: tuple[CacheMark, ...]) -> Request:
+    return Request(
+        model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4"),
+        session_id="s",
+        system=("You are terse.",),
+        tools=(TOOL,),
+        messages=messages,
+        marks=marks,
+    )
+
+
+def test_small_request_becomes_tool_system_and_content_part_blocks() -> None:
+    marks = (CacheMark(target="system", index=0, ttl="1h"), CacheMark(target="message", index=1))
+    bs = blocks_from_request(make_request((USER, ASSISTANT), marks))
+    assert len(bs) == 5
+    assert [b.breakpoint for b in bs] == [None, "1h", None, None, "5m"]
+    payloads = [TOOL, "You are terse.", *USER.content, *ASSISTANT.content]
+    expected = [math.ceil(len(msgspec.json.encode(p).decode()) / 4) for p in payloads]
+    assert [b.tokens for b in bs] == expected
+
+
+def test_same_content_gives_same_keys_and_role_changes_the_key() -> None:
+    first = blocks_from_request(make_request((USER,), ()))
+    again = blocks_from_request(make_request((USER,), ()))
+    as_assistant = msgspec.structs.replace(USER, role="assistant")
+    other = blocks_from_request(make_request((as_assistant,), ()))
+    assert [b.key for b in first] == [b.key for b in again]
+    assert first[-1].key != other[-1].key
+
+
+def test_builder_requests_can_be_simulated() -> None:
+    mark = (CacheMark(target="message", index=0),)
+    r1 = sim_request(make_request((USER,), mark), at=0, output_tokens=5)
+    r2 = sim_request(make_request((USER, ASSISTANT), mark), at=5)
+    result = simulate([r1, r2], price_for("claude-opus-5"))
+    assert result.requests[0].cache_write == result.requests[1].cache_read > 0
