@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "estimation": "contextledger.bench.estimation",
     "request": "contextledger.bench.request",
     "retention": "contextledger.bench.retention",
+    "cachesim": "contextledger.bench.cachesim",
     "actors": "contextledger.bench.actors",
 }
 

@@ -1,0 +1,66 @@
+"""Context strategies: view transforms (pi's ``transformContext``) and after-turn strategies
+that prune and compact through the library. See ``docs/strategies.md``."""
+
+from contextledger.strategies.base import (
+    StrategyError,
+    Transform,
+    TransformContext,
+    apply_transform,
+    estimate_view_tokens,
+    load_transform,
+)
+from contextledger.strategies.registry import STRATEGIES, StrategyFactory, strategy
+from contextledger.strategies.transforms import (
+    PLACEHOLDER,
+    TRUNCATED_MARKER,
+    age_truncate,
+    baseline,
+    cap_tool_outputs,
+    per_tool_keep_last,
+    shorten,
+    truncate,
+)
+from contextledger.strategies.turns import (
+    CompactAt,
+    DefaultStrategy,
+    MimoTiers,
+    OpencodeDefault,
+    Strategy,
+    TransformStrategy,
+    TurnEnv,
+    TurnReport,
+    overflowed,
+    strategy_view,
+    transform_context,
+)
+
+__all__ = [
+    "PLACEHOLDER",
+    "STRATEGIES",
+    "TRUNCATED_MARKER",
+    "CompactAt",
+    "DefaultStrategy",
+    "MimoTiers",
+    "OpencodeDefault",
+    "Strategy",
+    "StrategyError",
+    "StrategyFactory",
+    "Transform",
+    "TransformContext",
+    "TransformStrategy",
+    "TurnEnv",
+    "TurnReport",
+    "age_truncate",
+    "apply_transform",
+    "baseline",
+    "cap_tool_outputs",
+    "estimate_view_tokens",
+    "load_transform",
+    "overflowed",
+    "per_tool_keep_last",
+    "shorten",
+    "strategy",
+    "strategy_view",
+    "transform_context",
+    "truncate",
+]

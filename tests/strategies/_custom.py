@@ -1,0 +1,21 @@
+"""Transforms named in configuration by the loader tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from contextledger.history.messages import ModelMessage
+from contextledger.strategies import TransformContext
+
+NOT_CALLABLE = 42
+
+
+def last_two(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
+    """The last two messages, whatever they split (for the refusal test)."""
+    return list(view[-2:])
+
+
+class Holder:
+    @staticmethod
+    def identity(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
+        return list(view)

@@ -1,0 +1,174 @@
+"""Event-level strategies over small sessions on a ``SessionLog`` with a ``MemoryStore``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from contextledger.config import Config, PruneConfig
+from contextledger.events import Event
+from contextledger.events.catalogue import (
+    CompactionCompleted,
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+)
+from contextledger.events.parts import Usage
+from contextledger.history.view import COMPACTION_PROMPT, model_view
+from contextledger.ledger import SessionLog
+from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.strategies import (
+    CompactAt,
+    DefaultStrategy,
+    MimoTiers,
+    OpencodeDefault,
+    Strategy,
+    TurnEnv,
+    estimate_view_tokens,
+    strategy,
+    strategy_view,
+)
+from contextledger.testing import check_history, check_tool_pairs
+from tests.strategies._sessions import MODEL, clock, log_of, results, session
+
+#: Prune settings that make the few small outputs of a test session candidates.
+EAGER = PruneConfig(protect_tokens=0, minimum_tokens=0)
+
+
+async def _new_events(log: SessionLog, before: int) -> list[Event]:
+    return [r.event for r in await log.store.read("ses_test", before + 1)]
+
+
+async def _run(
+    strat: Strategy, events: Sequence[Event], config: Config, model: Model = MODEL
+) -> tuple[SessionLog, list[Event]]:
+    log = await log_of(events)
+    before = log.history.seq
+    await strat.after_turn(log, TurnEnv(model=model, config=config, clock=clock()))
+    check_history(log.history)
+    check_tool_pairs(model_view(log.history))
+    return log, await _new_events(log, before)
+
+
+def _kinds(events: Sequence[Event]) -> set[type]:
+    return {type(e) for e in events}
+
+
+async def test_compact_at_waits_until_the_estimate_passes_n() -> None:
+    b = session(4, output=lambda turn, tool: "z" * 400)
+    log = await log_of(b.events)
+    tokens = estimate_view_tokens(model_view(log.history))
+    _, events = await _run(CompactAt(tokens), b.events, Config())
+    assert events == []
+    log, events = await _run(CompactAt(tokens - 1), b.events, Config())
+    assert CompactionCompleted in _kinds(events)
+    assert model_view(log.history)[0].content[0].text == COMPACTION_PROMPT  # type: ignore[union-attr]
+    assert estimate_view_tokens(model_view(log.history)) < tokens
+
+
+async def test_compact_at_compacts_again_only_when_passed_again() -> None:
+    b = session(4, output=lambda turn, tool: "z" * 400)
+    log = await log_of(b.events)
+    at = CompactAt(estimate_view_tokens(model_view(log.history)) - 1)
+    env = TurnEnv(model=MODEL, config=Config(), clock=clock())
+    first = await at.after_turn(log, env)
+    assert first.compaction is not None and first.compaction.outcome == "completed"
+    second = await at.after_turn(log, env)
+    assert second.compaction is None
+    check_history(log.history)
+
+
+def _overflowing(turn: int, at: int) -> Usage:
+    return Usage(input=at) if turn == 3 else Usage(input=10)
+
+
+async def test_opencode_compacts_at_the_usable_window_only() -> None:
+    opencode = OpencodeDefault()
+    limit = usable(MODEL, opencode.configure(Config()))
+    assert limit == 200_000 - 32_000 - 20_000  # Kilo: context - output - reserved
+    below = session(4, usage=lambda turn: _overflowing(turn, limit - 1))
+    _, events = await _run(opencode, below.events, Config())
+    assert events == []  # Kilo's after-turn prune is opt-in
+    at = session(4, usage=lambda turn: _overflowing(turn, limit))
+    log, events = await _run(opencode, at.events, Config())
+    assert CompactionCompleted in _kinds(events)
+    _, again = await _run(opencode, [r.event for r in await log.store.read("ses_test")], Config())
+    assert again == []  # the usage predates the compaction
+
+
+async def test_opencode_runs_the_opt_in_prune() -> None:
+    config = Config(prune=PruneConfig(enabled=True, protect_tokens=0, minimum_tokens=0))
+    _, events = await _run(OpencodeDefault(), session(4).events, config)
+    (cleared,) = events
+    assert isinstance(cleared, ToolOutputCleared) and cleared.reason == "normal"
+
+
+async def test_mimo_tiers_trim_at_level_1_and_clear_at_level_2() -> None:
+    mimo = MimoTiers()
+    limit = usable(MODEL, mimo.configure(Config()))
+    config = Config(prune=EAGER)
+    big = session(4, output=lambda turn, tool: "q" * 6_000, usage=lambda t: Usage())
+    _, events = await _run(mimo, big.events, config)
+    assert events == []  # no pressure
+    level1 = session(4, output=lambda t, tool: "q" * 6_000, usage=lambda t: Usage(input=limit // 2))
+    _, events = await _run(mimo, level1.events, config)
+    assert events and all(isinstance(e, ToolOutputTrimmed) for e in events)
+    level2 = session(
+        4, output=lambda t, tool: "q" * 6_000, usage=lambda t: Usage(input=limit * 3 // 4)
+    )
+    log, events = await _run(mimo, level2.events, config)
+    cleared = [e for e in events if isinstance(e, ToolOutputCleared)]
+    assert [e.reason for e in cleared] == ["pressure"]
+    assert (
+        sum(
+            r.output == "[Old tool result content cleared]"
+            for r in results(model_view(log.history))
+        )
+        == 2
+    )
+
+
+async def test_mimo_tiers_compact_at_the_trigger() -> None:
+    mimo = MimoTiers()
+    limit = usable(MODEL, mimo.configure(Config()))
+    assert limit == 180_000  # 0.9 of the window
+    b = session(4, usage=lambda turn: _overflowing(turn, limit))
+    log, events = await _run(mimo, b.events, Config())
+    assert CompactionCompleted in _kinds(events)
+    summary = [m for m in log.history.messages if m.summary]
+    assert summary
+
+
+async def test_default_prunes_only_when_it_pays_and_compacts_at_the_window() -> None:
+    ours = DefaultStrategy()
+    config = Config(prune=EAGER)
+    _, events = await _run(ours, session(4).events, config)
+    (cleared,) = events  # cold cache: any saving pays
+    assert isinstance(cleared, ToolOutputCleared) and cleared.reason == "cost"
+    limit = usable(MODEL, ours.configure(config))
+    _, events = await _run(ours, session(4, usage=lambda t: _overflowing(t, limit)).events, config)
+    assert CompactionCompleted in _kinds(events)
+    assert not any(isinstance(e, ToolOutputCleared) and e.reason == "cost" for e in events)
+
+
+async def test_default_keeps_a_warm_cache_when_pruning_does_not_pay() -> None:
+    log = await log_of(session(4).events)
+    before = log.history.seq
+    last = log.history.messages[-1].created_ms
+    env = TurnEnv(model=MODEL, config=Config(prune=EAGER), clock=lambda: int(last) + 1000)
+    report = await DefaultStrategy().after_turn(log, env)
+    assert report.pruned == () and await _new_events(log, before) == []
+
+
+async def test_view_strategies_append_nothing_and_shape_the_view() -> None:
+    b = session(4, tools=("bash", "read"))
+    log, events = await _run(strategy("per-tool-keep-last-1"), b.events, Config())
+    assert events == []
+    view = strategy_view(
+        strategy("per-tool-keep-last-1"), log.history, model=MODEL, config=Config()
+    )
+    assert [r.output for r in results(view)][-2:] == ["bash output 3", "read output 3"]
+    assert len(strategy_view(strategy("last-3"), log.history, model=MODEL, config=Config())) == 3
+
+
+async def test_a_small_window_model_keeps_a_proportional_trigger() -> None:
+    small = Model(provider_id="x", model_id="y", limits=ModelLimits(context=8_000, output=8_000))
+    assert usable(small, DefaultStrategy().configure(Config())) > 0
