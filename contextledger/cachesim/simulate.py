@@ -211,8 +211,9 @@ def _shared(pre: list[tuple[str, int]], keys: set[str]) -> int:
     return 0
 
 
-def lower_bound(requests: Sequence[SimRequest], price: ModelPrice) -> float:
-    """The least the session could cost, in USD.
+def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bool = True) -> float:
+    """The least the session could cost, in USD (without ``output``: its input side only,
+    to compare with a billed input cost).
 
     For call ``i`` with ``P`` prompt tokens, let ``L`` be the tokens of the longest prefix (at
     a block boundary) it shares with any earlier call and ``R`` the longest it shares with any
@@ -237,5 +238,6 @@ def lower_bound(requests: Sequence[SimRequest], price: ModelPrice) -> float:
         keys.update(k for k, _ in pre)
         usd += earlier * price.cache_read + (prompt - earlier) * price.input
         usd += max(0, repeated_later - earlier) * surcharge
-        usd += req.output_tokens * price.output
+        if output:
+            usd += req.output_tokens * price.output
     return usd / 1e6

@@ -9,6 +9,9 @@ Commands (each table also as ``--json``):
   events    print a session's raw events
   compact   compact a session with the extractive summarizer (--dry-run: print the plan)
   prune     clear, trim or strip old tool outputs and media (--dry-run: print the plan)
+  import    import a transcript (any supported format) into a database
+  replay    check a session replays to its stored projection and recorded request prefixes
+  simulate  price context strategies on transcripts with the prompt-cache simulator
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 
 import trio
 
-from contextledger.cli import commands, maintenance
+from contextledger.cli import analysis, commands, maintenance
 from contextledger.events.errors import LedgerError
 from contextledger.logging import LEVELS, configure_logging
 
@@ -94,6 +97,24 @@ def _parser() -> argparse.ArgumentParser:
     prune.add_argument(
         "--level", type=int, default=None, help="pressure level (default: from the last usage)"
     )
+    imported = sub.add_parser("import", help="import a transcript into a database")
+    imported.add_argument("trace", type=Path)
+    imported.add_argument("--db", type=Path, required=True)
+    imported.add_argument("--json", action="store_true")
+
+    replayed = sub.add_parser("replay", help="check a session replays to what was recorded")
+    replayed.add_argument("db", type=Path)
+    replayed.add_argument("--session", required=True)
+    replayed.add_argument("--json", action="store_true")
+
+    simulated = sub.add_parser("simulate", help="price context strategies on transcripts")
+    simulated.add_argument("paths", nargs="+", type=Path, help="transcripts or folders")
+    simulated.add_argument("--strategy", action="append", default=None, help="repeatable")
+    simulated.add_argument(
+        "--provider", action="append", choices=["anthropic", "openai"], default=None
+    )
+    simulated.add_argument("--window", type=int, default=analysis.DEFAULT_WINDOW)
+    simulated.add_argument("--json", action="store_true")
     return parser
 
 
@@ -109,8 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "events": commands.events,
         "compact": maintenance.compact,
         "prune": maintenance.prune,
+        "import": analysis.import_,
+        "replay": analysis.replay,
+        "simulate": analysis.simulate,
     }
-    if args.command != "demo" and not os.path.exists(args.db):
+    if args.command not in ("demo", "import", "simulate") and not os.path.exists(args.db):
         sys.stderr.write(f"contextledger: no database at {args.db}\n")
         return 2
     try:

@@ -1,0 +1,197 @@
+"""``import``, ``replay`` and ``simulate``: bring a transcript into a store, check that a
+stored session replays to what was recorded, and price context strategies on transcripts with
+the prompt-cache simulator."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from typing import Any
+
+import msgspec
+
+from contextledger.cli.output import emit_json, emit_table, emit_text
+from contextledger.config import Config
+from contextledger.events.catalogue import MessageAdded, PartAdded, RequestSent
+from contextledger.events.parts import ModelRef, ToolPart
+from contextledger.history.projection import History
+from contextledger.importers.detect import import_trace
+from contextledger.ledger import SessionLog
+from contextledger.policy.cache import place_marks
+from contextledger.providers.registry import WIRE_FORMATS
+from contextledger.request.builder import RequestBuilder, RequestInputs
+from contextledger.request.system import SystemSegments
+from contextledger.simulation import (
+    DEFAULT_WINDOW,
+    PROVIDERS,
+    default_strategies,
+    simulate_paths_async,
+)
+from contextledger.store.sqlite import SQLiteStore
+from contextledger.strategies import StrategyError
+
+
+async def import_(args: argparse.Namespace) -> None:
+    """Import ``args.trace`` into ``args.db``: one session per run, each in one append."""
+    try:
+        sessions = [s for top in import_trace(args.trace) for s in top.sessions()]
+    except OSError as exc:
+        raise ValueError(f"cannot read {args.trace}: {exc}") from exc
+    rows: list[dict[str, Any]] = []
+    async with SQLiteStore.open(args.db) as store:
+        for session in sessions:
+            log = await SessionLog.open(store, session.session_id)
+            if log.history.seq:
+                raise ValueError(f"session {session.session_id!r} is already in {args.db}")
+        for session in sessions:
+            log = await SessionLog.open(store, session.session_id)
+            await log.append(session.events)
+            rows.append(
+                {
+                    "session": session.session_id,
+                    "events": len(session.events),
+                    "messages": sum(isinstance(e, MessageAdded) for e in session.events),
+                    "tool_calls": sum(
+                        isinstance(e, PartAdded) and isinstance(e.part, ToolPart)
+                        for e in session.events
+                    ),
+                }
+            )
+    if args.json:
+        emit_json(rows)
+    else:
+        emit_table(rows, ["session", "events", "messages", "tool_calls"])
+
+
+def _prefix_hashes(
+    history: History, sent: RequestSent, builders: dict[str, RequestBuilder]
+) -> set[str]:
+    """The prefix hashes of the request ``history`` implies for ``sent``'s model with the
+    pinned prefix, in every wire format."""
+    pin = history.state.prefix
+    if pin is None:
+        return set()
+    ref = ModelRef(provider_id=sent.provider_id, model_id=sent.model_id)
+    inputs = RequestInputs(
+        model=ref,
+        segments=SystemSegments(prompt="", environment=""),
+        agent=pin.profile.agent,
+        system_mode=pin.profile.system_mode,
+        tools=pin.tool_table,
+        permissions=pin.profile.permissions,
+    )
+    hashes: set[str] = set()
+    for name, builder in builders.items():
+        request = builder.build(history, inputs).request
+        wire = builder.wire
+        marks = place_marks(
+            Config().request.cache_policy(),
+            tools=len(pin.tool_table) if "tool" in wire.markable else 0,
+            system_blocks=len(pin.profile.system) if "system" in wire.markable else 0,
+            messages=request.messages if "message" in wire.markable else (),
+            limit=wire.max_marks,
+        )
+        request = msgspec.structs.replace(
+            request,
+            system=pin.profile.system,
+            tools=pin.tool_table,
+            marks=marks if wire.max_marks else (),
+        )
+        encoded = builders[name].wire.encode(request)
+        hashes.add(hashlib.sha256(encoded.prefix_before_last_message()).hexdigest())
+    return hashes
+
+
+async def replay(args: argparse.Namespace) -> None:
+    """Check that ``args.session`` replays to its stored projection and recorded requests;
+    raises ``ValueError`` (exit 1) on a mismatch, after printing the result."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        loaded = await SessionLog.open(store, args.session)
+        if loaded.history.seq == 0:
+            raise ValueError(f"no session {args.session!r} in {args.db}")
+        recorded = await store.read(args.session, 1)
+    rebuilt = History(args.session)
+    builders = {name: RequestBuilder(kind(), Config()) for name, kind in WIRE_FORMATS.items()}
+    requests = matched = 0
+    mismatched: list[int] = []
+    for event in recorded:
+        if isinstance(event.event, RequestSent):
+            requests += 1
+            if event.event.prefix_hash in _prefix_hashes(rebuilt, event.event, builders):
+                matched += 1
+            else:
+                mismatched.append(event.seq)
+        rebuilt.apply(event)
+    projection_ok = rebuilt.snapshot() == loaded.history.snapshot()
+    ok = projection_ok and not mismatched
+    result: dict[str, Any] = {
+        "session": args.session,
+        "events": len(recorded),
+        "projection_matches": projection_ok,
+        "requests": requests,
+        "prefix_hashes_matched": matched,
+        "mismatched_request_seqs": mismatched,
+        "ok": ok,
+    }
+    if args.json:
+        emit_json(result)
+    else:
+        emit_text(f"session {args.session}: {len(recorded):,} events")
+        emit_text(
+            f"projection from events {'equals' if projection_ok else 'DIFFERS FROM'} "
+            "the one loaded from the snapshot and tail"
+        )
+        if requests:
+            emit_text(f"requests: {matched:,} of {requests:,} prefix hashes reproduced")
+            if mismatched:
+                emit_text("not reproduced at seq " + ", ".join(str(s) for s in mismatched))
+        else:
+            emit_text("no requests recorded")
+    if not ok:
+        raise ValueError(f"session {args.session!r} does not replay to what was recorded")
+
+
+async def simulate(args: argparse.Namespace) -> None:
+    """Simulate ``args.paths`` under each strategy and provider; print the headline figures."""
+    window: int = args.window
+    if window < 1:
+        raise ValueError("--window must be positive")
+    strategies = tuple(args.strategy) if args.strategy else default_strategies(window)
+    providers = tuple(args.provider) if args.provider else PROVIDERS
+    try:
+        results = await simulate_paths_async(args.paths, strategies, providers, window)
+    except StrategyError as exc:
+        raise ValueError(str(exc)) from exc
+    if args.json:
+        emit_json(
+            {
+                trace: {
+                    name: {provider: r.summary() for provider, r in by_provider.items()}
+                    for name, by_provider in by_strategy.items()
+                }
+                for trace, by_strategy in results.items()
+            }
+        )
+        return
+    rows = [
+        {"trace": trace, "strategy": name, "provider": provider, **r.summary()}
+        for trace, by_strategy in results.items()
+        for name, by_provider in by_strategy.items()
+        for provider, r in by_provider.items()
+    ]
+    emit_table(
+        rows,
+        [
+            "trace",
+            "strategy",
+            "provider",
+            "calls",
+            "peak_prompt",
+            "billed_input_cost",
+            "lower_bound",
+            "cost_vs_lower_bound",
+        ],
+    )
+
+
+__all__ = ["DEFAULT_WINDOW", "import_", "replay", "simulate"]

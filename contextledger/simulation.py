@@ -1,0 +1,328 @@
+"""What a context strategy would have cost on a recorded trace, per provider.
+
+``simulate_trace`` replays a trace's events step by step into a ``SessionLog`` on a
+``MemoryStore``. Each assistant message is one model call: before it, the strategy's
+``after_turn`` runs (it may prune or compact through the library), the request the strategy's
+view implies is built (Anthropic wire for ``anthropic``, OpenAI chat for ``openai``) and the
+prefix pin it implies is appended. The calls are then simulated with ``cachesim.simulate`` and
+the provider's price entry (``anthropic``: the trace's model, else ``claude-sonnet-4-5``;
+``openai``: ``gpt-5``). ``simulate_paths`` does so for every session of every transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+import trio
+
+from contextledger.cachesim import lower_bound, price_for, sim_request, simulate
+from contextledger.cachesim.blocks import SimRequest
+from contextledger.config import Config
+from contextledger.events.catalogue import Event, MessageAdded, PartAdded, SessionStarted
+from contextledger.events.parts import ModelRef, StepFinishPart, ToolPart, ToolSchema
+from contextledger.history.projection import History
+from contextledger.importers.claude_code import ImportedSession
+from contextledger.importers.detect import import_trace
+from contextledger.ledger import SessionLog
+from contextledger.policy.cache import place_marks
+from contextledger.policy.overflow import Model, ModelLimits
+from contextledger.providers.anthropic import AnthropicMessages
+from contextledger.providers.base import WireFormat
+from contextledger.providers.openai_chat import OpenAIChat
+from contextledger.request.builder import RequestBuilder, RequestInputs
+from contextledger.request.system import SystemSegments, family_prompt
+from contextledger.store.memory import MemoryStore
+from contextledger.strategies import Strategy, TurnEnv, strategy, strategy_view
+
+Provider = Literal["anthropic", "openai"]
+PROVIDERS: Final[tuple[Provider, ...]] = ("anthropic", "openai")
+DEFAULT_WINDOW: Final = 200_000
+DEFAULT_MODELS: Final[dict[Provider, str]] = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-5",
+}
+OUTPUT_LIMIT: Final = 32_000
+TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".traj"})
+
+
+def default_strategies(window: int = DEFAULT_WINDOW) -> tuple[str, ...]:
+    """The strategies ``simulate`` compares by default: ``baseline``, ``truncate-500``,
+    ``age-truncate-500-keep-3``, ``compact-at-N`` with N a third of ``window``, ``default``."""
+    return (
+        "baseline",
+        "truncate-500",
+        "age-truncate-500-keep-3",
+        f"compact-at-{window // 3}",
+        "default",
+    )
+
+
+class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One session under one strategy and provider: per call, the prompt tokens and the
+    uncached, cache-written and cache-read tokens; the billed input cost (USD), the peak
+    prompt, the lower bound (USD) and the cost over the lower bound."""
+
+    strategy: str
+    provider: Provider
+    model: str
+    prompt_tokens: tuple[int, ...]
+    uncached: tuple[int, ...]
+    cache_write: tuple[int, ...]
+    cache_read: tuple[int, ...]
+    billed_input_cost: float
+    peak_prompt: int
+    lower_bound: float
+
+    @property
+    def calls(self) -> int:
+        """The number of model calls."""
+        return len(self.prompt_tokens)
+
+    @property
+    def cost_vs_lower_bound(self) -> float | None:
+        """``billed_input_cost / lower_bound``; None when the lower bound is zero."""
+        return self.billed_input_cost / self.lower_bound if self.lower_bound else None
+
+    def summary(self) -> dict[str, float | int | None]:
+        """The headline figures, as ``simulate --json`` prints them."""
+        return {
+            "billed_input_cost": self.billed_input_cost,
+            "peak_prompt": self.peak_prompt,
+            "lower_bound": self.lower_bound,
+            "cost_vs_lower_bound": self.cost_vs_lower_bound,
+            "calls": self.calls,
+        }
+
+
+def _wire(provider: Provider) -> WireFormat:
+    return AnthropicMessages() if provider == "anthropic" else OpenAIChat()
+
+
+def _trace_model(events: Sequence[Event]) -> str | None:
+    for event in events:
+        if isinstance(event, MessageAdded) and event.model is not None:
+            return event.model.model_id
+        if isinstance(event, SessionStarted) and event.model is not None:
+            return event.model.model_id
+    return None
+
+
+def _model_id(provider: Provider, events: Sequence[Event]) -> str:
+    if provider == "anthropic":
+        traced = _trace_model(events)
+        if traced is not None:
+            try:
+                price_for(traced, "anthropic")
+            except KeyError:
+                pass
+            else:
+                return traced
+    return DEFAULT_MODELS[provider]
+
+
+def _tools(events: Sequence[Event]) -> tuple[ToolSchema, ...]:
+    names = sorted(
+        {e.part.tool for e in events if isinstance(e, PartAdded) and isinstance(e.part, ToolPart)}
+    )
+    return tuple(
+        ToolSchema(name=n, description=f"The {n} tool.", input_schema={"type": "object"})
+        for n in names
+    )
+
+
+def _output_tokens(events: Sequence[Event], start: int, message_id: str) -> int:
+    """The output tokens the step-finish parts of ``message_id`` report."""
+    total = 0
+    for event in events[start:]:
+        if not isinstance(event, PartAdded) or event.part.message_id != message_id:
+            continue
+        if isinstance(event.part, StepFinishPart):
+            total += event.part.usage.output
+    return total
+
+
+async def _replay(log: SessionLog, events: Sequence[Event]) -> None:
+    """Append recorded events as they are. They were validated as a whole when imported; the
+    ids of a strategy's compaction, taken from the clock, may sort after the next recorded
+    message's, which ``SessionLog.append`` would refuse."""
+    recorded = await log.store.append(log.session_id, log.history.seq, events)
+    log.history.apply_all(recorded)
+
+
+async def _requests(
+    events: Sequence[Event], chosen: Strategy, provider: Provider, model_id: str, window: int
+) -> list[SimRequest]:
+    if not events:
+        return []
+    session_id = events[0].session_id
+    config = chosen.configure(Config())
+    wire = _wire(provider)
+    builder = RequestBuilder(wire, config)
+    ref = ModelRef(provider_id=provider, model_id=model_id)
+    model = Model(
+        provider_id=provider,
+        model_id=model_id,
+        limits=ModelLimits(context=window, output=min(OUTPUT_LIMIT, window // 4)),
+    )
+    inputs = RequestInputs(
+        model=ref,
+        segments=SystemSegments(prompt=family_prompt(provider), environment="<env>\n</env>"),
+        tools=_tools(events),
+    )
+    log = SessionLog(MemoryStore(), History(session_id))
+    now = [events[0].time_ms]
+
+    def clock() -> int:
+        now[0] += 1
+        return now[0]
+
+    env = TurnEnv(model=model, config=Config(), clock=clock)
+    requests: list[SimRequest] = []
+    done = 0
+    for index, event in enumerate(events):
+        if not (isinstance(event, MessageAdded) and event.role == "assistant"):
+            continue
+        if index > done:
+            await _replay(log, events[done:index])
+            done = index
+        now[0] = max(now[0], event.time_ms)
+        if requests:
+            await chosen.after_turn(log, env)
+        built = builder.build(log.history, inputs)
+        request = built.request
+        if chosen.transform is not None:
+            messages = tuple(strategy_view(chosen, log.history, model=model, config=Config()))
+            marks = place_marks(
+                config.request.cache_policy(),
+                tools=len(request.tools) if "tool" in wire.markable else 0,
+                system_blocks=len(request.system) if "system" in wire.markable else 0,
+                messages=messages if "message" in wire.markable else (),
+                limit=wire.max_marks,
+            )
+            request = msgspec.structs.replace(
+                request, messages=messages, marks=marks if wire.max_marks else ()
+            )
+        pin = built.prefix.event(session_id)
+        if pin is not None:
+            await log.append([pin])
+        output = _output_tokens(events, index, event.message_id)
+        requests.append(sim_request(request, event.time_ms / 1000, output))
+    return requests
+
+
+async def simulate_trace_async(
+    events: Sequence[Event],
+    *,
+    strategy_name: str,
+    window: int = DEFAULT_WINDOW,
+    provider_family: Provider = "anthropic",
+) -> TraceResult:
+    """``simulate_trace`` inside a running trio loop."""
+    if window < 1:
+        raise ValueError("the window must be positive")
+    if provider_family not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider_family!r}; known: {', '.join(PROVIDERS)}")
+    chosen = strategy(strategy_name)
+    model_id = _model_id(provider_family, events)
+    requests = await _requests(events, chosen, provider_family, model_id, window)
+    price = price_for(model_id, provider_family)
+    cost = simulate(requests, price)
+    per_call = cost.requests
+    prompts = tuple(r.prompt_tokens for r in requests)
+    return TraceResult(
+        strategy=chosen.name,
+        provider=provider_family,
+        model=model_id,
+        prompt_tokens=prompts,
+        uncached=tuple(r.uncached for r in per_call),
+        cache_write=tuple(r.cache_write for r in per_call),
+        cache_read=tuple(r.cache_read for r in per_call),
+        billed_input_cost=cost.total.input_cost,
+        peak_prompt=max(prompts, default=0),
+        lower_bound=lower_bound(requests, price, output=False),
+    )
+
+
+def simulate_trace(
+    events: Sequence[Event],
+    *,
+    strategy_name: str,
+    window: int = DEFAULT_WINDOW,
+    provider_family: Provider = "anthropic",
+) -> TraceResult:
+    """Replay ``events`` under ``strategy_name`` and simulate its calls on ``provider_family``
+    (see the module docstring). Raises ``StrategyError`` for an unknown strategy and
+    ``ValueError`` for a bad window or provider."""
+    return trio.run(
+        lambda: simulate_trace_async(
+            events, strategy_name=strategy_name, window=window, provider_family=provider_family
+        )
+    )
+
+
+def transcripts(paths: Iterable[str | Path]) -> list[Path]:
+    """``paths`` with each folder replaced by the transcripts under it (``.jsonl``, ``.json``,
+    ``.traj``), sorted. Raises ``ValueError`` for a path that does not exist."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    p for p in path.rglob("*") if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES
+                )
+            )
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ValueError(f"no transcript or folder at {path}")
+    return found
+
+
+def trace_sessions(path: Path) -> list[tuple[str, ImportedSession]]:
+    """The sessions of the transcript at ``path``, named ``folder/file`` (``folder/file#N``
+    when it holds several)."""
+    sessions = import_trace(path)
+    base = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    if len(sessions) == 1:
+        return [(base, sessions[0])]
+    return [(f"{base}#{n}", s) for n, s in enumerate(sessions, 1)]
+
+
+async def simulate_paths_async(
+    paths: Iterable[str | Path],
+    strategies: Sequence[str],
+    providers: Sequence[Provider],
+    window: int = DEFAULT_WINDOW,
+) -> dict[str, dict[str, dict[str, TraceResult]]]:
+    """``simulate_paths`` inside a running trio loop."""
+    for name in strategies:
+        strategy(name)
+    results: dict[str, dict[str, dict[str, TraceResult]]] = {}
+    for path in transcripts(paths):
+        for name, session in trace_sessions(path):
+            per_strategy = results.setdefault(name, {})
+            for strategy_name in strategies:
+                per_provider = per_strategy.setdefault(strategy_name, {})
+                for provider in providers:
+                    per_provider[provider] = await simulate_trace_async(
+                        session.events,
+                        strategy_name=strategy_name,
+                        window=window,
+                        provider_family=provider,
+                    )
+    return results
+
+
+def simulate_paths(
+    paths: Iterable[str | Path],
+    strategies: Sequence[str],
+    providers: Sequence[Provider],
+    window: int = DEFAULT_WINDOW,
+) -> dict[str, dict[str, dict[str, TraceResult]]]:
+    """``{trace: {strategy: {provider: TraceResult}}}`` for every session of every transcript
+    at ``paths`` (a folder stands for the transcripts under it)."""
+    return trio.run(lambda: simulate_paths_async(paths, strategies, providers, window))

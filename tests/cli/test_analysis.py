@@ -1,0 +1,193 @@
+"""``contextledger import``, ``replay`` and ``simulate``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from contextledger.cli.main import main
+from contextledger.events.catalogue import MessageAdded, RequestSent
+from contextledger.events.parts import ModelRef
+from contextledger.ledger import SessionLog
+from contextledger.providers.anthropic import AnthropicMessages
+from contextledger.request.builder import RequestBuilder, RequestInputs
+from contextledger.request.prepare import prepare_request
+from contextledger.request.system import SystemSegments
+from contextledger.store.sqlite import SQLiteStore
+from contextledger.synthetic import synthetic_session
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are helpful."},
+    {"role": "user", "content": "List the files."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
+    {"role": "assistant", "content": [{"type": "text", "text": "Two files."}]},
+]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "traces" / "chat.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(CHAT))
+    return path
+
+
+def test_import_writes_one_session_and_counts_it(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "imported.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["messages"] == 3
+    assert row["tool_calls"] == 1
+    code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
+    assert code == 0 and len(json.loads(out)) == row["events"]
+    code, out, err = _run(capsys, "import", str(chat), "--db", str(db))
+    assert code == 1 and "already in" in err and not out
+    code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
+    assert len(json.loads(out)) == row["events"]
+
+
+def test_import_of_a_bad_transcript_fails_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"neither": "format"}))
+    db = tmp_path / "bad.db"
+    code, out, err = _run(capsys, "import", str(bad), "--db", str(db))
+    assert code == 1
+    assert "unknown trace format" in err and not out
+    assert not db.exists()
+    code, _, err = _run(capsys, "import", str(tmp_path / "missing.json"), "--db", str(db))
+    assert code == 1 and "cannot read" in err
+    assert not db.exists()
+
+
+def test_replay_of_a_demo_session_matches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "demo.db"
+    assert _run(capsys, "demo", "--db", str(db), "--turns", "3")[0] == 0
+    code, out, _ = _run(capsys, "replay", str(db), "--session", "ses_demo_001", "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["ok"] and result["projection_matches"] and result["requests"] == 0
+    code, out, _ = _run(capsys, "replay", str(db), "--session", "ses_demo_001")
+    assert code == 0 and "no requests recorded" in out
+    code, _, err = _run(capsys, "replay", str(db), "--session", "ses_missing")
+    assert code == 1 and "no session" in err
+
+
+def test_replay_of_an_imported_session_matches(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "imported.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+    session = json.loads(out)[0]["session"]
+    code, out, _ = _run(capsys, "replay", str(db), "--session", session, "--json")
+    assert code == 0 and json.loads(out)["ok"]
+
+
+async def _session_with_requests(db: Path, *, corrupt: bool) -> None:
+    events = synthetic_session("ses_req", seed=3, turns=1)
+    builder = RequestBuilder(AnthropicMessages())
+    inputs = RequestInputs(
+        model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+        segments=SystemSegments(prompt="Be brief.", environment="<env/>"),
+    )
+    async with SQLiteStore.open(db) as store:
+        log = await SessionLog.open(store, "ses_req")
+        done = 0
+        for index, event in enumerate(events):
+            if isinstance(event, MessageAdded) and event.role == "assistant":
+                await log.append(events[done:index])
+                done = index
+                await prepare_request(log, builder, inputs, time_ms=event.time_ms)
+        await log.append(events[done:])
+        if corrupt:
+            sent = log.history.state.last_request
+            assert sent is not None
+            await log.append(
+                [
+                    RequestSent(
+                        **{
+                            **{f: getattr(sent, f) for f in sent.__struct_fields__},
+                            "prefix_hash": "0" * 64,
+                        }
+                    )
+                ]
+            )
+
+
+def test_replay_reproduces_recorded_prefix_hashes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "requests.db"
+    trio.run(lambda: _session_with_requests(db, corrupt=False))
+    code, out, _ = _run(capsys, "replay", str(db), "--session", "ses_req", "--json")
+    result = json.loads(out)
+    assert code == 0, result
+    assert result["requests"] > 1 and result["prefix_hashes_matched"] == result["requests"]
+
+
+def test_replay_exits_1_on_a_prefix_hash_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "corrupt.db"
+    trio.run(lambda: _session_with_requests(db, corrupt=True))
+    code, out, err = _run(capsys, "replay", str(db), "--session", "ses_req")
+    assert code == 1
+    assert "not reproduced at seq" in out and "does not replay" in err
+
+
+def test_simulate_json_has_the_figures_per_trace_strategy_and_provider(
+    chat: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "simulate", str(chat.parent), "--strategy", "baseline", "--json")
+    assert code == 0
+    result = json.loads(out)
+    figures = result["traces/chat.json"]["baseline"]
+    assert set(figures) == {"anthropic", "openai"}
+    assert set(figures["anthropic"]) == {
+        "billed_input_cost",
+        "peak_prompt",
+        "lower_bound",
+        "cost_vs_lower_bound",
+        "calls",
+    }
+    assert figures["anthropic"]["calls"] == 2
+    code, out, _ = _run(capsys, "simulate", str(chat), "--provider", "openai")
+    assert code == 0 and "compact-at-66666" in out and "anthropic" not in out
+
+
+def test_simulate_refuses_bad_input(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "simulate", str(chat), "--strategy", "nope")
+    assert code == 1 and "unknown strategy 'nope'" in err and not out
+    code, out, err = _run(capsys, "simulate", str(tmp_path / "missing"))
+    assert code == 1 and "no transcript or folder" in err and not out
+    code, _, err = _run(capsys, "simulate", str(chat), "--window", "0")
+    assert code == 1 and "--window" in err

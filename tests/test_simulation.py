@@ -1,0 +1,82 @@
+"""``simulate_trace`` and ``simulate_paths``: strategies priced on a replayed trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contextledger.simulation import Provider, default_strategies, simulate_paths, simulate_trace
+from contextledger.strategies import StrategyError
+from contextledger.synthetic import synthetic_session
+
+EVENTS = synthetic_session("ses_sim", seed=7, turns=2)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_baseline_costs_at_least_the_lower_bound(provider: Provider) -> None:
+    """The bound compared with the billed input cost is the input side only."""
+    result = simulate_trace(EVENTS, strategy_name="baseline", provider_family=provider)
+    assert result.calls > 10
+    assert result.billed_input_cost >= result.lower_bound > 0
+    assert result.cost_vs_lower_bound is not None and result.cost_vs_lower_bound >= 1
+    assert result.peak_prompt == max(result.prompt_tokens)
+    assert len(result.uncached) == len(result.cache_write) == len(result.cache_read)
+    for total, parts in zip(
+        result.prompt_tokens,
+        zip(result.uncached, result.cache_write, result.cache_read, strict=True),
+        strict=True,
+    ):
+        assert sum(parts) == total
+
+
+def test_a_strategy_changes_the_prompt_sizes() -> None:
+    baseline = simulate_trace(EVENTS, strategy_name="baseline")
+    truncated = simulate_trace(EVENTS, strategy_name="truncate-500")
+    assert truncated.calls == baseline.calls
+    assert truncated.peak_prompt < baseline.peak_prompt
+    assert sum(truncated.prompt_tokens) < sum(baseline.prompt_tokens)
+
+
+def test_compaction_shrinks_the_prompt() -> None:
+    baseline = simulate_trace(EVENTS, strategy_name="baseline")
+    compacted = simulate_trace(EVENTS, strategy_name="compact-at-20000")
+    assert compacted.peak_prompt < baseline.peak_prompt
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("anthropic", "claude-sonnet-4-20250514"), ("openai", "gpt-5")]
+)
+def test_the_figures_are_deterministic(provider: Provider, model: str) -> None:
+    runs = [
+        simulate_trace(EVENTS, strategy_name="age-truncate-500-keep-3", provider_family=provider)
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+    assert runs[0].model == model
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(StrategyError):
+        simulate_trace(EVENTS, strategy_name="no-such-strategy")
+    with pytest.raises(ValueError, match="window"):
+        simulate_trace(EVENTS, strategy_name="baseline", window=0)
+
+
+def test_default_strategies_compact_at_a_third_of_the_window() -> None:
+    assert "compact-at-30000" in default_strategies(90_000)
+
+
+def test_simulate_paths_names_each_session_by_folder_and_file(tmp_path: Path) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    chat = [
+        {"role": "user", "content": "Say hi."},
+        {"role": "assistant", "content": "Hi."},
+    ]
+    (folder / "chat.json").write_text(json.dumps(chat))
+    results = simulate_paths([folder], ["baseline"], ["anthropic", "openai"])
+    assert list(results) == ["traces/chat.json"]
+    assert set(results["traces/chat.json"]["baseline"]) == {"anthropic", "openai"}
+    assert results["traces/chat.json"]["baseline"]["openai"].calls == 1
