@@ -498,9 +498,12 @@ class RequestConfig(_Section, frozen=True):
     #: Automatic breakpoints: "auto" (last tool, last system block, the message below),
     #: "ai-sdk" (first two system blocks, last two messages) or "none" (hints only).
     cache: CacheMode = "auto"
-    #: Under "auto": the message marked, "latest-user-message" (it stays put through a tool
-    #: loop, so every step reads what the first wrote), "latest-assistant", or the last N.
-    cache_messages: MessageTarget | Positive = "latest-user-message"
+    #: Under "auto": the messages marked: the last N (default 2: each step of a tool loop
+    #: reads what the step before wrote, so the cached prefix grows with the loop; replayed
+    #: on the Claude Code traces this halves Anthropic's input cost or better against the
+    #: next option), "latest-user-message" (opencode's native policy: it stays put through a
+    #: tool loop, so nothing after it is cached), or "latest-assistant".
+    cache_messages: MessageTarget | Positive = 2
     #: Lifetime written into automatic marks: None (the provider's default, five minutes),
     #: "5m" or "1h" (Anthropic and Bedrock charge 2x instead of 1.25x to write it).
     cache_ttl: CacheTTL | None = None

@@ -34,9 +34,8 @@ from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt
 
-#: Claude Code's breakpoints: the tools, the system prompt and the last two messages, so the
-#: cached prefix grows with every call (the default policy keeps it at the latest user
-#: message through a tool loop, which would measure the policy, not the simulator).
+#: Claude Code's breakpoints (and the default ones): the tools, the system prompt and the
+#: last two messages, so the cached prefix grows with every call.
 CLAUDE_CODE_MARKS: Final = Config(request=RequestConfig(cache_messages=2))
 TOOLS: Final = tuple(
     ToolSchema(name=n, description=f"The {n} tool.", input_schema={"type": "object"})
