@@ -11,7 +11,8 @@ the provider's price entry (``anthropic``: the trace's model, else ``claude-sonn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
@@ -34,6 +35,7 @@ from contextledger.providers.base import WireFormat
 from contextledger.providers.openai_chat import OpenAIChat
 from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt
+from contextledger.request.types import Request
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import Strategy, TurnEnv, strategy, strategy_view
 
@@ -61,8 +63,9 @@ def default_strategies(window: int = DEFAULT_WINDOW) -> tuple[str, ...]:
 
 
 class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
-    """One session under one strategy and provider: per call, the prompt tokens and the
-    uncached, cache-written and cache-read tokens; the billed input cost (USD), the peak
+    """One session under one strategy and provider: per call, the prompt tokens, the
+    uncached, cache-written and cache-read tokens, the input cost (USD) and what the strategy
+    did before it (``actions``, empty when nothing); the billed input cost (USD), the peak
     prompt, the lower bound (USD) and the cost over the lower bound."""
 
     strategy: str
@@ -72,6 +75,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     uncached: tuple[int, ...]
     cache_write: tuple[int, ...]
     cache_read: tuple[int, ...]
+    input_cost: tuple[float, ...]
+    actions: tuple[str, ...]
     billed_input_cost: float
     peak_prompt: int
     lower_bound: float
@@ -152,23 +157,49 @@ async def _replay(log: SessionLog, events: Sequence[Event]) -> None:
     log.history.apply_all(recorded)
 
 
-async def _requests(
-    events: Sequence[Event], chosen: Strategy, provider: Provider, model_id: str, window: int
-) -> list[SimRequest]:
-    if not events:
-        return []
-    session_id = events[0].session_id
-    config = chosen.configure(Config())
-    wire = _wire(provider)
-    builder = RequestBuilder(wire, config)
-    ref = ModelRef(provider_id=provider, model_id=model_id)
-    model = Model(
+@dataclass(frozen=True)
+class Step:
+    """One model call of a replay under a strategy: its index among the calls, the index in
+    the trace's events of the assistant message it produced and that message's event, what the
+    strategy did before it, the projection it was built from (read it, do not change it) and
+    the request it sent."""
+
+    call: int
+    event_index: int
+    message: MessageAdded
+    actions: str
+    history: History
+    request: Request
+
+
+def _model(provider: Provider, model_id: str, window: int) -> Model:
+    return Model(
         provider_id=provider,
         model_id=model_id,
         limits=ModelLimits(context=window, output=min(OUTPUT_LIMIT, window // 4)),
     )
+
+
+async def strategy_steps(
+    events: Sequence[Event],
+    chosen: Strategy,
+    *,
+    provider: Provider = "anthropic",
+    model_id: str | None = None,
+    window: int = DEFAULT_WINDOW,
+) -> AsyncIterator[Step]:
+    """Replay ``events`` under ``chosen``, yielding each model call's ``Step`` (see the module
+    docstring). ``model_id`` defaults to the one ``simulate`` prices the provider with."""
+    if not events:
+        return
+    model_id = model_id or _model_id(provider, events)
+    session_id = events[0].session_id
+    config = chosen.configure(Config())
+    wire = _wire(provider)
+    builder = RequestBuilder(wire, config)
+    model = _model(provider, model_id, window)
     inputs = RequestInputs(
-        model=ref,
+        model=ModelRef(provider_id=provider, model_id=model_id),
         segments=SystemSegments(prompt=family_prompt(provider), environment="<env>\n</env>"),
         tools=_tools(events),
     )
@@ -180,8 +211,8 @@ async def _requests(
         return now[0]
 
     env = TurnEnv(model=model, config=Config(), clock=clock)
-    requests: list[SimRequest] = []
     done = 0
+    call = 0
     for index, event in enumerate(events):
         if not (isinstance(event, MessageAdded) and event.role == "assistant"):
             continue
@@ -189,8 +220,7 @@ async def _requests(
             await _replay(log, events[done:index])
             done = index
         now[0] = max(now[0], event.time_ms)
-        if requests:
-            await chosen.after_turn(log, env)
+        actions = (await chosen.after_turn(log, env)).describe() if call else ""
         built = builder.build(log.history, inputs)
         request = built.request
         if chosen.transform is not None:
@@ -208,9 +238,36 @@ async def _requests(
         pin = built.prefix.event(session_id)
         if pin is not None:
             await log.append([pin])
-        output = _output_tokens(events, index, event.message_id)
-        requests.append(sim_request(request, event.time_ms / 1000, output))
-    return requests
+        yield Step(call, index, event, actions, log.history, request)
+        call += 1
+
+
+def trace_result(
+    strategy_name: str,
+    provider: Provider,
+    model_id: str,
+    requests: Sequence[SimRequest],
+    actions: Sequence[str],
+) -> TraceResult:
+    """``requests`` (one per call, ``actions`` what preceded each) simulated and priced with
+    ``model_id``'s entry for ``provider``."""
+    price = price_for(model_id, provider)
+    cost = simulate(requests, price)
+    prompts = tuple(r.prompt_tokens for r in requests)
+    return TraceResult(
+        strategy=strategy_name,
+        provider=provider,
+        model=model_id,
+        prompt_tokens=prompts,
+        uncached=tuple(r.uncached for r in cost.requests),
+        cache_write=tuple(r.cache_write for r in cost.requests),
+        cache_read=tuple(r.cache_read for r in cost.requests),
+        input_cost=tuple(r.input_cost for r in cost.requests),
+        actions=tuple(actions),
+        billed_input_cost=cost.total.input_cost,
+        peak_prompt=max(prompts, default=0),
+        lower_bound=lower_bound(requests, price, output=False),
+    )
 
 
 async def simulate_trace_async(
@@ -227,23 +284,15 @@ async def simulate_trace_async(
         raise ValueError(f"unknown provider {provider_family!r}; known: {', '.join(PROVIDERS)}")
     chosen = strategy(strategy_name)
     model_id = _model_id(provider_family, events)
-    requests = await _requests(events, chosen, provider_family, model_id, window)
-    price = price_for(model_id, provider_family)
-    cost = simulate(requests, price)
-    per_call = cost.requests
-    prompts = tuple(r.prompt_tokens for r in requests)
-    return TraceResult(
-        strategy=chosen.name,
-        provider=provider_family,
-        model=model_id,
-        prompt_tokens=prompts,
-        uncached=tuple(r.uncached for r in per_call),
-        cache_write=tuple(r.cache_write for r in per_call),
-        cache_read=tuple(r.cache_read for r in per_call),
-        billed_input_cost=cost.total.input_cost,
-        peak_prompt=max(prompts, default=0),
-        lower_bound=lower_bound(requests, price, output=False),
-    )
+    requests: list[SimRequest] = []
+    actions: list[str] = []
+    async for step in strategy_steps(
+        events, chosen, provider=provider_family, model_id=model_id, window=window
+    ):
+        output = _output_tokens(events, step.event_index, step.message.message_id)
+        requests.append(sim_request(step.request, step.message.time_ms / 1000, output))
+        actions.append(step.actions)
+    return trace_result(chosen.name, provider_family, model_id, requests, actions)
 
 
 def simulate_trace(

@@ -27,7 +27,14 @@ from contextledger.ledger import EventLog
 from contextledger.policy.compaction import is_real_user
 from contextledger.policy.overflow import Model, is_overflow, pressure_level, usable
 from contextledger.policy.prices import price_for
-from contextledger.policy.prune import Plan, plan_after_turn, plan_events
+from contextledger.policy.prune import (
+    Plan,
+    PrunePlan,
+    StripPlan,
+    TrimPlan,
+    plan_after_turn,
+    plan_events,
+)
 from contextledger.strategies.base import (
     Transform,
     TransformContext,
@@ -56,6 +63,28 @@ class TurnReport:
 
     pruned: tuple[Plan, ...] = ()
     compaction: CompactionResult | None = None
+
+    def describe(self) -> str:
+        """One line for tables: ``"compacted; cleared 3 outputs (12,400 tokens)"``, or ``""``
+        when nothing was done."""
+        said: list[str] = []
+        if self.compaction is not None:
+            if self.compaction.outcome == "completed":
+                said.append("compacted")
+            else:
+                said.append(f"compaction rolled back ({self.compaction.reason})")
+        cleared = [p for p in self.pruned if isinstance(p, PrunePlan)]
+        if cleared:
+            outputs = sum(len(p.part_ids) for p in cleared)
+            tokens = sum(p.tokens for p in cleared)
+            said.append(f"cleared {outputs} outputs ({tokens:,} tokens)")
+        trimmed = sum(1 for p in self.pruned if isinstance(p, TrimPlan))
+        if trimmed:
+            said.append(f"trimmed {trimmed} outputs")
+        stripped = sum(len(p.part_ids) for p in self.pruned if isinstance(p, StripPlan))
+        if stripped:
+            said.append(f"stripped {stripped} parts")
+        return "; ".join(said)
 
 
 class Strategy(Protocol):
