@@ -327,6 +327,14 @@ class CompactionConfig(_Section, frozen=True):
     #: Kilo ``MAX_COMPACTION_ATTEMPTS``: a turn that still overflows after 3 compactions stops
     #: with an error instead of looping.
     max_attempts: Positive = 3
+    #: What ``max_attempts`` counts compactions within: "turn" (Kilo: since the last real user
+    #: message) or "step" (since the last assistant step that finished without an error, so
+    #: that early compactions in a long tool loop are not mistaken for an overflow loop).
+    attempts_per: Literal["turn", "step"] = "turn"
+    #: When to compact: "window" (opencode, Kilo, MiMo: when the usable window is reached) or
+    #: "economic" (also earlier, once the view passes the size at which compacting costs less
+    #: per call than reading the grown prefix from the cache; ``policy.cadence``).
+    cadence: Literal["window", "economic"] = "window"
     #: Kilo compaction chunks: when the head does not fit one summary request, it is cut into
     #: chunks of this share of the usable window (at least 1,000 tokens) ...
     chunk_ratio: Ratio = 0.6

@@ -11,7 +11,7 @@ the provider's price entry (``anthropic``: the trace's model, else ``claude-sonn
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -22,8 +22,14 @@ import trio
 from contextledger.cachesim import lower_bound, price_for, sim_request, simulate
 from contextledger.cachesim.blocks import SimRequest
 from contextledger.config import Config
-from contextledger.events.catalogue import Event, MessageAdded, PartAdded, SessionStarted
-from contextledger.events.parts import ModelRef, StepFinishPart, ToolPart, ToolSchema
+from contextledger.events.catalogue import (
+    AssistantFinished,
+    Event,
+    MessageAdded,
+    PartAdded,
+    SessionStarted,
+)
+from contextledger.events.parts import ModelRef, StepFinishPart, ToolPart, ToolSchema, Usage
 from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
 from contextledger.importers.detect import import_trace
@@ -50,16 +56,19 @@ OUTPUT_LIMIT: Final = 32_000
 TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".traj"})
 
 
-def default_strategies(window: int = DEFAULT_WINDOW) -> tuple[str, ...]:
-    """The strategies ``simulate`` compares by default: ``baseline``, ``truncate-500``,
-    ``age-truncate-500-keep-3``, ``compact-at-N`` with N a third of ``window``, ``default``."""
-    return (
-        "baseline",
-        "truncate-500",
-        "age-truncate-500-keep-3",
-        f"compact-at-{window // 3}",
-        "default",
-    )
+#: The strategies ``simulate`` compares by default: pi's four (``baseline``, ``truncate-500``,
+#: ``age-truncate-500-keep-3``, ``compact-at-12000-structured``), Kilo's and opencode's
+#: (``opencode``), MiMo Code's (``mimo-tiers``) and ours (``default``). Each sizes itself to
+#: the window it is simulated with.
+DEFAULT_STRATEGIES: Final[tuple[str, ...]] = (
+    "baseline",
+    "truncate-500",
+    "age-truncate-500-keep-3",
+    "compact-at-12000-structured",
+    "opencode",
+    "mimo-tiers",
+    "default",
+)
 
 
 class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,6 +158,27 @@ def _output_tokens(events: Sequence[Event], start: int, message_id: str) -> int:
     return total
 
 
+def _as_sent(event: Event, prompts: Mapping[str, int]) -> Event:
+    """``event`` with the usage of an assistant message in ``prompts`` (message id to the
+    prompt tokens the strategy's request held) restated as that prompt, all uncached, with
+    the recorded output: the recorded usage measured the original run's context, and the
+    overflow and pressure rules must see the context the strategy sends."""
+    if isinstance(event, AssistantFinished) and event.message_id in prompts:
+        return msgspec.structs.replace(
+            event, usage=_sent_usage(event.usage, prompts[event.message_id])
+        )
+    if isinstance(event, PartAdded) and isinstance(event.part, StepFinishPart):
+        prompt = prompts.get(event.part.message_id)
+        if prompt is not None:
+            part = msgspec.structs.replace(event.part, usage=_sent_usage(event.part.usage, prompt))
+            return msgspec.structs.replace(event, part=part)
+    return event
+
+
+def _sent_usage(recorded: Usage, prompt: int) -> Usage:
+    return Usage(input=prompt, output=recorded.output, reasoning=recorded.reasoning)
+
+
 async def _replay(log: SessionLog, events: Sequence[Event]) -> None:
     """Append recorded events as they are. They were validated as a whole when imported; the
     ids of a strategy's compaction, taken from the clock, may sort after the next recorded
@@ -161,8 +191,9 @@ async def _replay(log: SessionLog, events: Sequence[Event]) -> None:
 class Step:
     """One model call of a replay under a strategy: its index among the calls, the index in
     the trace's events of the assistant message it produced and that message's event, what the
-    strategy did before it, the projection it was built from (read it, do not change it) and
-    the request it sent."""
+    strategy did before it, the projection it was built from (read it, do not change it), the
+    request it sent and that request as the cache simulator sees it (with the recorded output
+    tokens)."""
 
     call: int
     event_index: int
@@ -170,6 +201,7 @@ class Step:
     actions: str
     history: History
     request: Request
+    sim: SimRequest
 
 
 def _model(provider: Provider, model_id: str, window: int) -> Model:
@@ -213,11 +245,12 @@ async def strategy_steps(
     env = TurnEnv(model=model, config=Config(), clock=clock)
     done = 0
     call = 0
+    prompts: dict[str, int] = {}
     for index, event in enumerate(events):
         if not (isinstance(event, MessageAdded) and event.role == "assistant"):
             continue
         if index > done:
-            await _replay(log, events[done:index])
+            await _replay(log, [_as_sent(e, prompts) for e in events[done:index]])
             done = index
         now[0] = max(now[0], event.time_ms)
         actions = (await chosen.after_turn(log, env)).describe() if call else ""
@@ -238,7 +271,10 @@ async def strategy_steps(
         pin = built.prefix.event(session_id)
         if pin is not None:
             await log.append([pin])
-        yield Step(call, index, event, actions, log.history, request)
+        output = _output_tokens(events, index, event.message_id)
+        sim = sim_request(request, event.time_ms / 1000, output)
+        prompts[event.message_id] = sim.prompt_tokens
+        yield Step(call, index, event, actions, log.history, request, sim)
         call += 1
 
 
@@ -289,8 +325,7 @@ async def simulate_trace_async(
     async for step in strategy_steps(
         events, chosen, provider=provider_family, model_id=model_id, window=window
     ):
-        output = _output_tokens(events, step.event_index, step.message.message_id)
-        requests.append(sim_request(step.request, step.message.time_ms / 1000, output))
+        requests.append(step.sim)
         actions.append(step.actions)
     return trace_result(chosen.name, provider_family, model_id, requests, actions)
 
@@ -346,23 +381,31 @@ async def simulate_paths_async(
     strategies: Sequence[str],
     providers: Sequence[Provider],
     window: int = DEFAULT_WINDOW,
+    on_progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, dict[str, dict[str, TraceResult]]]:
     """``simulate_paths`` inside a running trio loop."""
     for name in strategies:
         strategy(name)
+    sessions = [named for path in transcripts(paths) for named in trace_sessions(path)]
+    total = len(sessions) * len(strategies) * len(providers)
+    done = 0
     results: dict[str, dict[str, dict[str, TraceResult]]] = {}
-    for path in transcripts(paths):
-        for name, session in trace_sessions(path):
-            per_strategy = results.setdefault(name, {})
-            for strategy_name in strategies:
-                per_provider = per_strategy.setdefault(strategy_name, {})
-                for provider in providers:
-                    per_provider[provider] = await simulate_trace_async(
-                        session.events,
-                        strategy_name=strategy_name,
-                        window=window,
-                        provider_family=provider,
-                    )
+    for name, session in sessions:
+        per_strategy = results.setdefault(name, {})
+        for strategy_name in strategies:
+            per_provider = per_strategy.setdefault(strategy_name, {})
+            for provider in providers:
+                if on_progress is not None:
+                    on_progress(done, total, f"{name} {strategy_name} {provider}")
+                per_provider[provider] = await simulate_trace_async(
+                    session.events,
+                    strategy_name=strategy_name,
+                    window=window,
+                    provider_family=provider,
+                )
+                done += 1
+    if on_progress is not None:
+        on_progress(done, total, "")
     return results
 
 
@@ -371,7 +414,10 @@ def simulate_paths(
     strategies: Sequence[str],
     providers: Sequence[Provider],
     window: int = DEFAULT_WINDOW,
+    on_progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, dict[str, dict[str, TraceResult]]]:
     """``{trace: {strategy: {provider: TraceResult}}}`` for every session of every transcript
-    at ``paths`` (a folder stands for the transcripts under it)."""
-    return trio.run(lambda: simulate_paths_async(paths, strategies, providers, window))
+    at ``paths`` (a folder stands for the transcripts under it). ``on_progress(done, total,
+    label)``, when given, is called before each (session, strategy, provider) simulation with
+    the number finished so far and what runs next, and once at the end with ``done == total``."""
+    return trio.run(lambda: simulate_paths_async(paths, strategies, providers, window, on_progress))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from contextledger.simulation import Provider, default_strategies, simulate_paths, simulate_trace
-from contextledger.strategies import StrategyError
+from contextledger.simulation import DEFAULT_STRATEGIES, Provider, simulate_paths, simulate_trace
+from contextledger.strategies import StrategyError, strategy
 from contextledger.synthetic import synthetic_session
 
 EVENTS = synthetic_session("ses_sim", seed=7, turns=2)
@@ -64,8 +64,16 @@ def test_bad_arguments_are_refused() -> None:
         simulate_trace(EVENTS, strategy_name="baseline", window=0)
 
 
-def test_default_strategies_compact_at_a_third_of_the_window() -> None:
-    assert "compact-at-30000" in default_strategies(90_000)
+def test_the_default_strategies_are_pis_four_kilos_mimos_and_ours() -> None:
+    for name in DEFAULT_STRATEGIES:
+        assert strategy(name).name == name
+    assert DEFAULT_STRATEGIES[:4] == (
+        "baseline",
+        "truncate-500",
+        "age-truncate-500-keep-3",
+        "compact-at-12000-structured",
+    )
+    assert DEFAULT_STRATEGIES[-1] == "default"
 
 
 def test_simulate_paths_names_each_session_by_folder_and_file(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import structlog
@@ -47,6 +47,7 @@ from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
+from contextledger.policy.cadence import early_compaction_due
 from contextledger.policy.compaction import EXHAUSTED_DETAIL
 from contextledger.policy.overflow import (
     Model,
@@ -509,16 +510,21 @@ class SessionHandle:
         agent_id: str = MAIN_AGENT,
     ) -> BuiltRequest:
         """The next request. When the context is full (the last reported usage reaches the
-        compaction limit, or preflight says so), compact first, at most
+        compaction limit, preflight says so, or under ``compaction.cadence = "economic"`` the
+        view has passed its economic threshold), compact first, at most
         ``compaction.max_attempts`` times per turn; raise ``CompactionExhausted`` after."""
         runtime = self.runtime
         for _ in range(runtime.config.compaction.max_attempts + 1):
             # This caller's earlier commands are applied (each was answered); others' may
             # still be queued, and the builder, behind them, sees them anyway.
             history = (await runtime._actors(self.session_id)).session.history
-            if not self._full(history, inputs, agent_id):
+            reason = self._full(history, inputs, agent_id)
+            if reason is None:
                 break
             result = await self.compact(trigger="auto", agent_id=agent_id)
+            if reason == "economic":
+                # An early compaction is optional: whatever came of it, send.
+                break
             if result.outcome == "rolled_back" and result.detail.startswith(_EXHAUSTED):
                 raise CompactionExhausted(result.detail)
         command = Build(
@@ -527,7 +533,10 @@ class SessionHandle:
         built: BuiltRequest = await runtime.ask(self.session_id, "builder", command)
         return built
 
-    def _full(self, history: History, inputs: RequestInputs, agent_id: str) -> bool:
+    def _full(
+        self, history: History, inputs: RequestInputs, agent_id: str
+    ) -> Literal["overflow", "preflight", "economic"] | None:
+        """Why the agent's slice must be compacted before the next request, None if not."""
         config = self.runtime.config
         model = self.runtime.model
         finished = _latest_answer(history, agent_id)
@@ -539,15 +548,16 @@ class SessionHandle:
                 for c in history.state.compactions.values()
             )
             if not compacted_after and is_overflow(model, finished.usage, config):
-                return True
-        if not preflight_enabled(model, config):
-            return False
+                return "overflow"
         agent = None if agent_id == MAIN_AGENT else agent_id
         options = ViewOptions.from_config(config, inputs.model)
         view = model_view(history, msgspec.structs.replace(options, agent_id=agent))
-        system = system_for(history, inputs.segments)
-        measure = measure_preflight(view, config, tools=inputs.tools, system=system)
-        return should_compact_preflight(model, measure, config).compact
+        if preflight_enabled(model, config):
+            system = system_for(history, inputs.segments)
+            measure = measure_preflight(view, config, tools=inputs.tools, system=system)
+            if should_compact_preflight(model, measure, config).compact:
+                return "preflight"
+        return "economic" if early_compaction_due(view, model, config) else None
 
     async def compact(
         self, *, trigger: CompactionTrigger = "manual", agent_id: str = MAIN_AGENT

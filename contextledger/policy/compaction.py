@@ -31,7 +31,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -334,16 +334,28 @@ def needs_chunks(
 # --- guards ---------------------------------------------------------------------------------
 
 
-def attempts_this_turn(messages: Sequence[Message]) -> int:
+def attempts_this_turn(messages: Sequence[Message], per: Literal["turn", "step"] = "turn") -> int:
     """Compaction requests (rolled back ones included) since the last real user message of
-    ``messages`` (history messages in id order)."""
+    ``messages`` (history messages in id order), or with ``per="step"`` since the last
+    assistant step that finished without an error, whichever is later."""
     count = 0
     for message in reversed(messages):
         if is_real_user(message):
             break
+        if per == "step" and _succeeded(message):
+            break
         if compaction_part(message) is not None:
             count += 1
     return count
+
+
+def _succeeded(message: Message) -> bool:
+    return (
+        message.role == "assistant"
+        and not message.summary
+        and message.finish is not None
+        and message.error is None
+    )
 
 
 def rollback_reason(summary_text: str, *, overflowed: bool) -> RollbackReason | None:
@@ -577,7 +589,8 @@ def plan_compaction(
         )
     )
     attempt = attempts_this_turn(
-        [m for m in history.messages if m.id <= request.id and agent_id in (None, m.agent_id)]
+        [m for m in history.messages if m.id <= request.id and agent_id in (None, m.agent_id)],
+        settings.attempts_per,
     )
     resume = part.auto and replay is None and settings.autocontinue
     return CompactionPlan(

@@ -1,12 +1,12 @@
 """Context strategies: view transforms (pi's ``transformContext``) and after-turn strategies
 that prune and compact through the library. See ``docs/strategies.md``."""
 
+from contextledger.policy.cadence import estimate_view_tokens
 from contextledger.strategies.base import (
     StrategyError,
     Transform,
     TransformContext,
     apply_transform,
-    estimate_view_tokens,
     load_transform,
 )
 from contextledger.strategies.registry import STRATEGIES, StrategyFactory, strategy
@@ -22,6 +22,7 @@ from contextledger.strategies.transforms import (
 )
 from contextledger.strategies.turns import (
     CompactAt,
+    CompactOnce,
     DefaultStrategy,
     MimoTiers,
     OpencodeDefault,
@@ -39,6 +40,7 @@ __all__ = [
     "STRATEGIES",
     "TRUNCATED_MARKER",
     "CompactAt",
+    "CompactOnce",
     "DefaultStrategy",
     "MimoTiers",
     "OpencodeDefault",

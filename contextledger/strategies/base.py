@@ -13,22 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-import msgspec
-
 from contextledger.history.messages import ModelMessage
 from contextledger.history.view import tool_pairs_ok
-from contextledger.policy.compaction import text_tokens
-
-_json = msgspec.json.Encoder()
+from contextledger.policy.cadence import estimate_view_tokens
 
 
 class StrategyError(Exception):
     """A strategy could not be loaded, named or applied."""
-
-
-def estimate_view_tokens(view: Sequence[ModelMessage]) -> int:
-    """About four characters per token of the view's JSON (opencode's ``Token.estimate``)."""
-    return text_tokens(len(_json.encode(list(view))))
 
 
 @dataclass(frozen=True, kw_only=True)

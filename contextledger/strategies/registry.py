@@ -21,6 +21,7 @@ from contextledger.strategies.transforms import (
 )
 from contextledger.strategies.turns import (
     CompactAt,
+    CompactOnce,
     DefaultStrategy,
     MimoTiers,
     OpencodeDefault,
@@ -41,7 +42,7 @@ STRATEGIES: Final[dict[str, StrategyFactory]] = {
         f"per-tool-keep-last-{k}", per_tool_keep_last(k)
     ),
     "compact-at-N": CompactAt,
-    "compact-at-N-structured": CompactAt,
+    "compact-at-N-structured": CompactOnce,
     "opencode": OpencodeDefault,
     "kilo": OpencodeDefault,
     "mimo-tiers": MimoTiers,

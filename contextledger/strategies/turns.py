@@ -24,7 +24,8 @@ from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import EventLog
-from contextledger.policy.compaction import is_real_user
+from contextledger.policy.cadence import early_compaction_due, estimate_view_tokens
+from contextledger.policy.compaction import MIN_TAIL_TOKENS, is_real_user
 from contextledger.policy.overflow import Model, is_overflow, pressure_level, usable
 from contextledger.policy.prices import price_for
 from contextledger.policy.prune import (
@@ -39,10 +40,11 @@ from contextledger.strategies.base import (
     Transform,
     TransformContext,
     apply_transform,
-    estimate_view_tokens,
 )
 
 Clock = Callable[[], int]
+
+_json = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,6 +235,36 @@ class CompactAt:
 
 
 @dataclass(frozen=True)
+class CompactOnce:
+    """pi's ``compact-at-N-structured``: once the view passes ``chars`` characters (of its
+    JSON), compact it once with the five-section continuation summary, keeping the tail;
+    after that the summary is frozen and the conversation grows after it."""
+
+    chars: int
+    transform: Transform | None = None
+
+    @property
+    def name(self) -> str:
+        """``compact-at-N-structured``."""
+        return f"compact-at-{self.chars}-structured"
+
+    def configure(self, config: Config) -> Config:
+        """The continuation template."""
+        return _replace_section(config, "compaction", template="continuation")
+
+    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
+        """Compact when no compaction has completed yet and the view passes ``chars``."""
+        history = log.history
+        if any(c.status == "completed" for c in history.state.compactions.values()):
+            return TurnReport()
+        config = self.configure(env.config)
+        view = model_view(history, _options(config, env.agent_id))
+        if len(_json.encode(view)) <= self.chars:
+            return TurnReport()
+        return TurnReport(compaction=await _compact(log, env, config))
+
+
+@dataclass(frozen=True)
 class OpencodeDefault:
     """Kilo Code / opencode: compact when the last reported usage reaches the usable window
     (``kilo`` variant), with the post-compaction prune; the after-turn prune is Kilo's opt-in
@@ -281,31 +313,44 @@ class MimoTiers:
 
 @dataclass(frozen=True)
 class DefaultStrategy:
-    """Ours, cache-aware. The prompt cache makes every change to the prefix cost a rewrite of
-    everything after it, so the prefix changes only when that pays: the after-turn prune runs
-    in ``cost`` mode (clear old outputs only when the saving over the expected remaining turns
-    beats the cache rewrite), and compaction waits for the usable window (``mimo`` variant,
-    proportional on small windows), keeps the verbatim tail and writes the continuation
-    summary so the agent resumes where it stopped."""
+    """Ours, cache-aware. With a prompt cache every call reads the whole prefix and every
+    change to it costs a rewrite of everything after it, so the prefix changes only when that
+    pays: compaction comes at the economic threshold (``cadence = "economic"``: once the
+    view's extra reads cost more than compacting; never later than the usable window, ``mimo``
+    variant), keeps the verbatim tail and writes the continuation summary so the agent resumes
+    where it stopped; between compactions the after-turn prune runs in ``cost`` mode (clear
+    old outputs only when the saving over the expected remaining turns beats the rewrite).
+    Compactions come often, so the verbatim tail kept after each is opencode's smallest
+    (``MIN_TAIL_TOKENS``, 2,000 tokens): it is written again at every compaction, and a
+    larger one raises the threshold and the reads with it. The compaction guard counts
+    attempts per step, so early compactions in a long tool loop are not taken for an
+    overflow loop."""
 
     name: str = "default"
     transform: Transform | None = None
 
     def configure(self, config: Config) -> Config:
-        """``prune`` on in ``cost`` mode; ``mimo`` window; continuation template; autocontinue."""
+        """``economic`` cadence, attempts per step, a 2,000-token tail, ``mimo`` window,
+        continuation template, autocontinue; ``prune`` on in ``cost`` mode."""
         config = _replace_section(
             config,
             "compaction",
             overflow_variant="mimo",
             template="continuation",
             autocontinue=True,
+            cadence="economic",
+            attempts_per="step",
+            preserve_recent_tokens=MIN_TAIL_TOKENS,
         )
         return _replace_section(config, "prune", enabled=True, mode="cost")
 
     async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Compact on overflow, else prune when it pays."""
+        """Compact on overflow or past the economic threshold, else prune when it pays."""
         config = self.configure(env.config)
-        if overflowed(log.history, env.model, config, env.agent_id):
+        view = model_view(log.history, _options(config, env.agent_id))
+        if overflowed(log.history, env.model, config, env.agent_id) or early_compaction_due(
+            view, env.model, config
+        ):
             return TurnReport(compaction=await _compact(log, env, config))
         return TurnReport(pruned=await _prune(log, env, config))
 

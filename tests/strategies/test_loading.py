@@ -7,6 +7,7 @@ import pytest
 from contextledger.strategies import (
     STRATEGIES,
     CompactAt,
+    CompactOnce,
     DefaultStrategy,
     MimoTiers,
     OpencodeDefault,
@@ -62,7 +63,7 @@ def test_a_loaded_transform_that_splits_a_pair_is_refused() -> None:
         ("age-truncate-500-keep-3", TransformStrategy),
         ("per-tool-keep-last-2", TransformStrategy),
         ("compact-at-12000", CompactAt),
-        ("compact-at-12000-structured", CompactAt),
+        ("compact-at-12000-structured", CompactOnce),
         ("opencode", OpencodeDefault),
         ("kilo", OpencodeDefault),
         ("mimo-tiers", MimoTiers),
