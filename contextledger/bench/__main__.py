@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from contextledger.bench._common import Benchmark, Options, write
@@ -33,6 +33,22 @@ def load(name: str) -> Benchmark:
     return cast(Benchmark, importlib.import_module(BENCHMARKS[name]))
 
 
+def run_named(
+    name: str, options: Options, show: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Run benchmark ``name`` (or every one for ``all``) and return the JSON-ready figures:
+    the benchmark's own, or for ``all`` an object of them keyed by name. ``show``, when
+    given, receives each benchmark's table as soon as it has run."""
+    names = list(BENCHMARKS) if name == "all" else [name]
+    results: dict[str, dict[str, Any]] = {}
+    for each in names:
+        bench = load(each)
+        results[each] = bench.run(options)
+        if show is not None:
+            show(bench.render(results[each]))
+    return results if name == "all" else results[name]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks asked for and print their results."""
     parser = argparse.ArgumentParser(prog="python -m contextledger.bench", description=__doc__)
@@ -48,15 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Log lines go to stderr, so that stdout holds nothing but the results.
     configure_logging("warning")
     options = Options(full=args.full, events=args.events)
-    names = list(BENCHMARKS) if args.name == "all" else [args.name]
-    results: dict[str, dict[str, Any]] = {}
-    for name in names:
-        bench = load(name)
-        results[name] = bench.run(options)
-        if not args.json:
-            write(bench.render(results[name]))
+    payload = run_named(args.name, options, None if args.json else write)
     if args.json:
-        payload = results if args.name == "all" else results[args.name]
         write(json.dumps(payload, indent=2) + "\n")
     return 0
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from contextledger.cli.output import emit_json, emit_table, emit_text
+from contextledger.cli.output import Progress, emit_json, emit_table, emit_text
 from contextledger.config import Config
 from contextledger.events.catalogue import MessageAdded, PartAdded, RequestSent
 from contextledger.events.parts import ModelRef, ToolPart
@@ -22,9 +22,11 @@ from contextledger.providers.registry import WIRE_FORMATS
 from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.system import SystemSegments
 from contextledger.simulation import (
+    DEFAULT_STRATEGIES,
     DEFAULT_WINDOW,
     PROVIDERS,
-    default_strategies,
+    Provider,
+    TraceResult,
     simulate_paths_async,
 )
 from contextledger.store.sqlite import SQLiteStore
@@ -151,17 +153,31 @@ async def replay(args: argparse.Namespace) -> None:
         raise ValueError(f"session {args.session!r} does not replay to what was recorded")
 
 
-async def simulate(args: argparse.Namespace) -> None:
-    """Simulate ``args.paths`` under each strategy and provider; print the headline figures."""
+async def run_simulation(
+    args: argparse.Namespace, label: str
+) -> tuple[tuple[str, ...], tuple[Provider, ...], dict[str, dict[str, dict[str, TraceResult]]]]:
+    """The strategies and providers ``args`` name (``--strategy``, ``--provider``; the defaults
+    when absent) and ``args.paths`` simulated under them with ``args.window``, a progress bar
+    labelled ``label`` on a terminal. Raises ``ValueError`` for a window below 1, an unknown
+    strategy or a path that does not exist."""
     window: int = args.window
     if window < 1:
         raise ValueError("--window must be positive")
-    strategies = tuple(args.strategy) if args.strategy else default_strategies(window)
+    strategies = tuple(args.strategy) if args.strategy else DEFAULT_STRATEGIES
     providers = tuple(args.provider) if args.provider else PROVIDERS
     try:
-        results = await simulate_paths_async(args.paths, strategies, providers, window)
+        with Progress(label) as bar:
+            results = await simulate_paths_async(
+                args.paths, strategies, providers, window, on_progress=bar.update
+            )
     except StrategyError as exc:
         raise ValueError(str(exc)) from exc
+    return strategies, providers, results
+
+
+async def simulate(args: argparse.Namespace) -> None:
+    """Simulate ``args.paths`` under each strategy and provider; print the headline figures."""
+    _, _, results = await run_simulation(args, "simulate")
     if args.json:
         emit_json(
             {
@@ -194,4 +210,4 @@ async def simulate(args: argparse.Namespace) -> None:
     )
 
 
-__all__ = ["DEFAULT_WINDOW", "import_", "replay", "simulate"]
+__all__ = ["DEFAULT_WINDOW", "import_", "replay", "run_simulation", "simulate"]

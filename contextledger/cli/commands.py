@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from contextledger.cli.diffing import stored_turn_views
 from contextledger.cli.output import emit_json, emit_table, emit_text
 from contextledger.events.parts import (
     FilePart,
@@ -31,39 +32,10 @@ from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.synthetic import synthetic_session
 
 _PREVIEW = 60
 #: Parts that only mark model-call boundaries; the per-message table leaves them out.
 _BOUNDARIES = frozenset({"step-start", "step-finish"})
-
-
-async def demo(args: argparse.Namespace) -> None:
-    """Write a generated session into ``args.db`` and print its history."""
-    async with SQLiteStore.open(args.db) as store:
-        number = len(await store.streams()) + 1
-        session_id = f"ses_demo_{number:03d}"
-        log = await SessionLog.open(store, session_id)
-        events = synthetic_session(session_id, seed=args.seed, turns=args.turns)
-        for turn in _by_message(events):
-            await log.append(turn)
-        if not args.json:
-            emit_text(f"wrote {len(events):,} events of session {session_id} to {args.db}\n")
-        _print_history(log.history, args.json)
-        if not args.json:
-            emit_text(
-                f"\ninspect it again with: contextledger history {args.db} --session {session_id}"
-            )
-
-
-def _by_message(events: list[Any]) -> list[list[Any]]:
-    """Group events into the batches a live agent would append: one per message added."""
-    batches: list[list[Any]] = []
-    for event in events:
-        if not batches or struct_tag(event) == "message.added":
-            batches.append([])
-        batches[-1].append(event)
-    return batches
 
 
 async def sessions(args: argparse.Namespace) -> None:
@@ -109,20 +81,37 @@ async def _projection(store: SQLiteStore, session: str, at: int | None) -> Histo
 
 
 async def view(args: argparse.Namespace) -> None:
-    """Print the model view of ``args.session`` as of ``args.at``."""
-    model = None
-    if args.model is not None:
-        provider, sep, model_id = args.model.partition("/")
-        if not sep or not provider or not model_id:
-            raise ValueError(f"--model must be provider/model, not {args.model!r}")
-        model = ModelRef(provider_id=provider, model_id=model_id)
-    async with SQLiteStore.open(args.db, create=False) as store:
-        projection = await _projection(store, args.session, args.at)
-    messages = model_view(projection, ViewOptions(model=model, agent_id=args.agent))
-    if args.json:
-        emit_json(
-            {"session_id": projection.session_id, "seq": projection.seq, "messages": messages}
+    """Print the model view of ``args.session`` as of ``args.at``; with ``args.strategy``,
+    the view that strategy sent at model call ``args.turn`` (default: the last)."""
+    if args.strategy is not None:
+        if args.at is not None or args.model is not None or args.agent is not None:
+            raise ValueError("--strategy does not combine with --at, --model or --agent")
+        sent = await stored_turn_views(
+            args.db,
+            args.session,
+            args.strategy,
+            args.turn,
+            provider=args.provider,
+            window=args.window,
         )
+        messages, seq = list(sent.after), sent.seq
+        extra: dict[str, Any] = {"strategy": sent.strategy, "turn": sent.turn, "calls": sent.calls}
+        title = f"under {sent.strategy} at call {sent.turn} of {sent.calls} (at seq {seq})"
+    else:
+        if args.turn is not None:
+            raise ValueError("--turn needs --strategy")
+        model = None
+        if args.model is not None:
+            provider, sep, model_id = args.model.partition("/")
+            if not sep or not provider or not model_id:
+                raise ValueError(f"--model must be provider/model, not {args.model!r}")
+            model = ModelRef(provider_id=provider, model_id=model_id)
+        async with SQLiteStore.open(args.db, create=False) as store:
+            projection = await _projection(store, args.session, args.at)
+        messages = model_view(projection, ViewOptions(model=model, agent_id=args.agent))
+        seq, extra, title = projection.seq, {}, f"at seq {projection.seq}"
+    if args.json:
+        emit_json({"session_id": args.session, "seq": seq, **extra, "messages": messages})
         return
     rows = [
         {
@@ -136,7 +125,7 @@ async def view(args: argparse.Namespace) -> None:
     emit_table(
         rows,
         ["#", "role", "source", "content"],
-        title=f"model view of {projection.session_id} at seq {projection.seq}",
+        title=f"model view of {args.session} {title}",
     )
 
 

@@ -1,8 +1,9 @@
 """``contextledger``: write, list and inspect session logs.
 
 Commands (each table also as ``--json``):
-  demo      write a realistic generated coding session into ./contextledger-demo.db and
-            print its history
+  demo      replay a coding session (--trace, your latest Claude Code session, or a generated
+            one) through the runtime on a 32k window: per-turn table, ./contextledger-demo.db,
+            ./report.html
   sessions  list the sessions of a database
   history   print a session's history (messages, parts, token estimates) at any seq
   view      print the model view (what the model is sent) at any seq
@@ -12,6 +13,9 @@ Commands (each table also as ``--json``):
   import    import a transcript (any supported format) into a database
   replay    check a session replays to its stored projection and recorded request prefixes
   simulate  price context strategies on transcripts with the prompt-cache simulator
+  report    write a self-contained HTML report with charts of a simulation
+  diff      show the model view before and after a strategy at one model call, coloured
+  bench     run a benchmark (or all) and print its figures
 """
 
 from __future__ import annotations
@@ -25,9 +29,16 @@ from typing import Any
 
 import trio
 
-from contextledger.cli import analysis, commands, maintenance
+from contextledger.bench.__main__ import BENCHMARKS
+from contextledger.cli import analysis, benching, commands, diffing, maintenance, reporting
+from contextledger.cli.demo import demo as demo_command
+from contextledger.demo import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events.errors import LedgerError
 from contextledger.logging import LEVELS, configure_logging
+
+#: Commands that replay strategies over a whole session: the compactions they run log every
+#: rollback at warning, which their tables already report.
+_REPLAYING = frozenset({"demo", "simulate", "report", "diff"})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,14 +47,23 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--log-level", choices=LEVELS, default="warning")
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=None,
+        help="default: warning; error for the commands that replay strategies (demo, "
+        "simulate, report, diff), whose tables already show each compaction's outcome",
+    )
     parser.add_argument("--log-json", action="store_true", help="log as JSON lines")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="write a generated session and print its history")
+    demo = sub.add_parser("demo", help="replay a coding session through the runtime")
+    demo.add_argument("--trace", type=Path, default=None, help="a transcript to replay")
     demo.add_argument("--db", type=Path, default=Path("contextledger-demo.db"))
-    demo.add_argument("--turns", type=int, default=6)
-    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument("--window", type=int, default=DEMO_WINDOW, help="context window in tokens")
+    demo.add_argument("--report", type=Path, default=Path("report.html"), help="the HTML file")
+    demo.add_argument("--turns", type=int, default=DEMO_TURNS, help="generated session's turns")
+    demo.add_argument("--seed", type=int, default=DEMO_SEED, help="generated session's seed")
     demo.add_argument("--json", action="store_true")
 
     sessions = sub.add_parser("sessions", help="list sessions")
@@ -65,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         "--model", default=None, help="provider/model the request is for (e.g. anthropic/x)"
     )
     view.add_argument("--agent", default=None, help="only this agent's slice")
+    diffing.add_strategy_options(view, required=False)
     view.add_argument("--json", action="store_true")
 
     events = sub.add_parser("events", help="print a session's raw events")
@@ -107,23 +128,51 @@ def _parser() -> argparse.ArgumentParser:
     replayed.add_argument("--session", required=True)
     replayed.add_argument("--json", action="store_true")
 
-    simulated = sub.add_parser("simulate", help="price context strategies on transcripts")
-    simulated.add_argument("paths", nargs="+", type=Path, help="transcripts or folders")
-    simulated.add_argument("--strategy", action="append", default=None, help="repeatable")
-    simulated.add_argument(
+    # The arguments ``simulate`` and ``report`` share.
+    simulation = argparse.ArgumentParser(add_help=False)
+    simulation.add_argument("paths", nargs="+", type=Path, help="transcripts or folders")
+    simulation.add_argument("--strategy", action="append", default=None, help="repeatable")
+    simulation.add_argument(
         "--provider", action="append", choices=["anthropic", "openai"], default=None
     )
-    simulated.add_argument("--window", type=int, default=analysis.DEFAULT_WINDOW)
-    simulated.add_argument("--json", action="store_true")
+    simulation.add_argument("--window", type=int, default=analysis.DEFAULT_WINDOW)
+    simulation.add_argument("--json", action="store_true")
+    sub.add_parser("simulate", parents=[simulation], help="price context strategies on transcripts")
+    reported = sub.add_parser(
+        "report", parents=[simulation], help="write an HTML report with charts of a simulation"
+    )
+    reported.add_argument("--out", type=Path, default=Path("report.html"), help="the HTML file")
+
+    diffed = sub.add_parser("diff", help="the model view before and after a strategy at a call")
+    diffed.add_argument("db", type=Path)
+    diffed.add_argument("--session", required=True)
+    diffing.add_strategy_options(diffed, required=True)
+    diffed.add_argument(
+        "--context",
+        type=int,
+        default=3,
+        metavar="K",
+        help="identical lines shown around each change (-1: all)",
+    )
+    diffed.add_argument("--json", action="store_true")
+
+    benched = sub.add_parser("bench", help="run a benchmark (or all) and print its figures")
+    benched.add_argument("name", nargs="?", choices=[*BENCHMARKS, "all"], default="all")
+    benched.add_argument("--full", action="store_true", help="run at full size (slower)")
+    benched.add_argument(
+        "--events", type=int, metavar="N", help="use N events (overrides the size; for tests)"
+    )
+    benched.add_argument("--json", action="store_true")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     args = _parser().parse_args(argv)
-    configure_logging(args.log_level, json=args.log_json)
+    level = args.log_level or ("error" if args.command in _REPLAYING else "warning")
+    configure_logging(level, json=args.log_json)
     handlers: dict[str, Any] = {
-        "demo": commands.demo,
+        "demo": demo_command,
         "sessions": commands.sessions,
         "history": commands.history,
         "view": commands.view,
@@ -133,8 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "import": analysis.import_,
         "replay": analysis.replay,
         "simulate": analysis.simulate,
+        "report": reporting.report,
+        "diff": diffing.diff,
+        "bench": benching.bench,
     }
-    if args.command not in ("demo", "import", "simulate") and not os.path.exists(args.db):
+    exempt = ("demo", "import", "simulate", "report", "bench")
+    if args.command not in exempt and not os.path.exists(args.db):
         sys.stderr.write(f"contextledger: no database at {args.db}\n")
         return 2
     try:

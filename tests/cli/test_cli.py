@@ -1,4 +1,4 @@
-"""The contextledger command: demo, sessions, history and events, as text and JSON."""
+"""The contextledger command: sessions, history, view and events, as text and JSON."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextledger.cli.main import main
+from tests.cli.generated import write_generated
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -17,32 +18,16 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 @pytest.fixture
-def demo_db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def demo_db(tmp_path: Path) -> Path:
     db = tmp_path / "demo.db"
-    code, out, _ = _run(capsys, "demo", "--db", str(db), "--turns", "2")
-    assert code == 0
-    assert "wrote" in out and "ses_demo_001" in out
+    write_generated(db, "ses_demo_001", turns=2)
     return db
-
-
-def test_demo_writes_a_session_and_prints_its_history(demo_db: Path) -> None:
-    assert demo_db.exists()
-
-
-def test_demo_json_prints_the_projection(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, out, _ = _run(capsys, "demo", "--db", str(tmp_path / "d.db"), "--turns", "1", "--json")
-    state = json.loads(out)
-    assert code == 0
-    assert state["session_id"] == "ses_demo_001"
-    assert state["messages"][0]["role"] == "user"
 
 
 def test_sessions_lists_each_session_with_its_size(
     demo_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _run(capsys, "demo", "--db", str(demo_db), "--turns", "1")
+    write_generated(demo_db, "ses_demo_002", turns=1)
     code, out, _ = _run(capsys, "sessions", str(demo_db), "--json")
     rows = json.loads(out)
     assert code == 0

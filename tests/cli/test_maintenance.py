@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextledger.cli.main import main
+from tests.cli.generated import write_generated
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -19,7 +20,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 @pytest.fixture
 def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     path = tmp_path / "demo.db"
-    assert _run(capsys, "demo", "--db", str(path), "--turns", "6")[0] == 0
+    write_generated(path, "ses_demo_001", turns=6)
     return path
 
 

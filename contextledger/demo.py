@@ -1,0 +1,464 @@
+"""The demo: one coding session replayed through the runtime under the default policy.
+
+``load_session`` picks the session: a transcript given by path, else the newest Claude Code
+session under ``~/.claude/projects/``, else a generated one (``synthetic_session``).
+``recorded_turns`` reads what was recorded from its events (pure). ``replay_session`` drives
+a ``Runtime`` with it, as an agent would have: per user turn ``add_user``; per model call
+``build_request`` first (the runtime compacts there when the context is full), then the
+recorded text, reasoning and tool calls, their results, and ``finish``. Each built request
+is simulated against the prompt cache (``cachesim``) at the time the call was recorded, so
+the cache's 5-minute TTL plays out as it did; ``turn_rows`` sums the calls per user turn.
+
+The usage passed to ``finish`` is not the recorded one. The recorded usage measures the
+original run's prompt, which had a different context (a bigger window, its own compactions);
+the runtime's overflow check and the cost-mode prune read the last usage, so passing it would
+make the policy react to a prompt it never sent. The replay passes instead the simulated
+prompt size of the request it just built as ``input`` (with the recorded ``output``), so the
+policy sees what a provider would have reported for the requests it actually sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+import structlog
+
+from contextledger.actors.runtime import Runtime, SessionHandle
+from contextledger.cachesim import sim_request
+from contextledger.cachesim.blocks import SimRequest
+from contextledger.config import Config
+from contextledger.events.catalogue import MAIN_AGENT, Event, RecordedEvent, SessionStarted
+from contextledger.events.parts import (
+    FilePart,
+    MessageError,
+    ModelRef,
+    ReasoningPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    Usage,
+)
+from contextledger.history.projection import History, Message
+from contextledger.importers.detect import import_trace
+from contextledger.importers.errors import TraceImportError
+from contextledger.policy.compaction import compaction_part
+from contextledger.policy.prune import Plan
+from contextledger.request.builder import RequestInputs
+from contextledger.request.system import SystemSegments, family_prompt
+from contextledger.simulation import (
+    DEFAULT_STRATEGIES,
+    TraceResult,
+    _model,
+    _tools,
+    simulate_trace_async,
+    trace_result,
+)
+from contextledger.store.protocol import EventStore
+from contextledger.strategies import TurnReport, strategy
+from contextledger.synthetic import synthetic_session
+
+DEMO_WINDOW: Final = 32_000
+#: Turns of the generated session: about 240 model calls, replayed and simulated in seconds.
+DEMO_TURNS: Final = 8
+DEMO_SEED: Final = 7
+#: The report's name for the runtime replay's series.
+RUNTIME_SERIES: Final = "runtime"
+SourceKind = Literal["trace", "claude-code", "synthetic"]
+
+_logger = structlog.get_logger(__name__)
+
+
+class SessionSource(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the demo's session came from: ``kind``, the transcript's ``path`` (None for a
+    generated one) and a short ``label`` for the report."""
+
+    kind: SourceKind
+    path: str | None
+    label: str
+
+    def describe(self) -> str:
+        """One line for the demo's header."""
+        if self.kind == "trace":
+            return f"the transcript {self.path}"
+        if self.kind == "claude-code":
+            return f"your most recent Claude Code session, {self.path}"
+        return f"a generated coding session ({self.label})"
+
+
+# --- choosing the session --------------------------------------------------------------------
+
+
+def claude_code_sessions(home: Path) -> list[Path]:
+    """The Claude Code sessions under ``home/.claude/projects/``, newest first: the
+    ``*.jsonl`` files directly in a project folder (sub-agent folders are left out)."""
+    projects = home / ".claude" / "projects"
+    if not projects.is_dir():
+        return []
+    found = [p for p in projects.glob("*/*.jsonl") if p.is_file()]
+    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)), reverse=True)
+
+
+def _calls(events: Sequence[Event]) -> int:
+    return sum(len(turn.calls) for turn in recorded_turns(events))
+
+
+def import_session(path: Path) -> list[Event]:
+    """The events of the first session of the transcript at ``path`` that has a model call.
+    Raises ``ValueError`` when it cannot be read or has none, ``TraceImportError`` when it is
+    in no supported format."""
+    try:
+        sessions = import_trace(path)
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+    for session in sessions:
+        if _calls(session.events):
+            return session.events
+    raise ValueError(f"{path} holds no model call to replay")
+
+
+def load_session(
+    trace: Path | None, home: Path, *, seed: int = DEMO_SEED, turns: int = DEMO_TURNS
+) -> tuple[SessionSource, list[Event]]:
+    """The demo's session: ``trace`` when given (its errors raise), else the newest Claude
+    Code session under ``home`` that imports (those that do not are logged and skipped),
+    else the generated session of ``seed`` and ``turns``."""
+    if trace is not None:
+        return SessionSource(kind="trace", path=str(trace), label=trace.name), import_session(trace)
+    for path in claude_code_sessions(home):
+        try:
+            events = import_session(path)
+        except (TraceImportError, ValueError) as exc:
+            _logger.warning("claude code session skipped", path=str(path), error=str(exc))
+            continue
+        label = f"{path.parent.name}/{path.name}"
+        return SessionSource(kind="claude-code", path=str(path), label=label), events
+    if turns < 1:
+        raise ValueError(f"--turns must be 1 or more, not {turns}")
+    label = f"synthetic, seed {seed}, {turns} turn{'' if turns == 1 else 's'}"
+    events = synthetic_session("ses_synthetic", seed=seed, turns=turns)
+    return SessionSource(kind="synthetic", path=None, label=label), events
+
+
+# --- what was recorded -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """One recorded model call: when, its text, reasoning and tool parts in order, how it
+    finished and the output tokens it reported."""
+
+    time_ms: int
+    parts: tuple[TextPart | ReasoningPart | ToolPart, ...]
+    finish: str
+    error: MessageError | None
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """One user turn: the user's text and files (``(mime, url, filename)``) and the calls
+    that answered it."""
+
+    time_ms: int
+    text: str
+    files: tuple[tuple[str, str, str | None], ...]
+    calls: list[RecordedCall] = field(default_factory=list)
+
+
+def _user_turn(message: Message) -> RecordedTurn | None:
+    if compaction_part(message) is not None:
+        return None
+    text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
+    files = tuple((p.mime, p.url, p.filename) for p in message.parts if isinstance(p, FilePart))
+    if not text and not files:
+        return None
+    return RecordedTurn(time_ms=message.created_ms, text=text, files=files)
+
+
+def _call(message: Message) -> RecordedCall:
+    parts = tuple(
+        p
+        for p in message.parts
+        if isinstance(p, ToolPart | ReasoningPart) or (isinstance(p, TextPart) and p.text)
+    )
+    return RecordedCall(
+        time_ms=message.created_ms,
+        parts=parts,
+        finish=message.finish or "stop",
+        error=message.error,
+        output_tokens=message.usage.output if message.usage is not None else 0,
+    )
+
+
+def recorded_turns(events: Sequence[Event]) -> list[RecordedTurn]:
+    """The main agent's user turns and model calls in ``events`` (a valid session). A user
+    message with neither text nor files continues the turn before it; compaction requests
+    and summaries are left out, and so are calls before the first user message."""
+    if not events:
+        return []
+    session_id = events[0].session_id
+    history = History.rebuild(
+        session_id, (RecordedEvent(session_id, i, i, e) for i, e in enumerate(events, 1))
+    )
+    turns: list[RecordedTurn] = []
+    for message in history.messages:
+        if message.agent_id != MAIN_AGENT:
+            continue
+        if message.role == "user":
+            turn = _user_turn(message)
+            if turn is not None:
+                turns.append(turn)
+        elif message.role == "assistant" and not message.summary and turns:
+            turns[-1].calls.append(_call(message))
+    return turns
+
+
+def session_title(events: Sequence[Event]) -> str:
+    """The recorded session's title, or ``""``."""
+    started = next((e for e in events if isinstance(e, SessionStarted)), None)
+    return started.title if started is not None else ""
+
+
+# --- the replay ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A session replayed through the runtime: its id in the store, the simulated figures of
+    each call (``result``, strategy ``runtime``), each call's turn (0-based), and per turn
+    what the runtime did during it (compactions before its calls, the after-turn prune)."""
+
+    session_id: str
+    result: TraceResult
+    call_turns: tuple[int, ...]
+    turn_actions: tuple[str, ...]
+
+
+def describe_actions(compactions: Sequence[str], plans: Sequence[Plan]) -> str:
+    """One line for tables: the compactions' outcomes (``"compacted"``, ``"compaction rolled
+    back"``), then the prunes in ``TurnReport.describe`` wording; ``""`` when nothing."""
+    said = [*compactions, TurnReport(pruned=tuple(plans)).describe()]
+    return "; ".join(s for s in said if s)
+
+
+def _compaction_statuses(history: History) -> dict[str, str]:
+    return {key: c.status for key, c in history.state.compactions.items()}
+
+
+def _new_compactions(before: dict[str, str], history: History) -> list[str]:
+    said = []
+    for key, status in _compaction_statuses(history).items():
+        if before.get(key) == status or status == "requested":
+            continue
+        said.append("compacted" if status == "completed" else "compaction rolled back")
+    return said
+
+
+class _Clock:
+    """The runtime's clock during a replay: the recorded time, moved on by a millisecond at
+    each read so that ids and times stay increasing."""
+
+    def __init__(self, start_ms: int) -> None:
+        self.now = start_ms
+
+    def at(self, time_ms: int) -> None:
+        """Move to ``time_ms`` unless the clock is past it already."""
+        self.now = max(self.now, time_ms)
+
+    def __call__(self) -> int:
+        self.now += 1
+        return self.now
+
+
+async def _record_call(
+    session: SessionHandle, user_id: str, call: RecordedCall, prompt_tokens: int, clock: _Clock
+) -> list[Plan]:
+    """Record ``call`` answering ``user_id``; return the after-turn prune's plans."""
+    message_id = await session.start_assistant(user_id)
+    called: list[tuple[str, ToolPart]] = []
+    for part in call.parts:
+        if isinstance(part, ToolPart):
+            tool_input: dict[str, Any] = dict(part.state.input)
+            part_id = await session.call_tool(
+                message_id, part.tool, tool_input, call_id=part.call_id
+            )
+            called.append((part_id, part))
+        else:
+            await session.add_text(
+                message_id,
+                part.text,
+                reasoning=isinstance(part, ReasoningPart),
+                metadata=dict(part.metadata),
+            )
+    for part_id, part in called:
+        state = part.state
+        if isinstance(state, ToolCompleted | ToolErrored):
+            clock.at(state.ended_ms)
+        if isinstance(state, ToolCompleted):
+            await session.record_tool_result(part_id, state.output)
+        elif isinstance(state, ToolErrored):
+            await session.record_tool_result(part_id, state.error, error=True)
+    usage = Usage(input=prompt_tokens, output=call.output_tokens)
+    return await session.finish(message_id, finish=call.finish, usage=usage, error=call.error)
+
+
+def request_inputs(events: Sequence[Event], model_id: str) -> RequestInputs:
+    """The inputs of every request of the replay: those ``simulate`` builds with (Anthropic,
+    the provider family's system prompt, one schema per tool the session called)."""
+    return RequestInputs(
+        model=ModelRef(provider_id="anthropic", model_id=model_id),
+        segments=SystemSegments(prompt=family_prompt("anthropic"), environment="<env>\n</env>"),
+        tools=_tools(events),
+    )
+
+
+async def replay_session(
+    store: EventStore,
+    session_id: str,
+    events: Sequence[Event],
+    *,
+    model_id: str,
+    window: int = DEMO_WINDOW,
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> Replay:
+    """Write ``events`` into ``store`` as ``session_id`` by driving a ``Runtime`` (see the
+    module docstring) under the ``default`` strategy's configuration and a ``window``-token
+    context, priced as ``model_id``. ``on_progress(done, total, label)`` is called before each
+    turn and once at the end."""
+    if window < 1:
+        raise ValueError("the window must be positive")
+    turns = recorded_turns(events)
+    inputs = request_inputs(events, model_id)
+    config = strategy("default").configure(Config())
+    clock = _Clock(events[0].time_ms if events else 0)
+    requests: list[SimRequest] = []
+    call_actions: list[str] = []
+    call_turns: list[int] = []
+    turn_actions: list[str] = []
+    pending: list[Plan] = []  # the last after-turn prune: it precedes the next call
+    async with Runtime.open(
+        store, model=_model("anthropic", model_id, window), config=config, clock=clock
+    ) as runtime:
+        session = await runtime.session(session_id, title=session_title(events))
+        for index, turn in enumerate(turns):
+            if on_progress is not None:
+                on_progress(index, len(turns), f"turn {index + 1}")
+            clock.at(turn.time_ms)
+            user_id = await session.add_user(turn.text, files=turn.files)
+            done: list[str] = []
+            for call in turn.calls:
+                clock.at(call.time_ms)
+                before = _compaction_statuses(await session.history())
+                built = await session.build_request(inputs)
+                compacted = _new_compactions(before, await session.history())
+                requests.append(sim_request(built.request, call.time_ms / 1000, call.output_tokens))
+                call_actions.append(describe_actions(compacted, pending))
+                call_turns.append(index)
+                done.extend(compacted)
+                pending = await _record_call(
+                    session, user_id, call, requests[-1].prompt_tokens, clock
+                )
+                if pending:
+                    done.append(describe_actions((), pending))
+            turn_actions.append("; ".join(done))
+    if on_progress is not None:
+        on_progress(len(turns), len(turns), "")
+    result = trace_result(RUNTIME_SERIES, "anthropic", model_id, requests, call_actions)
+    return Replay(session_id, result, tuple(call_turns), tuple(turn_actions))
+
+
+# --- the table -------------------------------------------------------------------------------
+
+TABLE_COLUMNS: Final = (
+    "turn",
+    "calls",
+    "peak_prompt",
+    "cache_read",
+    "cache_write",
+    "uncached",
+    "input_cost_usd",
+    "actions",
+)
+
+
+def turn_rows(replay: Replay) -> list[dict[str, Any]]:
+    """One row per user turn (``TABLE_COLUMNS``): its calls, their peak prompt, the cache
+    read, written and uncached tokens and input cost summed, and what the runtime did."""
+    result = replay.result
+    rows: list[dict[str, Any]] = []
+    for turn, actions in enumerate(replay.turn_actions):
+        calls = [i for i, t in enumerate(replay.call_turns) if t == turn]
+        rows.append(
+            {
+                "turn": turn + 1,
+                "calls": len(calls),
+                "peak_prompt": max((result.prompt_tokens[i] for i in calls), default=0),
+                "cache_read": sum(result.cache_read[i] for i in calls),
+                "cache_write": sum(result.cache_write[i] for i in calls),
+                "uncached": sum(result.uncached[i] for i in calls),
+                "input_cost_usd": sum(result.input_cost[i] for i in calls),
+                "actions": actions,
+            }
+        )
+    return rows
+
+
+def totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The rows summed (the peak prompt is their maximum; ``actions`` counts the turns in
+    which the runtime did something)."""
+    return {
+        "turn": "total",
+        "calls": sum(r["calls"] for r in rows),
+        "peak_prompt": max((r["peak_prompt"] for r in rows), default=0),
+        "cache_read": sum(r["cache_read"] for r in rows),
+        "cache_write": sum(r["cache_write"] for r in rows),
+        "uncached": sum(r["uncached"] for r in rows),
+        "input_cost_usd": sum(r["input_cost_usd"] for r in rows),
+        "actions": f"actions in {sum(1 for r in rows if r['actions'])} of {len(rows)} turns",
+    }
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def next_session_id(existing: Iterable[str]) -> str:
+    """The first ``ses_demo_NNN`` (from 001) not in ``existing``."""
+    taken = set(existing)
+    number = 1
+    while f"ses_demo_{number:03d}" in taken:
+        number += 1
+    return f"ses_demo_{number:03d}"
+
+
+async def simulate_strategies(
+    events: Sequence[Event],
+    window: int = DEMO_WINDOW,
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> dict[str, TraceResult]:
+    """``events`` simulated on Anthropic under each of ``DEFAULT_STRATEGIES`` at
+    ``window``, by strategy name; ``on_progress(done, total, name)`` before each and once at
+    the end."""
+    names = DEFAULT_STRATEGIES
+    results: dict[str, TraceResult] = {}
+    for done, name in enumerate(names):
+        if on_progress is not None:
+            on_progress(done, len(names), name)
+        results[name] = await simulate_trace_async(events, strategy_name=name, window=window)
+    if on_progress is not None:
+        on_progress(len(names), len(names), "")
+    return results
+
+
+def report_results(
+    label: str, simulated: Mapping[str, TraceResult], replay: Replay
+) -> dict[str, dict[str, dict[str, TraceResult]]]:
+    """What ``render_report`` takes: ``{label: {strategy: {"anthropic": result}}}``, the
+    simulated strategies and the runtime replay (``RUNTIME_SERIES``)."""
+    series = {name: {"anthropic": result} for name, result in simulated.items()}
+    series[RUNTIME_SERIES] = {"anthropic": replay.result}
+    return {label: series}

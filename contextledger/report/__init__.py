@@ -1,0 +1,45 @@
+"""The HTML report of a simulation: ``render_report`` turns ``simulate_paths`` results into one
+self-contained page (inline CSS and SVG charts, the figures embedded as JSON); ``write_report``
+writes it atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from contextledger.report.page import (
+    DATA_ID,
+    cache_hit_ratios,
+    cumulative_cost,
+    render_report,
+    report_data,
+)
+
+
+def write_report(path: Path, html: str) -> None:
+    """Write ``html`` to ``path`` (UTF-8) through a temporary file in the same folder, renamed
+    over ``path`` once complete: ``path`` is either the old file or the whole new one, and no
+    temporary file is left behind, even on an error."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # Readable like any file written with the usual umask, not 0600 as mkstemp makes it.
+        os.fchmod(handle, 0o644)
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(html)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+__all__ = [
+    "DATA_ID",
+    "cache_hit_ratios",
+    "cumulative_cost",
+    "render_report",
+    "report_data",
+    "write_report",
+]

@@ -1,0 +1,30 @@
+"""Databases for the CLI tests: generated sessions written the way a live agent appends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from contextledger.events.catalogue import Event, MessageAdded
+from contextledger.ledger import SessionLog
+from contextledger.store.sqlite import SQLiteStore
+from contextledger.synthetic import synthetic_session
+
+
+def write_generated(path: Path, session_id: str, *, turns: int, seed: int = 7) -> None:
+    """Append ``synthetic_session(session_id, seed, turns)`` to the store at ``path``, one
+    batch per message added."""
+    batches: list[list[Event]] = []
+    for event in synthetic_session(session_id, seed=seed, turns=turns):
+        if not batches or isinstance(event, MessageAdded):
+            batches.append([])
+        batches[-1].append(event)
+
+    async def write() -> None:
+        async with SQLiteStore.open(path) as store:
+            log = await SessionLog.open(store, session_id)
+            for batch in batches:
+                await log.append(batch)
+
+    trio.run(write)
