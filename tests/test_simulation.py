@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from contextledger.simulation import DEFAULT_STRATEGIES, Provider, simulate_paths, simulate_trace
+from contextledger.importers.detect import import_trace
+from contextledger.simulation import (
+    DEFAULT_STRATEGIES,
+    Provider,
+    simulate_paths,
+    simulate_trace,
+    strategy_steps,
+)
 from contextledger.strategies import StrategyError, strategy
 from contextledger.synthetic import synthetic_session
 
@@ -88,3 +95,37 @@ def test_simulate_paths_names_each_session_by_folder_and_file(tmp_path: Path) ->
     assert list(results) == ["traces/chat.json"]
     assert set(results["traces/chat.json"]["baseline"]) == {"anthropic", "openai"}
     assert results["traces/chat.json"]["baseline"]["openai"].calls == 1
+
+
+async def test_replayed_usage_is_the_prompt_the_strategy_sent() -> None:
+    """The overflow and pressure rules read each answer's usage: under a strategy it must be
+    the prompt that strategy sent, not the recorded run's."""
+    sent: dict[str, int] = {}
+    async for step in strategy_steps(EVENTS, strategy("truncate-500"), window=200_000):
+        for message in step.history.messages:
+            if message.id in sent and message.usage is not None:
+                assert message.usage.prompt == sent[message.id]
+                assert message.usage.cache_read == message.usage.cache_write == 0
+        sent[step.message.message_id] = step.sim.prompt_tokens
+    assert len(sent) > 10
+
+
+CLAUDE_CODE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "claude-code-jsonl"
+#: A long Claude Code trace (90 calls) where the margin over truncate-500 is among the smallest.
+LONG_TRACE = "vsla_d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"
+
+
+def test_on_a_long_claude_code_trace_the_default_beats_pis_strategies_near_the_bound() -> None:
+    path = CLAUDE_CODE / LONG_TRACE
+    if not path.exists():
+        pytest.skip(f"the shared traces are not here ({CLAUDE_CODE}); they come with CI")
+    events = import_trace(path)[0].events
+    costs = {
+        name: simulate_trace(events, strategy_name=name, window=200_000)
+        for name in (*DEFAULT_STRATEGIES[:4], "default")
+    }
+    ours = costs.pop("default")
+    assert ours.calls == 90
+    assert ours.cost_vs_lower_bound is not None and ours.cost_vs_lower_bound <= 1.3
+    for name, theirs in costs.items():
+        assert ours.billed_input_cost < theirs.billed_input_cost, name

@@ -26,7 +26,13 @@ from contextledger.events.catalogue import (
     PartAdded,
 )
 from contextledger.events.ids import IdGenerator
-from contextledger.events.parts import CompactionPart, CompactionTrigger, FilePart, TextPart
+from contextledger.events.parts import (
+    CompactionPart,
+    CompactionTrigger,
+    FilePart,
+    MessageError,
+    TextPart,
+)
 from contextledger.history import History, Message, validate_events
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import (
@@ -505,6 +511,25 @@ def test_attempts_are_counted_since_the_last_real_user_message() -> None:
     assert "after 3 attempts" in EXHAUSTED_DETAIL.format(attempts=3)
     b.user("a new question")
     assert attempts_this_turn(_history(b.events).messages) == 0
+
+
+def test_per_step_attempts_restart_after_each_successful_step() -> None:
+    b = SessionBuilder()
+    user = _exchange(b, "a long tool loop")
+    for step in range(4):
+        plan = _plan(b, b.request_compaction(trigger="auto"), attempts_per="step")
+        assert (plan.attempt, plan.exhausted) == (1, False), step
+        _complete(b, plan)
+        reply = b.assistant(user)
+        b.text(reply, f"step {step}")
+        b.finish(reply)
+    messages = _history(b.events).messages
+    assert attempts_this_turn(messages) == 4  # per turn, the same compactions exhaust it
+    assert attempts_this_turn(messages, "step") == 0
+    failed = b.assistant(user)
+    b.finish(failed, finish="error", error=MessageError(name="APIError", message="boom"))
+    b.roll_back(b.request_compaction(trigger="overflow"), "overflow")
+    assert attempts_this_turn(_history(b.events).messages, "step") == 1  # an error is no success
 
 
 def _real_summary() -> str:

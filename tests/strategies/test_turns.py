@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from contextledger.config import Config, PruneConfig
 from contextledger.events import Event
 from contextledger.events.catalogue import (
@@ -17,6 +19,7 @@ from contextledger.ledger import SessionLog
 from contextledger.policy.overflow import Model, ModelLimits, usable
 from contextledger.strategies import (
     CompactAt,
+    CompactOnce,
     DefaultStrategy,
     MimoTiers,
     OpencodeDefault,
@@ -74,6 +77,33 @@ async def test_compact_at_compacts_again_only_when_passed_again() -> None:
     second = await at.after_turn(log, env)
     assert second.compaction is None
     check_history(log.history)
+
+
+async def test_compact_at_structured_compacts_once_past_n_characters() -> None:
+    b = session(4, output=lambda turn, tool: "z" * 400)
+    log = await log_of(b.events)
+    chars = len(msgspec.json.encode(model_view(log.history)))
+    _, events = await _run(CompactOnce(chars), b.events, Config())
+    assert events == []
+    once = CompactOnce(chars - 1)
+    assert once.name == f"compact-at-{chars - 1}-structured"
+    env = TurnEnv(model=MODEL, config=Config(), clock=clock())
+    first = await once.after_turn(log, env)
+    assert first.compaction is not None and first.compaction.outcome == "completed"
+    (summary,) = [m for m in log.history.messages if m.summary]
+    assert "## Task Overview" in summary.parts[-1].text  # type: ignore[union-attr]
+    second = await CompactOnce(1).after_turn(log, env)  # far past any threshold ...
+    assert second.compaction is None  # ... but the summary is frozen
+    check_history(log.history)
+
+
+async def test_default_compacts_early_once_reads_cost_more_than_compacting() -> None:
+    big = session(12, output=lambda turn, tool: "z" * 40_000)
+    log, events = await _run(DefaultStrategy(), big.events, Config())
+    assert CompactionCompleted in _kinds(events)  # no usage reported: not an overflow
+    assert estimate_view_tokens(model_view(log.history)) < 20_000
+    _, events = await _run(OpencodeDefault(), big.events, Config())
+    assert events == []  # the window-only cadence waits for the window
 
 
 def _overflowing(turn: int, at: int) -> Usage:
