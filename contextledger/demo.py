@@ -19,6 +19,7 @@ policy sees what a provider would have reported for the requests it actually sen
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,6 @@ from contextledger.events.catalogue import MAIN_AGENT, Event, RecordedEvent, Ses
 from contextledger.events.parts import (
     FilePart,
     MessageError,
-    ModelRef,
     ReasoningPart,
     TextPart,
     ToolCompleted,
@@ -48,14 +48,12 @@ from contextledger.importers.detect import import_trace
 from contextledger.importers.errors import TraceImportError
 from contextledger.policy.compaction import compaction_part
 from contextledger.policy.prune import Plan
-from contextledger.request.builder import RequestInputs
-from contextledger.request.system import SystemSegments, family_prompt
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
     TraceResult,
-    _model,
-    _tools,
+    request_inputs,
     simulate_trace_async,
+    sized_model,
     trace_result,
 )
 from contextledger.store.protocol import EventStore
@@ -80,14 +78,20 @@ class SessionSource(msgspec.Struct, frozen=True, kw_only=True):
     kind: SourceKind
     path: str | None
     label: str
+    skipped: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for the demo's header."""
         if self.kind == "trace":
-            return f"the transcript {self.path}"
-        if self.kind == "claude-code":
-            return f"your most recent Claude Code session, {self.path}"
-        return f"a generated coding session ({self.label})"
+            said = f"the transcript {self.path}"
+        elif self.kind == "claude-code":
+            said = f"your most recent Claude Code session, {self.path}"
+        else:
+            said = f"a generated coding session ({self.label})"
+        if self.skipped:
+            n = len(self.skipped)
+            said += f"; skipped {n} Claude Code session{'' if n == 1 else 's'} that did not import"
+        return said
 
 
 # --- choosing the session --------------------------------------------------------------------
@@ -129,19 +133,25 @@ def load_session(
     else the generated session of ``seed`` and ``turns``."""
     if trace is not None:
         return SessionSource(kind="trace", path=str(trace), label=trace.name), import_session(trace)
+    if turns < 1:
+        raise ValueError(f"--turns must be 1 or more, not {turns}")
+    skipped: list[str] = []
     for path in claude_code_sessions(home):
         try:
             events = import_session(path)
         except (TraceImportError, ValueError) as exc:
             _logger.warning("claude code session skipped", path=str(path), error=str(exc))
+            skipped.append(str(path))
             continue
         label = f"{path.parent.name}/{path.name}"
-        return SessionSource(kind="claude-code", path=str(path), label=label), events
-    if turns < 1:
-        raise ValueError(f"--turns must be 1 or more, not {turns}")
+        source = SessionSource(
+            kind="claude-code", path=str(path), label=label, skipped=tuple(skipped)
+        )
+        return source, events
     label = f"synthetic, seed {seed}, {turns} turn{'' if turns == 1 else 's'}"
     events = synthetic_session("ses_synthetic", seed=seed, turns=turns)
-    return SessionSource(kind="synthetic", path=None, label=label), events
+    source = SessionSource(kind="synthetic", path=None, label=label, skipped=tuple(skipped))
+    return source, events
 
 
 # --- what was recorded -----------------------------------------------------------------------
@@ -246,6 +256,14 @@ def describe_actions(compactions: Sequence[str], plans: Sequence[Plan]) -> str:
     return "; ".join(s for s in said if s)
 
 
+def tally(actions: Sequence[str]) -> str:
+    """``actions`` joined with ``"; "``, each distinct one once, repeats counted:
+    ``["compacted", "compacted", "cleared 2 outputs (900 tokens)"]`` gives
+    ``"compacted x2; cleared 2 outputs (900 tokens)"``."""
+    counts = Counter(a for a in actions if a)
+    return "; ".join(a if n == 1 else f"{a} x{n}" for a, n in counts.items())
+
+
 def _compaction_statuses(history: History) -> dict[str, str]:
     return {key: c.status for key, c in history.state.compactions.items()}
 
@@ -307,16 +325,6 @@ async def _record_call(
     return await session.finish(message_id, finish=call.finish, usage=usage, error=call.error)
 
 
-def request_inputs(events: Sequence[Event], model_id: str) -> RequestInputs:
-    """The inputs of every request of the replay: those ``simulate`` builds with (Anthropic,
-    the provider family's system prompt, one schema per tool the session called)."""
-    return RequestInputs(
-        model=ModelRef(provider_id="anthropic", model_id=model_id),
-        segments=SystemSegments(prompt=family_prompt("anthropic"), environment="<env>\n</env>"),
-        tools=_tools(events),
-    )
-
-
 async def replay_session(
     store: EventStore,
     session_id: str,
@@ -333,7 +341,7 @@ async def replay_session(
     if window < 1:
         raise ValueError("the window must be positive")
     turns = recorded_turns(events)
-    inputs = request_inputs(events, model_id)
+    inputs = request_inputs(events, "anthropic", model_id)
     config = strategy("default").configure(Config())
     clock = _Clock(events[0].time_ms if events else 0)
     requests: list[SimRequest] = []
@@ -342,7 +350,7 @@ async def replay_session(
     turn_actions: list[str] = []
     pending: list[Plan] = []  # the last after-turn prune: it precedes the next call
     async with Runtime.open(
-        store, model=_model("anthropic", model_id, window), config=config, clock=clock
+        store, model=sized_model("anthropic", model_id, window), config=config, clock=clock
     ) as runtime:
         session = await runtime.session(session_id, title=session_title(events))
         for index, turn in enumerate(turns):
@@ -365,7 +373,7 @@ async def replay_session(
                 )
                 if pending:
                     done.append(describe_actions((), pending))
-            turn_actions.append("; ".join(done))
+            turn_actions.append(tally(done))
     if on_progress is not None:
         on_progress(len(turns), len(turns), "")
     result = trace_result(RUNTIME_SERIES, "anthropic", model_id, requests, call_actions)
@@ -409,17 +417,17 @@ def turn_rows(replay: Replay) -> list[dict[str, Any]]:
 
 
 def totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The rows summed (the peak prompt is their maximum; ``actions`` counts the turns in
-    which the runtime did something)."""
+    """The rows summed (the peak prompt is their maximum), with the number of turns and of
+    turns in which the runtime did something."""
     return {
-        "turn": "total",
+        "turns": len(rows),
         "calls": sum(r["calls"] for r in rows),
         "peak_prompt": max((r["peak_prompt"] for r in rows), default=0),
         "cache_read": sum(r["cache_read"] for r in rows),
         "cache_write": sum(r["cache_write"] for r in rows),
         "uncached": sum(r["uncached"] for r in rows),
         "input_cost_usd": sum(r["input_cost_usd"] for r in rows),
-        "actions": f"actions in {sum(1 for r in rows if r['actions'])} of {len(rows)} turns",
+        "turns_with_actions": sum(1 for r in rows if r["actions"]),
     }
 
 

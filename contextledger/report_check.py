@@ -38,8 +38,8 @@ CHROMIUM_NAMES: Final = ("chromium", "chromium-browser", "google-chrome", "googl
 WINDOW_SIZE: Final = "1400,2400"
 # A cold headless start takes a few seconds; a minute means it is stuck.
 SCREENSHOT_TIMEOUT_S: Final = 60
-# Four turns make about 120 model calls: enough for the compaction at a third of the window
-# to act, small enough to simulate in a couple of seconds.
+# Four turns make about 120 model calls: enough for the compacting strategies to act, small
+# enough to simulate in a couple of seconds.
 SYNTHETIC_TURNS: Final = 4
 SYNTHETIC_TRACE: Final = "synthetic/ses_report"
 

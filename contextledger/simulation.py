@@ -24,10 +24,23 @@ from contextledger.cachesim.blocks import SimRequest
 from contextledger.config import Config
 from contextledger.events.catalogue import (
     AssistantFinished,
+    CompactionCompleted,
+    CompactionRequested,
+    CompactionRolledBack,
     Event,
     MessageAdded,
     PartAdded,
+    PartsStripped,
+    PartUpdated,
+    PrefixAdvanced,
+    PrefixPinned,
+    PrefixRotated,
+    RequestSent,
     SessionStarted,
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+    ToolStateChanged,
+    UsageReported,
 )
 from contextledger.events.parts import ModelRef, StepFinishPart, ToolPart, ToolSchema, Usage
 from contextledger.history.projection import History
@@ -137,6 +150,16 @@ def _model_id(provider: Provider, events: Sequence[Event]) -> str:
     return DEFAULT_MODELS[provider]
 
 
+def request_inputs(events: Sequence[Event], provider: Provider, model_id: str) -> RequestInputs:
+    """The inputs of every request a replay of ``events`` builds: the provider family's system
+    prompt and one schema per tool the session called."""
+    return RequestInputs(
+        model=ModelRef(provider_id=provider, model_id=model_id),
+        segments=SystemSegments(prompt=family_prompt(provider), environment="<env>\n</env>"),
+        tools=_tools(events),
+    )
+
+
 def _tools(events: Sequence[Event]) -> tuple[ToolSchema, ...]:
     names = sorted(
         {e.part.tool for e in events if isinstance(e, PartAdded) and isinstance(e.part, ToolPart)}
@@ -156,6 +179,55 @@ def _output_tokens(events: Sequence[Event], start: int, message_id: str) -> int:
         if isinstance(event.part, StepFinishPart):
             total += event.part.usage.output
     return total
+
+
+#: The events of context management and request bookkeeping: what a runtime did to the
+#: conversation and sent, as opposed to the conversation itself.
+_MANAGEMENT: Final = (
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+    PartsStripped,
+    CompactionRequested,
+    CompactionCompleted,
+    CompactionRolledBack,
+    PrefixPinned,
+    PrefixRotated,
+    PrefixAdvanced,
+    RequestSent,
+    UsageReported,
+)
+
+
+def raw_events(events: Sequence[Event]) -> list[Event]:
+    """The conversation of ``events`` as the agent had it, without the context management a
+    runtime applied to it: no prunes, compactions (their requests, summaries and the
+    synthetic messages that resumed after them) or request records. A strategy replays this,
+    so a session a runtime already compacted is not compacted again on top."""
+    dropped: set[str] = set()
+    parts: set[str] = set()
+    resuming = False
+    kept: list[Event] = []
+    for event in events:
+        if isinstance(event, _MANAGEMENT):
+            if isinstance(event, CompactionRequested):
+                dropped.add(event.message_id)
+            resuming = resuming or isinstance(event, CompactionCompleted)
+            continue
+        if isinstance(event, MessageAdded) and (
+            event.summary or (resuming and event.synthetic and event.role == "user")
+        ):
+            dropped.add(event.message_id)
+            continue
+        if isinstance(event, (PartAdded, PartUpdated)) and event.part.message_id in dropped:
+            parts.add(event.part.id)
+            continue
+        if isinstance(event, ToolStateChanged) and event.part_id in parts:
+            continue
+        if isinstance(event, AssistantFinished) and event.message_id in dropped:
+            continue
+        resuming = False
+        kept.append(event)
+    return kept
 
 
 def _as_sent(event: Event, prompts: Mapping[str, int]) -> Event:
@@ -204,7 +276,9 @@ class Step:
     sim: SimRequest
 
 
-def _model(provider: Provider, model_id: str, window: int) -> Model:
+def sized_model(provider: Provider, model_id: str, window: int) -> Model:
+    """``model_id`` with a ``window``-token context and an output limit of a quarter of it
+    (at most ``OUTPUT_LIMIT``): the model a replay sizes its budgets for."""
     return Model(
         provider_id=provider,
         model_id=model_id,
@@ -229,12 +303,8 @@ async def strategy_steps(
     config = chosen.configure(Config())
     wire = _wire(provider)
     builder = RequestBuilder(wire, config)
-    model = _model(provider, model_id, window)
-    inputs = RequestInputs(
-        model=ModelRef(provider_id=provider, model_id=model_id),
-        segments=SystemSegments(prompt=family_prompt(provider), environment="<env>\n</env>"),
-        tools=_tools(events),
-    )
+    model = sized_model(provider, model_id, window)
+    inputs = request_inputs(events, provider, model_id)
     log = SessionLog(MemoryStore(), History(session_id))
     now = [events[0].time_ms]
 
@@ -319,6 +389,7 @@ async def simulate_trace_async(
     if provider_family not in PROVIDERS:
         raise ValueError(f"unknown provider {provider_family!r}; known: {', '.join(PROVIDERS)}")
     chosen = strategy(strategy_name)
+    events = raw_events(events)
     model_id = _model_id(provider_family, events)
     requests: list[SimRequest] = []
     actions: list[str] = []

@@ -31,7 +31,14 @@ from contextledger.history.messages import (
 )
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
-from contextledger.simulation import DEFAULT_WINDOW, PROVIDERS, Provider, Step, strategy_steps
+from contextledger.simulation import (
+    DEFAULT_WINDOW,
+    PROVIDERS,
+    Provider,
+    Step,
+    raw_events,
+    strategy_steps,
+)
 from contextledger.strategies import Strategy, StrategyError, estimate_view_tokens, strategy
 
 DiffKind = Literal["same", "removed", "added"]
@@ -189,7 +196,8 @@ def collapse(lines: Sequence[DiffLine], context: int) -> list[DiffLine | Elided]
 @dataclass(frozen=True)
 class TurnViews:
     """The model view at call ``turn`` (from 1) of ``calls`` under ``strategy``: ``before``,
-    the plain view of the events before the call (the first ``seq`` of the session), and
+    the plain view of the conversation before the call (of the first ``seq`` events of the
+    session, without any prune or compaction recorded among them), and
     ``after``, the view the strategy sent; ``actions`` says what the strategy did before the
     call (empty when nothing) and ``summaries`` are the source ids of summary messages."""
 
@@ -221,9 +229,11 @@ async def turn_views(
     window: int = DEFAULT_WINDOW,
 ) -> TurnViews:
     """The views before and after ``strategy_name`` at call ``turn`` (from 1; None: the last)
-    of ``events`` (one session's events, all of them, in order) replayed with
-    ``strategy_steps``. Raises ``ValueError`` for an unknown strategy or provider, a window
-    below 1 or a ``turn`` that is not a call of the session."""
+    of ``events`` (one session's events, all of them, in order): its conversation
+    (``raw_events``: without the prunes and compactions a runtime recorded) replayed with
+    ``strategy_steps``; before is that conversation's plain view up to the call. Raises
+    ``ValueError`` for an unknown strategy or provider, a window below 1 or a ``turn`` that is
+    not a call of the session."""
     if window < 1:
         raise ValueError("the window must be positive")
     if provider not in PROVIDERS:
@@ -232,6 +242,8 @@ async def turn_views(
         chosen = strategy(strategy_name)
     except StrategyError as exc:
         raise ValueError(str(exc)) from exc
+    recorded = {id(event): index for index, event in enumerate(events)}
+    events = raw_events(events)
     calls = model_calls(events)
     turn = calls if turn is None else turn
     if not 1 <= turn <= calls:
@@ -254,7 +266,7 @@ async def turn_views(
         strategy=chosen.name,
         turn=turn,
         calls=calls,
-        seq=step.event_index,
+        seq=recorded[id(events[step.event_index])],
         actions=step.actions,
         before=tuple(before),
         after=tuple(step.request.messages),

@@ -21,6 +21,7 @@ from contextledger.demo import (
     recorded_turns,
     replay_session,
     report_results,
+    tally,
     totals,
     turn_rows,
 )
@@ -127,6 +128,8 @@ def test_a_claude_code_session_that_does_not_import_is_skipped_with_a_warning(
         source, _ = load_session(None, tmp_path)
     assert source.path == str(good)
     assert [(e["event"], e["path"]) for e in logs] == [("claude code session skipped", str(broken))]
+    assert source.skipped == (str(broken),)
+    assert "skipped 1 Claude Code session that did not import" in source.describe()
 
 
 def test_a_broken_trace_raises(tmp_path: Path) -> None:
@@ -197,8 +200,8 @@ async def test_a_smaller_window_compacts_more() -> None:
     wide, _ = await _replay(events, 32_000)
     narrow, history = await _replay(events, 16_000)
     completed = [c for c in history.state.compactions.values() if c.status == "completed"]
-    assert sum(a.count("compacted") for a in narrow.turn_actions) == len(completed)
-    assert len(completed) > sum(a.count("compacted") for a in wide.turn_actions)
+    assert sum(a.count("compacted") for a in narrow.result.actions) == len(completed)
+    assert len(completed) > sum(a.count("compacted") for a in wide.result.actions)
     assert narrow.result.peak_prompt < wide.result.peak_prompt
 
 
@@ -241,3 +244,10 @@ async def test_report_results_put_the_replay_beside_the_strategies() -> None:
     assert list(results) == ["label"]
     assert list(results["label"]) == ["default", RUNTIME_SERIES]
     assert results["label"][RUNTIME_SERIES] == {"anthropic": replay.result}
+
+
+def test_tally_counts_repeated_actions() -> None:
+    assert tally(["compacted", "", "cleared 2 outputs (900 tokens)", "compacted"]) == (
+        "compacted x2; cleared 2 outputs (900 tokens)"
+    )
+    assert tally([]) == ""

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import json
+from itertools import count
 from pathlib import Path
 
 import pytest
 
+from contextledger.config import Config
 from contextledger.importers.detect import import_trace
+from contextledger.ledger import SessionLog
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
     Provider,
+    raw_events,
     simulate_paths,
     simulate_trace,
+    sized_model,
     strategy_steps,
 )
-from contextledger.strategies import StrategyError, strategy
+from contextledger.store.memory import MemoryStore
+from contextledger.strategies import StrategyError, TurnEnv, strategy
 from contextledger.synthetic import synthetic_session
+from contextledger.viewdiff import turn_views
 
 EVENTS = synthetic_session("ses_sim", seed=7, turns=2)
 
@@ -129,3 +136,22 @@ def test_on_a_long_claude_code_trace_the_default_beats_pis_strategies_near_the_b
     assert ours.cost_vs_lower_bound is not None and ours.cost_vs_lower_bound <= 1.3
     for name, theirs in costs.items():
         assert ours.billed_input_cost < theirs.billed_input_cost, name
+
+
+async def test_raw_events_leave_out_what_a_runtime_did_to_the_conversation() -> None:
+    log = await SessionLog.open(MemoryStore(), "ses_sim")
+    await log.append(EVENTS)
+    ticks = count(EVENTS[-1].time_ms + 1_000)
+    env = TurnEnv(
+        model=sized_model("anthropic", "claude-sonnet-4-5", 200_000),
+        config=Config(),
+        clock=lambda: next(ticks),
+    )
+    report = await strategy("compact-at-1000").after_turn(log, env)
+    assert report.compaction is not None and report.compaction.outcome == "completed"
+    assert report.compaction.resumed_with is not None  # a synthetic continue message
+    recorded = [r.event for r in await log.store.read("ses_sim")]
+    assert len(recorded) > len(EVENTS)
+    assert raw_events(recorded) == list(EVENTS)
+    compacted = await turn_views(recorded, "baseline", 5)
+    assert compacted.after == (await turn_views(EVENTS, "baseline", 5)).after

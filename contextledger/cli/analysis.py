@@ -172,6 +172,10 @@ async def run_simulation(
             )
     except StrategyError as exc:
         raise ValueError(str(exc)) from exc
+    if not results:
+        raise ValueError(
+            f"no transcript (.jsonl, .json, .traj) under {', '.join(map(str, args.paths))}"
+        )
     return strategies, providers, results
 
 

@@ -31,6 +31,7 @@ from contextledger.history.messages import (
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
+from contextledger.simulation import DEFAULT_WINDOW
 from contextledger.store.sqlite import SQLiteStore
 
 _PREVIEW = 60
@@ -91,15 +92,15 @@ async def view(args: argparse.Namespace) -> None:
             args.session,
             args.strategy,
             args.turn,
-            provider=args.provider,
-            window=args.window,
+            provider=args.provider or "anthropic",
+            window=DEFAULT_WINDOW if args.window is None else args.window,
         )
         messages, seq = list(sent.after), sent.seq
         extra: dict[str, Any] = {"strategy": sent.strategy, "turn": sent.turn, "calls": sent.calls}
         title = f"under {sent.strategy} at call {sent.turn} of {sent.calls} (at seq {seq})"
     else:
-        if args.turn is not None:
-            raise ValueError("--turn needs --strategy")
+        if args.turn is not None or args.provider is not None or args.window is not None:
+            raise ValueError("--turn, --provider and --window need --strategy")
         model = None
         if args.model is not None:
             provider, sep, model_id = args.model.partition("/")

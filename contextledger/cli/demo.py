@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from contextledger.cli.output import Progress, emit_json, emit_table, emit_text
 from contextledger.demo import (
+    DEMO_SEED,
+    DEMO_TURNS,
     TABLE_COLUMNS,
     load_session,
     next_session_id,
@@ -30,15 +33,20 @@ async def demo(args: argparse.Namespace) -> None:
     report: Path = args.report
     if window < 1:
         raise ValueError("--window must be positive")
-    if not report.parent.is_dir():
-        raise ValueError(f"cannot write {report}: no folder {report.parent}")
+    if args.turns < 1:
+        raise ValueError(f"--turns must be 1 or more, not {args.turns}")
+    if args.trace is not None and (args.turns != DEMO_TURNS or args.seed != DEMO_SEED):
+        raise ValueError("--turns and --seed shape the generated session; not with --trace")
+    for path, what in ((report, "report"), (args.db, "database")):
+        if path.is_dir() or not path.parent.is_dir():
+            raise ValueError(f"cannot write the {what} at {path}: not a file in a folder")
     source, events = load_session(args.trace, Path.home(), seed=args.seed, turns=args.turns)
     if not args.json:
         emit_text(f"source: {source.describe()}")
-    with Progress("simulating strategies") as bar:
-        simulated = await simulate_strategies(events, window, bar.update)
-    model_id = simulated["default"].model
     async with SQLiteStore.open(args.db) as store:
+        with Progress("simulating strategies") as bar:
+            simulated = await simulate_strategies(events, window, bar.update)
+        model_id = simulated["default"].model
         session_id = next_session_id(await store.streams())
         with Progress("replaying through the runtime") as bar:
             replay = await replay_session(
@@ -74,10 +82,25 @@ async def demo(args: argparse.Namespace) -> None:
         f"wrote session {session_id} ({written:,} events) to {args.db}: replayed through the "
         f"runtime under the default policy, {window:,}-token window, priced as {model_id}\n"
     )
-    emit_table([*rows, total], TABLE_COLUMNS)
+    summary = {
+        **total,
+        "turn": "total",
+        "actions": f"actions in {total['turns_with_actions']} of {total['turns']} turns",
+    }
+    emit_table([_usd(row) for row in (*rows, summary)], TABLE_COLUMNS)
     emit_text(
         "\npeak_prompt: the largest request of the turn; cache figures: tokens read from, "
         "written to and sent past the simulated prompt cache; input_cost_usd: their price"
     )
+    if total["peak_prompt"] > window:
+        emit_text(
+            f"note: the peak prompt ({total['peak_prompt']:,} tokens) exceeds the window: a "
+            "single message or step was larger than any compaction can shrink"
+        )
     emit_text(f"report (the default policy against other strategies): {report}")
     emit_text(f"inspect the session: contextledger history {args.db} --session {session_id}")
+
+
+def _usd(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its cost to four decimals (small turns cost fractions of a cent)."""
+    return {**row, "input_cost_usd": f"{row['input_cost_usd']:.4f}"}

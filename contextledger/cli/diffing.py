@@ -26,8 +26,18 @@ def add_strategy_options(parser: argparse.ArgumentParser, *, required: bool) -> 
         metavar="N",
         help="model call N, from 1" + ("" if required else " (default: the last)"),
     )
-    parser.add_argument("--provider", choices=PROVIDERS, default="anthropic")
-    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, help="window in tokens")
+    parser.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        default="anthropic" if required else None,
+        help="the wire format and prices the replay uses (default: anthropic)",
+    )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW if required else None,
+        help=f"window in tokens (default: {DEFAULT_WINDOW:,})",
+    )
 
 
 async def stored_turn_views(
@@ -71,8 +81,12 @@ async def diff(args: argparse.Namespace) -> None:
                 "turn": views.turn,
                 "calls": views.calls,
                 "actions": views.actions,
+                "seq": views.seq,
                 "tokens_before": summary.tokens_before,
                 "tokens_after": summary.tokens_after,
+                "removed": summary.removed,
+                "added": summary.added,
+                "same": summary.same,
                 "lines": lines,
             }
         )

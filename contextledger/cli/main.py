@@ -36,8 +36,8 @@ from contextledger.demo import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events.errors import LedgerError
 from contextledger.logging import LEVELS, configure_logging
 
-#: Commands that replay strategies over a whole session: the compactions they run log every
-#: rollback at warning, which their tables already report.
+#: Commands that replay strategies over a whole session (and ``view --strategy``): the
+#: compactions they run log every rollback at warning, which their tables already report.
 _REPLAYING = frozenset({"demo", "simulate", "report", "diff"})
 
 
@@ -169,7 +169,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
     args = _parser().parse_args(argv)
-    level = args.log_level or ("error" if args.command in _REPLAYING else "warning")
+    replaying = args.command in _REPLAYING or (args.command == "view" and args.strategy)
+    level = args.log_level or ("error" if replaying else "warning")
     configure_logging(level, json=args.log_json)
     handlers: dict[str, Any] = {
         "demo": demo_command,

@@ -23,9 +23,10 @@ def write_report(path: Path, html: str) -> None:
     temporary file is left behind, even on an error."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        # Readable like any file written with the usual umask, not 0600 as mkstemp makes it.
-        os.fchmod(handle, 0o644)
         with os.fdopen(handle, "w", encoding="utf-8") as file:
+            # Readable by others, as a file written with the usual umask (022) is; mkstemp
+            # makes it 0600.
+            os.fchmod(file.fileno(), 0o644)
             file.write(html)
             file.flush()
             os.fsync(file.fileno())

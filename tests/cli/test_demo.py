@@ -127,7 +127,12 @@ def test_it_picks_the_newest_claude_code_session_under_home(
 ) -> None:
     session = write_claude_code_session(home / ".claude/projects/x/abc.jsonl")
     result = _demo_json(capsys)
-    assert result["source"] == {"kind": "claude-code", "path": str(session), "label": "x/abc.jsonl"}
+    assert result["source"] == {
+        "kind": "claude-code",
+        "path": str(session),
+        "label": "x/abc.jsonl",
+        "skipped": [],
+    }
     assert [(t["turn"], t["calls"]) for t in result["turns"]] == [(1, 2)]
 
 
@@ -173,5 +178,5 @@ def test_a_report_in_a_missing_folder_is_refused_before_anything_is_written(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = _run(capsys, "demo", "--turns", "1", "--report", "missing/report.html")
-    assert code == 1 and "no folder missing" in err
+    assert code == 1 and "cannot write the report at missing/report.html" in err
     assert not Path("contextledger-demo.db").exists()

@@ -95,7 +95,11 @@ def test_diff_json_has_the_figures_and_every_line(
         "turn",
         "calls",
         "actions",
+        "seq",
         "tokens_before",
+        "removed",
+        "added",
+        "same",
         "tokens_after",
         "lines",
     }
@@ -108,6 +112,12 @@ def test_diff_json_has_the_figures_and_every_line(
     assert result["actions"] == "compacted"
     assert {line["kind"] for line in result["lines"]} <= {"same", "removed", "added"}
     assert {"kind": "added", "text": "=== ASSISTANT (summary) ==="} in result["lines"]
+    kinds = [line["kind"] for line in result["lines"]]
+    assert (result["removed"], result["added"], result["same"]) == (
+        kinds.count("removed"),
+        kinds.count("added"),
+        kinds.count("same"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -182,7 +192,9 @@ def test_view_with_a_strategy_defaults_to_the_last_call(
     ("extra", "message"),
     [
         (["--strategy", "baseline", "--at", "5"], "--strategy does not combine with --at"),
-        (["--turn", "2"], "--turn needs --strategy"),
+        (["--turn", "2"], "--turn, --provider and --window need --strategy"),
+        (["--window", "5"], "--turn, --provider and --window need --strategy"),
+        (["--provider", "openai"], "--turn, --provider and --window need --strategy"),
     ],
 )
 def test_view_refuses_options_that_do_not_combine(
