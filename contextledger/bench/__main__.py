@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "retention": "contextledger.bench.retention",
     "cachesim": "contextledger.bench.cachesim",
     "actors": "contextledger.bench.actors",
+    "strategies": "contextledger.bench.strategies",
 }
 
 
