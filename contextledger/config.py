@@ -444,6 +444,10 @@ class ViewConfig(_Section, frozen=True):
     #: opencode: tool outputs in a compaction's input are cut to 2,000 characters (the
     #: summary needs what a tool did, not all it printed).
     summary_tool_output_chars: Positive = 2_000
+    #: A view transform (pi's ``transformContext``) named as ``"module.path:function"``: the
+    #: request builder applies it to the view before encoding (``policy.transform``). None:
+    #: the view is sent as it is.
+    transform: str | None = None
 
 
 class ToolOutputConfig(_Section, frozen=True):

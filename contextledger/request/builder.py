@@ -30,7 +30,9 @@ from contextledger.history.live_view import LiveView
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, view_messages
 from contextledger.policy.cache import place_marks
+from contextledger.policy.compaction import is_real_user
 from contextledger.policy.prune import plan_prune
+from contextledger.policy.transform import TransformContext, apply_transform, load_transform
 from contextledger.providers.base import EncodedRequest, WireFormat
 from contextledger.request.context import max_steps_message
 from contextledger.request.instructions import InstructionFile, render_system_instructions
@@ -125,7 +127,7 @@ def system_for(history: History, segments: SystemSegments) -> tuple[str, ...]:
 class RequestBuilder:
     """Builds one session's (or one agent slice's) requests for one wire format."""
 
-    __slots__ = ("_agent_id", "_config", "_views", "_wire")
+    __slots__ = ("_agent_id", "_config", "_transform", "_views", "_wire")
 
     def __init__(
         self, wire: WireFormat, config: Config = _DEFAULT_CONFIG, *, agent_id: str | None = None
@@ -134,6 +136,8 @@ class RequestBuilder:
         self._config = config
         self._agent_id = agent_id
         self._views: dict[tuple[ModelRef, bool], LiveView] = {}
+        transform = config.view.transform
+        self._transform = load_transform(transform) if transform else None
 
     @property
     def wire(self) -> WireFormat:
@@ -161,6 +165,13 @@ class RequestBuilder:
                 self.view_options(inputs.model, strip_media=strip_media)
             )
         messages = tuple(view.update(history))
+        if self._transform is not None:
+            context = TransformContext(turn=sum(1 for m in history.messages if is_real_user(m)))
+            messages = tuple(
+                apply_transform(
+                    self._transform, messages, context, name=self._config.view.transform
+                )
+            )
         candidate = PrefixProfile(
             provider_id=inputs.model.provider_id,
             model_id=inputs.model.model_id,

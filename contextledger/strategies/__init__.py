@@ -2,7 +2,7 @@
 that prune and compact through the library. See ``docs/strategies.md``."""
 
 from contextledger.policy.cadence import estimate_view_tokens
-from contextledger.strategies.base import (
+from contextledger.policy.transform import (
     StrategyError,
     Transform,
     TransformContext,

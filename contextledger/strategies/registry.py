@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from contextledger.strategies.base import StrategyError, load_transform
+from contextledger.policy.transform import StrategyError, load_transform
 from contextledger.strategies.transforms import (
     age_truncate,
     baseline,

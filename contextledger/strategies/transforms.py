@@ -21,7 +21,7 @@ import msgspec
 
 from contextledger.history.messages import ModelContent, ModelMessage, ModelToolResult
 from contextledger.history.view import CLEARED_OUTPUT
-from contextledger.strategies.base import Transform, TransformContext
+from contextledger.policy.transform import Transform, TransformContext
 
 #: What follows a shortened tool result (pi's ``serializeConversation`` marker).
 TRUNCATED_MARKER: Final = "\n[... {omitted} more characters truncated]"

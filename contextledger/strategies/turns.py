@@ -36,7 +36,7 @@ from contextledger.policy.prune import (
     plan_after_turn,
     plan_events,
 )
-from contextledger.strategies.base import (
+from contextledger.policy.transform import (
     Transform,
     TransformContext,
     apply_transform,

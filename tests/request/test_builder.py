@@ -4,10 +4,11 @@ import itertools
 import json
 from collections.abc import Sequence
 
+import msgspec
 import pytest
 import structlog
 
-from contextledger.config import Config, RequestConfig
+from contextledger.config import Config, RequestConfig, ViewConfig
 from contextledger.events import (
     Event,
     InstructionLoaded,
@@ -21,7 +22,9 @@ from contextledger.events import (
 )
 from contextledger.events.parts import StepStartPart, ToolSchema
 from contextledger.history import History
+from contextledger.history.messages import ModelMessage, ModelToolResult
 from contextledger.ledger import SessionLog
+from contextledger.policy.transform import StrategyError, TransformContext
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.providers.openai_chat import OpenAIChat
 from contextledger.request.builder import RequestBuilder, RequestInputs
@@ -350,3 +353,61 @@ def test_ai_sdk_capture_turn_three_reads_what_turn_one_wrote() -> None:
         _append(history, b.events[mark:])
     first_turn = written[0][: written[0].rindex(b"]")]
     assert written[2].startswith(first_turn)
+
+
+def _long_outputs() -> History:
+    b = SessionBuilder("ses_test", model=MODEL)
+    for turn in range(3):
+        _, assistant = _turn(b, f"Step {turn}.")
+        call = b.tool_call(assistant, "bash", {"command": f"cat big_{turn}.log"})
+        b.tool_result(call, "x" * 2_000)
+        b.finish(assistant, "tool-calls")
+    return _history(b.events)
+
+
+def test_a_transform_named_in_config_shapes_the_view_before_encoding() -> None:
+    history = _long_outputs()
+    config = Config(view=ViewConfig(transform="contextledger.strategies:baseline"))
+    plain = RequestBuilder(AnthropicMessages()).build(history, INPUTS)
+    same = RequestBuilder(AnthropicMessages(), config).build(history, INPUTS)
+    assert same.encoded.body == plain.encoded.body
+    capped = Config(view=ViewConfig(transform="tests.request.test_builder:cap_outputs"))
+    built = RequestBuilder(AnthropicMessages(), capped).build(history, INPUTS)
+    outputs = [
+        c.output
+        for m in built.request.messages
+        for c in m.content
+        if isinstance(c, ModelToolResult)
+    ]
+    assert outputs == ["x" * 500] * 3
+    assert len(built.encoded.body) < len(plain.encoded.body) - 3 * 1_400
+
+
+def test_a_transform_that_cannot_be_loaded_or_splits_a_call_is_refused() -> None:
+    with pytest.raises(StrategyError, match="cannot import"):
+        RequestBuilder(AnthropicMessages(), Config(view=ViewConfig(transform="no_such_mod:f")))
+    splitting = Config(view=ViewConfig(transform="tests.strategies._custom:last_two"))
+    b = SessionBuilder("ses_test", model=MODEL)
+    _, assistant = _turn(b)
+    b.tool_result(b.tool_call(assistant, "bash", {"command": "ls"}), "a b")
+    b.finish(assistant, "tool-calls")
+    b.user("And now?")  # the last two messages: a result without its call, and this
+    builder = RequestBuilder(AnthropicMessages(), splitting)
+    with pytest.raises(StrategyError, match="separated a tool call from its result"):
+        builder.build(_history(b.events), INPUTS)
+
+
+def cap_outputs(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
+    """Every tool output cut to its first 500 characters (named in a config above)."""
+    return [
+        msgspec.structs.replace(
+            m,
+            content=tuple(
+                msgspec.structs.replace(c, output=c.output[:500])
+                if isinstance(c, ModelToolResult)
+                else c
+                for c in m.content
+            ),
+        )
+        for m in view
+    ]
