@@ -255,3 +255,44 @@ async def test_preflight_compacts_before_a_request_that_would_not_fit() -> None:
         history = await session.history()
         assert [c.status for c in history.state.compactions.values()] == ["completed"]
         assert built.request.messages[0].content[0].text == "What did we do so far?"  # type: ignore[union-attr]
+
+
+async def test_the_economic_cadence_compacts_early_and_never_raises() -> None:
+    from contextledger.strategies import strategy
+
+    config = strategy("default").configure(Config())
+    assert config.compaction.cadence == "economic"
+    async with Runtime.open(MemoryStore(), model=MODEL, config=config, clock=_clock()) as rt:
+        session = await rt.session("ses_econ")
+        for n in range(8):
+            await _turn(session, n, output="y" * 40_000)  # about 80k tokens: far from full
+        await session.add_user("And now?")
+        await session.build_request(INPUTS)
+        history = await session.history()
+        assert [c.status for c in history.state.compactions.values()] == ["completed"]
+
+    class Empty:
+        max_input_tokens = None
+
+        async def summarize(self, task: SummaryInput) -> str:
+            return ""
+
+    async with Runtime.open(
+        MemoryStore(), model=MODEL, config=config, summarizer=Empty(), clock=_clock()
+    ) as rt:
+        session = await rt.session("ses_econ_empty")
+        for n in range(8):
+            await _turn(session, n, output="y" * 40_000)
+        await session.add_user("And now?")
+        built = await session.build_request(INPUTS)  # an early compaction that fails: send
+        history = await session.history()
+        assert [c.status for c in history.state.compactions.values()] == ["rolled_back"]
+        assert len(built.request.messages) == len(await session.view())
+
+    async with Runtime.open(MemoryStore(), model=MODEL, clock=_clock()) as rt:
+        session = await rt.session("ses_window")
+        for n in range(8):
+            await _turn(session, n, output="y" * 40_000)
+        await session.add_user("And now?")
+        await session.build_request(INPUTS)
+        assert not (await session.history()).state.compactions  # the window is far
