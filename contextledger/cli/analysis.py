@@ -66,7 +66,7 @@ async def import_(args: argparse.Namespace) -> None:
 
 
 def _prefix_hashes(
-    history: History, sent: RequestSent, builders: dict[str, RequestBuilder]
+    history: History, sent: RequestSent, builders: dict[str, RequestBuilder], config: Config
 ) -> set[str]:
     """The prefix hashes of the request ``history`` implies for ``sent``'s model with the
     pinned prefix, in every wire format."""
@@ -87,7 +87,7 @@ def _prefix_hashes(
         request = builder.build(history, inputs).request
         wire = builder.wire
         marks = place_marks(
-            Config().request.cache_policy(),
+            config.request.cache_policy(),
             tools=len(pin.tool_table) if "tool" in wire.markable else 0,
             system_blocks=len(pin.profile.system) if "system" in wire.markable else 0,
             messages=request.messages if "message" in wire.markable else (),
@@ -112,14 +112,15 @@ async def replay(args: argparse.Namespace) -> None:
         if loaded.history.seq == 0:
             raise ValueError(f"no session {args.session!r} in {args.db}")
         recorded = await store.read(args.session, 1)
+    config = Config.load(args.config) if args.config is not None else Config()
     rebuilt = History(args.session)
-    builders = {name: RequestBuilder(kind(), Config()) for name, kind in WIRE_FORMATS.items()}
+    builders = {name: RequestBuilder(kind(), config) for name, kind in WIRE_FORMATS.items()}
     requests = matched = 0
     mismatched: list[int] = []
     for event in recorded:
         if isinstance(event.event, RequestSent):
             requests += 1
-            if event.event.prefix_hash in _prefix_hashes(rebuilt, event.event, builders):
+            if event.event.prefix_hash in _prefix_hashes(rebuilt, event.event, builders, config):
                 matched += 1
             else:
                 mismatched.append(event.seq)

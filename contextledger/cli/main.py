@@ -126,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
     replayed = sub.add_parser("replay", help="check a session replays to what was recorded")
     replayed.add_argument("db", type=Path)
     replayed.add_argument("--session", required=True)
+    replayed.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="the .toml or .json config the requests were built with (default: the defaults)",
+    )
     replayed.add_argument("--json", action="store_true")
 
     # The arguments ``simulate`` and ``report`` share.

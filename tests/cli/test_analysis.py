@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from contextledger.cli.main import main
+from contextledger.config import Config, RequestConfig
 from contextledger.events.catalogue import MessageAdded, RequestSent
 from contextledger.events.parts import ModelRef
 from contextledger.ledger import SessionLog
@@ -112,9 +113,9 @@ def test_replay_of_an_imported_session_matches(
     assert code == 0 and json.loads(out)["ok"]
 
 
-async def _session_with_requests(db: Path, *, corrupt: bool) -> None:
+async def _session_with_requests(db: Path, *, corrupt: bool, config: Config | None = None) -> None:
     events = synthetic_session("ses_req", seed=3, turns=1)
-    builder = RequestBuilder(AnthropicMessages())
+    builder = RequestBuilder(AnthropicMessages(), config or Config())
     inputs = RequestInputs(
         model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
         segments=SystemSegments(prompt="Be brief.", environment="<env/>"),
@@ -152,6 +153,21 @@ def test_replay_reproduces_recorded_prefix_hashes(
     result = json.loads(out)
     assert code == 0, result
     assert result["requests"] > 1 and result["prefix_hashes_matched"] == result["requests"]
+
+
+def test_replay_takes_the_config_the_requests_were_built_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "native.db"
+    native = Config(request=RequestConfig(cache="auto", cache_messages=1))
+    trio.run(lambda: _session_with_requests(db, corrupt=False, config=native))
+    code, out, _ = _run(capsys, "replay", str(db), "--session", "ses_req", "--json")
+    assert code == 1 and json.loads(out)["prefix_hashes_matched"] < json.loads(out)["requests"]
+    toml = tmp_path / "native.toml"
+    toml.write_text('[request]\ncache = "auto"\ncache_messages = 1\n')
+    argv = ["replay", str(db), "--session", "ses_req", "--config", str(toml), "--json"]
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0 and json.loads(out)["ok"]
 
 
 def test_replay_exits_1_on_a_prefix_hash_mismatch(
