@@ -1,11 +1,14 @@
-"""Databases for the CLI tests: generated sessions written the way a live agent appends."""
+"""What the CLI tests share: running the command, and databases of generated sessions written
+the way a live agent appends."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
+from contextledger.cli.main import main
 from contextledger.events.catalogue import Event, MessageAdded
 from contextledger.ledger import SessionLog
 from contextledger.store.sqlite import SQLiteStore
@@ -28,3 +31,10 @@ def write_generated(path: Path, session_id: str, *, turns: int, seed: int = 7) -
                 await log.append(batch)
 
     trio.run(write)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``contextledger ARGV``: the exit code, stdout and stderr."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

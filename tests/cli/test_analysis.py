@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.cli.main import main
 from contextledger.config import Config, RequestConfig
 from contextledger.events.catalogue import MessageAdded, RequestSent
 from contextledger.events.parts import ModelRef
@@ -21,6 +20,7 @@ from contextledger.request.system import SystemSegments
 from contextledger.simulation import DEFAULT_STRATEGIES
 from contextledger.store.sqlite import SQLiteStore
 from contextledger.synthetic import synthetic_session
+from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 
 CHAT: list[dict[str, Any]] = [
@@ -40,12 +40,6 @@ CHAT: list[dict[str, Any]] = [
     {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
     {"role": "assistant", "content": [{"type": "text", "text": "Two files."}]},
 ]
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

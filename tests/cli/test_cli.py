@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from contextledger.cli.main import main
+from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.cli.main import main
 from contextledger.history.projection import History
 from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import is_real_user
 from contextledger.store.sqlite import SQLiteStore
+from tests.cli.generated import run_cli as _run
 from tests.test_demo import write_claude_code_session
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "claude-code-jsonl"
@@ -28,12 +28,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(folder))
     monkeypatch.chdir(tmp_path)
     return folder
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _demo_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from contextledger.cli.main import main
 from contextledger.cli.output import emit_diff
 from contextledger.ledger import SessionLog
 from contextledger.store.sqlite import SQLiteStore
 from contextledger.synthetic import synthetic_session
 from contextledger.viewdiff import DiffLine, Elided
+from tests.cli.generated import run_cli as _run
 
 SESSION = "ses_diff_cli"
 CALLS = 63  # model calls of the synthetic session below
@@ -30,12 +30,6 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     trio.run(write)
     return path
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_diff_prints_a_header_then_removed_and_added_lines(

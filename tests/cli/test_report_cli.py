@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from contextledger.cli.main import main
 from contextledger.report import DATA_ID
 from contextledger.simulation import DEFAULT_STRATEGIES
+from tests.cli.generated import run_cli as _run
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
 
@@ -50,12 +50,6 @@ def chat(tmp_path: Path) -> Path:
     path.parent.mkdir()
     path.write_text(json.dumps(_chat(6)))
     return path
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _embedded(path: Path) -> Any:
