@@ -8,46 +8,12 @@ benchmark's figures, or for ``all`` an object of them keyed by name.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
 
-from contextledger.bench._common import Benchmark, Options, write
+from contextledger.bench import BENCHMARKS, Options, run_named
+from contextledger.bench._common import write
 from contextledger.logging import configure_logging
-
-#: Every benchmark: its name and the module that has its ``run`` and ``render``.
-BENCHMARKS: dict[str, str] = {
-    "ledger": "contextledger.bench.ledger",
-    "view": "contextledger.bench.view",
-    "estimation": "contextledger.bench.estimation",
-    "request": "contextledger.bench.request",
-    "retention": "contextledger.bench.retention",
-    "cachesim": "contextledger.bench.cachesim",
-    "actors": "contextledger.bench.actors",
-    "strategies": "contextledger.bench.strategies",
-}
-
-
-def load(name: str) -> Benchmark:
-    """The benchmark module registered as ``name``."""
-    return cast(Benchmark, importlib.import_module(BENCHMARKS[name]))
-
-
-def run_named(
-    name: str, options: Options, show: Callable[[str], None] | None = None
-) -> dict[str, Any]:
-    """Run benchmark ``name`` (or every one for ``all``) and return the JSON-ready figures:
-    the benchmark's own, or for ``all`` an object of them keyed by name. ``show``, when
-    given, receives each benchmark's table as soon as it has run."""
-    names = list(BENCHMARKS) if name == "all" else [name]
-    results: dict[str, dict[str, Any]] = {}
-    for each in names:
-        bench = load(each)
-        results[each] = bench.run(options)
-        if show is not None:
-            show(bench.render(results[each]))
-    return results if name == "all" else results[name]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,8 +7,7 @@ import functools
 
 import trio
 
-from contextledger.bench.__main__ import run_named
-from contextledger.bench._common import Options
+from contextledger.bench import Options, run_named
 from contextledger.cli.output import emit_json, emit_text
 
 

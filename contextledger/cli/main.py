@@ -29,7 +29,7 @@ from typing import Any
 
 import trio
 
-from contextledger.bench.__main__ import BENCHMARKS
+from contextledger.bench import BENCHMARKS
 from contextledger.cli import analysis, benching, commands, diffing, maintenance, reporting
 from contextledger.cli.demo import demo as demo_command
 from contextledger.demo import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextledger.bench import actors
-from contextledger.bench.__main__ import BENCHMARKS
+from contextledger.bench import BENCHMARKS
 from contextledger.bench._common import Options
 
 

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from contextledger.bench import ledger
-from contextledger.bench.__main__ import BENCHMARKS, main
+from contextledger.bench import BENCHMARKS
+from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
 from contextledger.bench.ledger import BATCH, TARGETS
 
