@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from contextledger.bench import actors
-from contextledger.bench import BENCHMARKS
+from contextledger.bench import BENCHMARKS, actors
 from contextledger.bench._common import Options
 
 

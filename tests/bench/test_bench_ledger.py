@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from contextledger.bench import ledger
-from contextledger.bench import BENCHMARKS
+from contextledger.bench import BENCHMARKS, ledger
 from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
 from contextledger.bench.ledger import BATCH, TARGETS
