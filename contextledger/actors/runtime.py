@@ -549,10 +549,13 @@ class SessionHandle:
             )
             if not compacted_after and is_overflow(model, finished.usage, config):
                 return "overflow"
+        preflight = preflight_enabled(model, config)
+        if not preflight and config.compaction.cadence != "economic":
+            return None
         agent = None if agent_id == MAIN_AGENT else agent_id
         options = ViewOptions.from_config(config, inputs.model)
         view = model_view(history, msgspec.structs.replace(options, agent_id=agent))
-        if preflight_enabled(model, config):
+        if preflight:
             system = system_for(history, inputs.segments)
             measure = measure_preflight(view, config, tools=inputs.tools, system=system)
             if should_compact_preflight(model, measure, config).compact:
