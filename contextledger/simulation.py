@@ -183,7 +183,7 @@ def _output_tokens(events: Sequence[Event], start: int, message_id: str) -> int:
 
 #: The events of context management and request bookkeeping: what a runtime did to the
 #: conversation and sent, as opposed to the conversation itself.
-_MANAGEMENT: Final = (
+MANAGEMENT_EVENTS: Final = (
     ToolOutputCleared,
     ToolOutputTrimmed,
     PartsStripped,
@@ -201,33 +201,46 @@ _MANAGEMENT: Final = (
 def raw_events(events: Sequence[Event]) -> list[Event]:
     """The conversation of ``events`` as the agent had it, without the context management a
     runtime applied to it: no prunes, compactions (their requests, summaries and the
-    synthetic messages that resumed after them) or request records. A strategy replays this,
-    so a session a runtime already compacted is not compacted again on top."""
-    dropped: set[str] = set()
+    synthetic messages that resumed after them) or request records. A message whose parent
+    was left out takes that message's nearest kept ancestor as its parent. A strategy replays
+    this, so a session a runtime already compacted is not compacted again on top."""
+    dropped: dict[str, str | None] = {}  # a left-out message's id: its own parent
     parts: set[str] = set()
     resuming = False
     kept: list[Event] = []
+
+    def ancestor(message_id: str | None) -> str | None:
+        while message_id in dropped:
+            message_id = dropped[message_id]
+        return message_id
+
     for event in events:
-        if isinstance(event, _MANAGEMENT):
+        if isinstance(event, MANAGEMENT_EVENTS):
             if isinstance(event, CompactionRequested):
-                dropped.add(event.message_id)
+                dropped[event.message_id] = event.parent_id
             resuming = resuming or isinstance(event, CompactionCompleted)
             continue
-        if isinstance(event, MessageAdded) and (
-            event.summary or (resuming and event.synthetic and event.role == "user")
-        ):
-            dropped.add(event.message_id)
-            continue
-        if isinstance(event, (PartAdded, PartUpdated)) and event.part.message_id in dropped:
+        if isinstance(event, MessageAdded):
+            if event.summary or (resuming and event.synthetic and event.role == "user"):
+                dropped[event.message_id] = event.parent_id
+                continue
+            if event.parent_id in dropped:
+                event = msgspec.structs.replace(event, parent_id=ancestor(event.parent_id))
+        elif isinstance(event, (PartAdded, PartUpdated)) and event.part.message_id in dropped:
             parts.add(event.part.id)
             continue
-        if isinstance(event, ToolStateChanged) and event.part_id in parts:
-            continue
-        if isinstance(event, AssistantFinished) and event.message_id in dropped:
+        elif _of_dropped(event, dropped, parts):
             continue
         resuming = False
         kept.append(event)
     return kept
+
+
+def _of_dropped(event: Event, messages: Mapping[str, str | None], parts: set[str]) -> bool:
+    """Whether ``event`` is a tool state or an end of a left-out message."""
+    if isinstance(event, ToolStateChanged):
+        return event.part_id in parts
+    return isinstance(event, AssistantFinished) and event.message_id in messages
 
 
 def _as_sent(event: Event, prompts: Mapping[str, int]) -> Event:

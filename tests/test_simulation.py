@@ -7,12 +7,18 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
 
 from contextledger.config import Config
+from contextledger.events.catalogue import Event, MessageAdded, RecordedEvent
+from contextledger.history.projection import History
+from contextledger.history.validation import validate_events
+from contextledger.history.view import model_view
 from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
+    MANAGEMENT_EVENTS,
     Provider,
     raw_events,
     simulate_paths,
@@ -23,6 +29,8 @@ from contextledger.simulation import (
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import StrategyError, TurnEnv, strategy
 from contextledger.synthetic import synthetic_session
+from contextledger.testing import check_history, check_tool_pairs
+from contextledger.testing.strategies import session_events
 from contextledger.viewdiff import turn_views
 
 EVENTS = synthetic_session("ses_sim", seed=7, turns=2)
@@ -155,3 +163,25 @@ async def test_raw_events_leave_out_what_a_runtime_did_to_the_conversation() -> 
     assert raw_events(recorded) == list(EVENTS)
     compacted = await turn_views(recorded, "baseline", 5)
     assert compacted.after == (await turn_views(EVENTS, "baseline", 5)).after
+
+
+@given(events=session_events())
+@settings(max_examples=80, deadline=None)
+def test_raw_events_are_a_valid_conversation_without_management(events: list[Event]) -> None:
+    raw = raw_events(events)
+    assert not any(isinstance(e, MANAGEMENT_EVENTS) for e in raw)
+    assert raw_events(raw) == raw
+    history = History(events[0].session_id)
+    validate_events(history.index, raw)
+    history.apply_all(RecordedEvent(history.session_id, i, i, e) for i, e in enumerate(raw, 1))
+    check_history(history)
+    assert not history.state.compactions
+    assert not any(m.summary for m in history.messages)
+    check_tool_pairs(model_view(history))
+    kept = {e.message_id for e in raw if isinstance(e, MessageAdded)}
+    people = {
+        e.message_id
+        for e in events
+        if isinstance(e, MessageAdded) and not e.synthetic and not e.summary
+    }
+    assert people <= kept  # every message a person or the model wrote stays
