@@ -352,6 +352,12 @@ class CompactionConfig(_Section, frozen=True):
     manifest_files: NonNegative = 5
 
     def _check(self) -> None:
+        if self.cadence == "economic" and self.attempts_per == "turn":
+            raise self._error(
+                "attempts_per",
+                'must be "step" with cadence = "economic": early compactions in a long tool '
+                "loop would use up a turn's attempts",
+            )
         percents = self.pressure_percents
         if not 0 < percents[0] < percents[1] < percents[2] <= 100:
             raise self._error(
@@ -448,6 +454,11 @@ class ViewConfig(_Section, frozen=True):
     #: request builder applies it to the view before encoding (``policy.transform``). None:
     #: the view is sent as it is.
     transform: str | None = None
+
+    def _check(self) -> None:
+        transform = self.transform
+        if transform is not None and not re.fullmatch(r"[\w.]+:[\w.]+", transform):
+            raise self._error("transform", f'must be "module.path:function", got {transform!r}')
 
 
 class ToolOutputConfig(_Section, frozen=True):

@@ -494,3 +494,18 @@ def test_the_view_section_sets_the_view_options() -> None:
     assert summary.strip_media and summary.tool_output_max_chars == 500
     with pytest.raises(ConfigError, match=r"view.environment"):
         Config.from_dict({"view": {"environment": "sometimes"}})
+
+
+def test_the_economic_cadence_needs_attempts_per_step() -> None:
+    with pytest.raises(ConfigError, match=r'compaction\.attempts_per: must be "step"'):
+        Config.from_dict({"compaction": {"cadence": "economic"}})
+    config = Config.from_dict({"compaction": {"cadence": "economic", "attempts_per": "step"}})
+    assert (config.compaction.cadence, config.compaction.attempts_per) == ("economic", "step")
+
+
+@pytest.mark.parametrize("transform", ["keep", "pkg.mod:", ":f", "a b:c", "https://x/y:f"])
+def test_a_view_transform_is_named_as_module_and_function(transform: str) -> None:
+    with pytest.raises(ConfigError, match=r"view\.transform: must be"):
+        Config.from_dict({"view": {"transform": transform}})
+    named = Config.from_dict({"view": {"transform": "my_pkg.context:Keep.errors"}})
+    assert named.view.transform == "my_pkg.context:Keep.errors"

@@ -47,7 +47,7 @@ from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.cadence import early_compaction_due
+from contextledger.policy.cadence import early_compaction_due, early_compaction_refused
 from contextledger.policy.compaction import EXHAUSTED_DETAIL
 from contextledger.policy.overflow import (
     Model,
@@ -57,6 +57,7 @@ from contextledger.policy.overflow import (
     should_compact_preflight,
 )
 from contextledger.policy.prune import Plan
+from contextledger.policy.transform import load_transform
 from contextledger.providers.errors import ProviderError
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import BuiltRequest, RequestInputs, system_for
@@ -178,6 +179,8 @@ class Runtime:
     ) -> AsyncIterator[Runtime]:
         """A runtime on ``store`` for ``model``; every actor stops when the block exits."""
         wire_format(wire)  # an unknown name fails here, not at the first request
+        if config.view.transform is not None:
+            load_transform(config.view.transform)  # so does a transform that cannot load
         async with trio.open_nursery() as nursery:
             runtime = cls(
                 nursery,
@@ -560,7 +563,9 @@ class SessionHandle:
             measure = measure_preflight(view, config, tools=inputs.tools, system=system)
             if should_compact_preflight(model, measure, config).compact:
                 return "preflight"
-        return "economic" if early_compaction_due(view, model, config) else None
+        if early_compaction_due(view, model, config):
+            return None if early_compaction_refused(history, agent_id) else "economic"
+        return None
 
     async def compact(
         self, *, trigger: CompactionTrigger = "manual", agent_id: str = MAIN_AGENT

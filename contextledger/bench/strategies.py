@@ -9,8 +9,9 @@ does. ``--full`` adds Kilo's and opencode's (``opencode``) and MiMo Code's (``mi
 
 Keys: ``windows`` -> window -> ``traces`` -> trace -> strategy -> provider ->
 ``billed_input_cost``, ``peak_prompt``, ``lower_bound``, ``cost_vs_lower_bound``, ``calls``;
-per window and provider (under ``default``): ``max_cost_vs_lower_bound`` over the traces and
-``cheaper_than_pi`` (the traces on which ``default`` costs less than each of pi's four).
+per window and provider (under ``default``): ``max_cost_vs_lower_bound`` over the traces (None
+when no trace has a lower bound above zero; ``without_lower_bound`` counts those that do not)
+and ``cheaper_than_pi`` (the traces on which ``default`` costs less than each of pi's four).
 Target (at 200k): ``default`` within 1.3x of its lower bound and cheaper than each of pi's
 four strategies on the long traces.
 """
@@ -34,7 +35,7 @@ def _verdicts(traces: dict[str, Any]) -> dict[str, Any]:
     ``default`` is cheaper than each of pi's strategies."""
     out: dict[str, Any] = {}
     for provider in PROVIDERS:
-        ratios = [t["default"][provider]["cost_vs_lower_bound"] or 0.0 for t in traces.values()]
+        ratios = [t["default"][provider]["cost_vs_lower_bound"] for t in traces.values()]
         cheaper = [
             name
             for name, t in traces.items()
@@ -44,7 +45,8 @@ def _verdicts(traces: dict[str, Any]) -> dict[str, Any]:
             )
         ]
         out[provider] = {
-            "max_cost_vs_lower_bound": max(ratios, default=0.0),
+            "max_cost_vs_lower_bound": max((r for r in ratios if r is not None), default=None),
+            "without_lower_bound": sum(r is None for r in ratios),
             "cheaper_than_pi": cheaper,
         }
     return out
@@ -108,8 +110,9 @@ def render(result: dict[str, Any]) -> str:
         text += f"strategies: billed input cost (USD), {int(window):,}-token window\n"
         text += table(rows, right=[False, False, *([True] * (len(names) + 1))])
         for provider, verdict in figures["default"].items():
+            worst = verdict["max_cost_vs_lower_bound"]
             text += (
-                f"  {provider}: default at most {verdict['max_cost_vs_lower_bound']:.2f}x its "
+                f"  {provider}: default at most {'n/a' if worst is None else f'{worst:.2f}'}x its "
                 f"lower bound (target {result['target_cost_vs_lower_bound']}x); cheaper than "
                 f"each of pi's four on {len(verdict['cheaper_than_pi'])} of "
                 f"{len(figures['traces'])} traces\n"

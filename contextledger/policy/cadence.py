@@ -21,6 +21,7 @@ later.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from typing import Final
 
@@ -28,6 +29,7 @@ import msgspec
 
 from contextledger.config import Config
 from contextledger.history.messages import ModelMessage
+from contextledger.history.projection import History
 from contextledger.policy.compaction import tail_budget, text_tokens
 from contextledger.policy.overflow import Model, usable
 from contextledger.policy.prices import Price, price_for
@@ -58,22 +60,35 @@ def economic_threshold(
     return kept_tokens + math.ceil(math.sqrt(2 * fixed * growth_per_call / price.cache_read))
 
 
+def step_growth(view: Sequence[ModelMessage]) -> list[int]:
+    """The tokens each model step added to ``view`` (estimated as ``estimate_view_tokens``
+    does): an assistant message and the messages after it, up to the next assistant message.
+    What comes before the first one (the opening request) is no step."""
+    steps: list[int] = []
+    for message in view:
+        size = text_tokens(len(_json.encode(message)))
+        if message.role == "assistant":
+            steps.append(size)
+        elif steps:
+            steps[-1] += size
+    return steps
+
+
 def compact_early(
     view_tokens: int,
-    calls: int,
+    growth_per_call: float,
     *,
     kept_tokens: int,
     price: Price,
     summary_tokens: int = SUMMARY_TOKENS,
 ) -> bool:
-    """Whether a view of ``view_tokens`` holding ``calls`` assistant steps has passed its
-    economic threshold; the growth per call is the view's average (``view_tokens / calls``),
-    so a view that grew fast compacts later, in fewer, larger cycles."""
-    if calls < 1 or view_tokens <= kept_tokens:
+    """Whether a view of ``view_tokens`` growing by ``growth_per_call`` tokens a call has
+    passed its economic threshold."""
+    if view_tokens <= kept_tokens:
         return False
     threshold = economic_threshold(
         kept_tokens=kept_tokens,
-        growth_per_call=view_tokens / calls,
+        growth_per_call=growth_per_call,
         price=price,
         summary_tokens=summary_tokens,
     )
@@ -83,15 +98,42 @@ def compact_early(
 def early_compaction_due(view: Sequence[ModelMessage], model: Model, config: Config) -> bool:
     """Under ``compaction.cadence = "economic"``: whether ``view`` (the model view about to be
     sent to ``model``) has passed its economic threshold, with the kept size taken as the
-    tail budget plus ``SUMMARY_TOKENS`` and the model's cache prices (``price_for``). Always
-    False under ``cadence = "window"``."""
+    tail budget plus ``SUMMARY_TOKENS``, the growth per call as the median step of the view
+    (``step_growth``: one very large message is a jump, not the pace the view grows at) and
+    the model's cache prices (``price_for``). Always False under ``cadence = "window"``."""
     if config.compaction.cadence != "economic":
         return False
+    steps = step_growth(view)
+    if not steps:
+        return False
     kept = tail_budget(usable(model, config), config.compaction) + SUMMARY_TOKENS
-    calls = sum(1 for message in view if message.role == "assistant")
     return compact_early(
         estimate_view_tokens(view),
-        calls,
+        statistics.median(steps),
         kept_tokens=kept,
         price=price_for(model.provider_id, model.model_id),
+    )
+
+
+def early_compaction_refused(history: History, agent_id: str) -> bool:
+    """Whether the newest compaction of ``agent_id``'s slice was rolled back and no step of
+    the agent has finished since: an early compaction is not tried again, request after
+    request, until the conversation has moved on."""
+    compactions = [
+        c
+        for c in history.state.compactions.values()
+        if history.message(c.request_message_id).agent_id == agent_id
+    ]
+    if not compactions:
+        return False
+    newest = max(compactions, key=lambda c: c.request_message_id)
+    if newest.status != "rolled_back":
+        return False
+    return not any(
+        m.id > newest.request_message_id
+        and m.role == "assistant"
+        and not m.summary
+        and m.finish is not None
+        and m.agent_id == agent_id
+        for m in history.messages
     )

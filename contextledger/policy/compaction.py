@@ -45,6 +45,7 @@ from contextledger.events.parts import (
     TextPart,
     ToolCompleted,
     ToolPart,
+    Usage,
 )
 from contextledger.history.estimate import CHARS_PER_TOKEN, estimate_part_tokens
 from contextledger.history.projection import History, Message
@@ -55,7 +56,7 @@ from contextledger.history.view import (
     convert_message,
     view_messages,
 )
-from contextledger.policy.overflow import PREFLIGHT_FACTOR
+from contextledger.policy.overflow import PREFLIGHT_FACTOR, token_count
 from contextledger.policy.prune import output_tokens
 from contextledger.policy.templates import TEMPLATES, TemplateName, summary_prompt
 from contextledger.policy.transcript import (
@@ -334,27 +335,33 @@ def needs_chunks(
 # --- guards ---------------------------------------------------------------------------------
 
 
-def attempts_this_turn(messages: Sequence[Message], per: Literal["turn", "step"] = "turn") -> int:
+def attempts_this_turn(
+    messages: Sequence[Message],
+    per: Literal["turn", "step"] = "turn",
+    still_full: Callable[[Usage], bool] = lambda usage: False,
+) -> int:
     """Compaction requests (rolled back ones included) since the last real user message of
     ``messages`` (history messages in id order), or with ``per="step"`` since the last
-    assistant step that finished without an error, whichever is later."""
+    assistant step that finished without an error and with a usage ``still_full`` does not
+    flag, whichever is later: a step that still overflows does not end an overflow loop."""
     count = 0
     for message in reversed(messages):
         if is_real_user(message):
             break
-        if per == "step" and _succeeded(message):
+        if per == "step" and _succeeded(message, still_full):
             break
         if compaction_part(message) is not None:
             count += 1
     return count
 
 
-def _succeeded(message: Message) -> bool:
+def _succeeded(message: Message, still_full: Callable[[Usage], bool]) -> bool:
     return (
         message.role == "assistant"
         and not message.summary
         and message.finish is not None
         and message.error is None
+        and not (message.usage is not None and still_full(message.usage))
     )
 
 
@@ -591,6 +598,7 @@ def plan_compaction(
     attempt = attempts_this_turn(
         [m for m in history.messages if m.id <= request.id and agent_id in (None, m.agent_id)],
         settings.attempts_per,
+        lambda usage: token_count(usage, config) >= usable_tokens,
     )
     resume = part.auto and replay is None and settings.autocontinue
     return CompactionPlan(

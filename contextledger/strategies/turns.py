@@ -24,7 +24,11 @@ from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import EventLog
-from contextledger.policy.cadence import early_compaction_due, estimate_view_tokens
+from contextledger.policy.cadence import (
+    early_compaction_due,
+    early_compaction_refused,
+    estimate_view_tokens,
+)
 from contextledger.policy.compaction import MIN_TAIL_TOKENS, is_real_user
 from contextledger.policy.overflow import Model, is_overflow, pressure_level, usable
 from contextledger.policy.prices import price_for
@@ -255,7 +259,11 @@ class CompactOnce:
     async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
         """Compact when no compaction has completed yet and the view passes ``chars``."""
         history = log.history
-        if any(c.status == "completed" for c in history.state.compactions.values()):
+        if any(
+            c.status == "completed"
+            and history.message(c.request_message_id).agent_id == env.agent_id
+            for c in history.state.compactions.values()
+        ):
             return TurnReport()
         config = self.configure(env.config)
         view = model_view(history, _options(config, env.agent_id))
@@ -347,10 +355,12 @@ class DefaultStrategy:
     async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
         """Compact on overflow or past the economic threshold, else prune when it pays."""
         config = self.configure(env.config)
-        view = model_view(log.history, _options(config, env.agent_id))
-        if overflowed(log.history, env.model, config, env.agent_id) or early_compaction_due(
-            view, env.model, config
-        ):
+        history = log.history
+        view = model_view(history, _options(config, env.agent_id))
+        early = early_compaction_due(view, env.model, config) and not early_compaction_refused(
+            history, env.agent_id
+        )
+        if early or overflowed(history, env.model, config, env.agent_id):
             return TurnReport(compaction=await _compact(log, env, config))
         return TurnReport(pruned=await _prune(log, env, config))
 

@@ -288,6 +288,12 @@ async def test_the_economic_cadence_compacts_early_and_never_raises() -> None:
         history = await session.history()
         assert [c.status for c in history.state.compactions.values()] == ["rolled_back"]
         assert len(built.request.messages) == len(await session.view())
+        for _ in range(3):  # not tried again, request after request ...
+            await session.build_request(INPUTS)
+        assert len((await session.history()).state.compactions) == 1
+        await _turn(session, 9)  # ... until a step has finished
+        await session.build_request(INPUTS)
+        assert len((await session.history()).state.compactions) == 2
 
     async with Runtime.open(MemoryStore(), model=MODEL, clock=_clock()) as rt:
         session = await rt.session("ses_window")
@@ -296,3 +302,13 @@ async def test_the_economic_cadence_compacts_early_and_never_raises() -> None:
         await session.add_user("And now?")
         await session.build_request(INPUTS)
         assert not (await session.history()).state.compactions  # the window is far
+
+
+async def test_a_transform_that_cannot_be_loaded_fails_when_the_runtime_opens() -> None:
+    from contextledger.config import ViewConfig
+    from contextledger.policy.transform import StrategyError
+
+    config = Config(view=ViewConfig(transform="no_such_module:keep"))
+    with pytest.raises(StrategyError, match="cannot import"):
+        async with Runtime.open(MemoryStore(), model=MODEL, config=config, clock=_clock()):
+            pass

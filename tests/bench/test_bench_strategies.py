@@ -26,6 +26,7 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                     assert summary["billed_input_cost"] >= summary["lower_bound"] > 0
         for verdict in figures["default"].values():
             assert verdict["max_cost_vs_lower_bound"] >= 1
+            assert verdict["without_lower_bound"] == 0
             assert set(verdict["cheaper_than_pi"]) <= set(figures["traces"])
     text = strategies.render(result)
     assert "200,000-token window" in text and "cheaper than each of pi's four" in text

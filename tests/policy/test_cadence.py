@@ -8,17 +8,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.config import CompactionConfig, Config
+from contextledger.events.catalogue import MAIN_AGENT, CompactionCompleted, CompactionProjection
 from contextledger.policy.cadence import (
     NEVER,
     SUMMARY_TOKENS,
     compact_early,
     early_compaction_due,
+    early_compaction_refused,
     economic_threshold,
     estimate_view_tokens,
+    step_growth,
 )
 from contextledger.policy.compaction import MIN_TAIL_TOKENS
 from contextledger.policy.prices import DEFAULT_PRICE, Price, price_for
-from tests.strategies._sessions import MODEL, session, view_of
+from contextledger.testing.builder import SessionBuilder
+from tests.strategies._sessions import MODEL, history, session, view_of
 
 SONNET = price_for("anthropic", "claude-sonnet-4")
 
@@ -75,17 +79,28 @@ def test_without_growth_or_a_cache_discount_it_never_pays() -> None:
 
 def test_compact_early_compares_the_view_with_its_own_threshold() -> None:
     kept = 4_000
-    assert not compact_early(50_000, 0, kept_tokens=kept, price=SONNET)
-    assert not compact_early(kept, 1, kept_tokens=kept, price=SONNET)
-    # 60 calls of 600 tokens: the threshold is 17,524, so 36,000 is past it ...
-    assert compact_early(36_000, 60, kept_tokens=kept, price=SONNET)
-    # ... and 17,000 over 28 calls (about 607 a call, threshold about 17,600) is not.
-    assert not compact_early(17_000, 28, kept_tokens=kept, price=SONNET)
+    assert not compact_early(kept, 600, kept_tokens=kept, price=SONNET)
+    # 600 tokens a call: the threshold is 17,524 ...
+    assert compact_early(17_525, 600, kept_tokens=kept, price=SONNET)
+    assert not compact_early(17_524, 600, kept_tokens=kept, price=SONNET)
+    # ... and without growth it is never reached.
+    assert not compact_early(1_000_000, 0, kept_tokens=kept, price=SONNET)
+
+
+def test_steps_are_an_answer_and_what_follows_it_and_the_pace_is_their_median() -> None:
+    view = view_of(session(6, output=lambda turn, tool: "z" * (400 if turn != 3 else 80_000)))
+    steps = step_growth(view)
+    assert len(steps) == 6  # one per assistant message; the opening request is no step
+    assert sum(steps) < estimate_view_tokens(view)
+    assert max(steps) > 10_000 > sorted(steps)[2] * 10  # the jump is one step, not the pace
+    assert step_growth(view[:1]) == []
 
 
 def _economic() -> Config:
     return Config(
-        compaction=CompactionConfig(cadence="economic", preserve_recent_tokens=MIN_TAIL_TOKENS)
+        compaction=CompactionConfig(
+            cadence="economic", attempts_per="step", preserve_recent_tokens=MIN_TAIL_TOKENS
+        )
     )
 
 
@@ -99,3 +114,34 @@ def test_early_compaction_is_due_only_under_the_economic_cadence() -> None:
 def test_a_small_view_is_not_compacted_early() -> None:
     view = view_of(session(4))
     assert not early_compaction_due(view, MODEL, _economic())
+    assert not early_compaction_due(view[:1], MODEL, _economic())  # no step yet
+
+
+def _compaction(b: SessionBuilder, outcome: str) -> None:
+    request = b.request_compaction()
+    if outcome == "rolled_back":
+        b.roll_back(request, "empty")
+    else:
+        summary = b.summary(request, "## Goal\nthe summary")
+        b.add(
+            CompactionCompleted,
+            request_message_id=request,
+            summary_message_id=summary,
+            tail_start_id=None,
+            projection=CompactionProjection(summary="## Goal\nthe summary"),
+        )
+
+
+def test_an_early_compaction_is_not_retried_until_a_step_has_finished() -> None:
+    b = session(3)
+    assert not early_compaction_refused(history(b.events), MAIN_AGENT)
+    _compaction(b, "rolled_back")
+    assert early_compaction_refused(history(b.events), MAIN_AGENT)
+    assert not early_compaction_refused(history(b.events), "explore")  # another agent's
+    user = b.user("Go on.")
+    answer = b.assistant(user)
+    b.text(answer, "Done.")
+    b.finish(answer)
+    assert not early_compaction_refused(history(b.events), MAIN_AGENT)
+    _compaction(b, "completed")
+    assert not early_compaction_refused(history(b.events), MAIN_AGENT)

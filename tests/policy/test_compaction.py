@@ -32,6 +32,7 @@ from contextledger.events.parts import (
     FilePart,
     MessageError,
     TextPart,
+    Usage,
 )
 from contextledger.history import History, Message, validate_events
 from contextledger.history.validation import SessionIndex
@@ -526,10 +527,26 @@ def test_per_step_attempts_restart_after_each_successful_step() -> None:
     messages = _history(b.events).messages
     assert attempts_this_turn(messages) == 4  # per turn, the same compactions exhaust it
     assert attempts_this_turn(messages, "step") == 0
+    b.roll_back(b.request_compaction(trigger="overflow"), "overflow")
     failed = b.assistant(user)
     b.finish(failed, finish="error", error=MessageError(name="APIError", message="boom"))
     b.roll_back(b.request_compaction(trigger="overflow"), "overflow")
-    assert attempts_this_turn(_history(b.events).messages, "step") == 1  # an error is no success
+    assert attempts_this_turn(_history(b.events).messages, "step") == 2  # an error is no success
+
+
+def test_a_step_that_still_overflows_does_not_restart_the_count() -> None:
+    b = SessionBuilder()
+    user = _exchange(b, "a long tool loop")
+    for step in range(4):
+        plan = _plan(b, b.request_compaction(trigger="overflow"), attempts_per="step")
+        assert plan.attempt == step + 1
+        if plan.exhausted:
+            break
+        _complete(b, plan)
+        reply = b.assistant(user)
+        b.text(reply, f"step {step}")
+        b.finish(reply, usage=Usage(input=190_000))  # succeeded, but still over the window
+    assert plan.exhausted and plan.attempt == 4
 
 
 def _real_summary() -> str:
