@@ -515,7 +515,8 @@ class SessionHandle:
         """The next request. When the context is full (the last reported usage reaches the
         compaction limit, preflight says so, or under ``compaction.cadence = "economic"`` the
         view has passed its economic threshold), compact first, at most
-        ``compaction.max_attempts`` times per turn; raise ``CompactionExhausted`` after."""
+        ``compaction.max_attempts`` times per turn (per step with ``attempts_per = "step"``);
+        raise ``CompactionExhausted`` after."""
         runtime = self.runtime
         for _ in range(runtime.config.compaction.max_attempts + 1):
             # This caller's earlier commands are applied (each was answered); others' may
