@@ -42,7 +42,14 @@ from contextledger.events.catalogue import (
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.parts import ModelRef, StepFinishPart, ToolPart, ToolSchema, Usage
+from contextledger.events.parts import (
+    ModelRef,
+    StepFinishPart,
+    TextPart,
+    ToolPart,
+    ToolSchema,
+    Usage,
+)
 from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
 from contextledger.importers.detect import import_trace
@@ -201,11 +208,19 @@ MANAGEMENT_EVENTS: Final = (
 def raw_events(events: Sequence[Event]) -> list[Event]:
     """The conversation of ``events`` as the agent had it, without the context management a
     runtime applied to it: no prunes, compactions (their requests, summaries and the
-    synthetic messages that resumed after them) or request records. A message whose parent
+    synthetic messages that resumed after them: a "continue" message wherever it is, a replayed
+    request right after the compaction) or request records. A message whose parent
     was left out takes that message's nearest kept ancestor as its parent. A strategy replays
     this, so a session a runtime already compacted is not compacted again on top."""
     dropped: dict[str, str | None] = {}  # a left-out message's id: its own parent
     parts: set[str] = set()
+    continues = {  # the "continue" messages compactions added, wherever they landed
+        e.part.message_id
+        for e in events
+        if isinstance(e, PartAdded)
+        and isinstance(e.part, TextPart)
+        and e.part.metadata.get("compaction_continue")
+    }
     resuming = False
     kept: list[Event] = []
 
@@ -221,7 +236,8 @@ def raw_events(events: Sequence[Event]) -> list[Event]:
             resuming = resuming or isinstance(event, CompactionCompleted)
             continue
         if isinstance(event, MessageAdded):
-            if event.summary or (resuming and event.synthetic and event.role == "user"):
+            resumed = event.synthetic and event.role == "user"
+            if event.summary or (resumed and (resuming or event.message_id in continues)):
                 dropped[event.message_id] = event.parent_id
                 continue
             if event.parent_id in dropped:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 from contextledger.config import Config
-from contextledger.events.catalogue import Event, MessageAdded, RecordedEvent
+from contextledger.events.catalogue import Event, MemoryPinned, MessageAdded, RecordedEvent
 from contextledger.history.projection import History
 from contextledger.history.validation import validate_events
 from contextledger.history.view import model_view
@@ -163,6 +163,15 @@ async def test_raw_events_leave_out_what_a_runtime_did_to_the_conversation() -> 
     assert raw_events(recorded) == list(EVENTS)
     compacted = await turn_views(recorded, "baseline", 5)
     assert compacted.after == (await turn_views(EVENTS, "baseline", 5)).after
+    # Another event landing between the compaction and its "continue" message changes nothing.
+    resume = next(
+        i
+        for i, e in enumerate(recorded)
+        if isinstance(e, MessageAdded) and e.message_id == report.compaction.resumed_with
+    )
+    pinned = MemoryPinned(session_id="ses_sim", time_ms=recorded[resume].time_ms, text="notes")
+    interleaved = [*recorded[:resume], pinned, *recorded[resume:]]
+    assert raw_events(interleaved) == [*EVENTS, pinned]
 
 
 @given(events=session_events())
