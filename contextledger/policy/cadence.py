@@ -62,11 +62,18 @@ def economic_threshold(
 
 def step_growth(view: Sequence[ModelMessage]) -> list[int]:
     """The tokens each model step added to ``view`` (estimated as ``estimate_view_tokens``
-    does): an assistant message and the messages after it, up to the next assistant message.
-    What comes before the first one (the opening request) is no step."""
+    does, message by message): an assistant message and the messages after it, up to the next
+    assistant message. What comes before the first one (the opening request) is no step."""
+    return _steps(view, [_message_tokens(m) for m in view])
+
+
+def _message_tokens(message: ModelMessage) -> int:
+    return text_tokens(len(_json.encode(message)))
+
+
+def _steps(view: Sequence[ModelMessage], sizes: Sequence[int]) -> list[int]:
     steps: list[int] = []
-    for message in view:
-        size = text_tokens(len(_json.encode(message)))
+    for message, size in zip(view, sizes, strict=True):
         if message.role == "assistant":
             steps.append(size)
         elif steps:
@@ -97,18 +104,20 @@ def compact_early(
 
 def early_compaction_due(view: Sequence[ModelMessage], model: Model, config: Config) -> bool:
     """Under ``compaction.cadence = "economic"``: whether ``view`` (the model view about to be
-    sent to ``model``) has passed its economic threshold, with the kept size taken as the
-    tail budget plus ``SUMMARY_TOKENS``, the growth per call as the median step of the view
-    (``step_growth``: one very large message is a jump, not the pace the view grows at) and
-    the model's cache prices (``price_for``). Always False under ``cadence = "window"``."""
+    sent to ``model``; its size the sum of its messages' estimates) has passed its economic
+    threshold, with the kept size taken as the tail budget plus ``SUMMARY_TOKENS``, the growth
+    per call as the median step of the view (``step_growth``: one very large message is a
+    jump, not the pace the view grows at) and the model's cache prices (``price_for``). Always
+    False under ``cadence = "window"``."""
     if config.compaction.cadence != "economic":
         return False
-    steps = step_growth(view)
+    sizes = [_message_tokens(m) for m in view]  # each message encoded once
+    steps = _steps(view, sizes)
     if not steps:
         return False
     kept = tail_budget(usable(model, config), config.compaction) + SUMMARY_TOKENS
     return compact_early(
-        estimate_view_tokens(view),
+        sum(sizes),
         statistics.median(steps),
         kept_tokens=kept,
         price=price_for(model.provider_id, model.model_id),
