@@ -54,8 +54,7 @@ from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
 from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
-from contextledger.policy.cache import place_marks
-from contextledger.policy.overflow import Model, ModelLimits
+from contextledger.policy.overflow import Model, ModelLimits, usable
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.providers.base import WireFormat
 from contextledger.providers.openai_chat import OpenAIChat
@@ -63,7 +62,7 @@ from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt
 from contextledger.request.types import Request
 from contextledger.store.memory import MemoryStore
-from contextledger.strategies import Strategy, TurnEnv, strategy, strategy_view
+from contextledger.strategies import Strategy, TurnEnv, strategy
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: Final[tuple[Provider, ...]] = ("anthropic", "openai")
@@ -331,8 +330,10 @@ async def strategy_steps(
     session_id = events[0].session_id
     config = chosen.configure(Config())
     wire = _wire(provider)
-    builder = RequestBuilder(wire, config)
     model = sized_model(provider, model_id, window)
+    builder = RequestBuilder(
+        wire, config, transform=chosen.transform, usable_tokens=usable(model, config)
+    )
     inputs = request_inputs(events, provider, model_id)
     log = SessionLog(MemoryStore(), History(session_id))
     now = [events[0].time_ms]
@@ -355,18 +356,6 @@ async def strategy_steps(
         actions = (await chosen.after_turn(log, env)).describe() if call else ""
         built = builder.build(log.history, inputs)
         request = built.request
-        if chosen.transform is not None:
-            messages = tuple(strategy_view(chosen, log.history, model=model, config=Config()))
-            marks = place_marks(
-                config.request.cache_policy(),
-                tools=len(request.tools) if "tool" in wire.markable else 0,
-                system_blocks=len(request.system) if "system" in wire.markable else 0,
-                messages=messages if "message" in wire.markable else (),
-                limit=wire.max_marks,
-            )
-            request = msgspec.structs.replace(
-                request, messages=messages, marks=marks if wire.max_marks else ()
-            )
         pin = built.prefix.event(session_id)
         if pin is not None:
             await log.append([pin])

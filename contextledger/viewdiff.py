@@ -257,11 +257,8 @@ async def turn_views(
             for seq, event in enumerate(events[: step.event_index], 1)
         ),
     )
-    # The options the replay built the sent view with, without the strategy's configuration:
-    # a transform's view is built without a model (``strategy_view``), any other strategy's
-    # by the request builder for the request's model.
-    model = None if chosen.transform is not None else step.request.model
-    before = model_view(raw, ViewOptions.from_config(Config(), model))
+    # The sent view was built for the request's model, without the strategy's configuration.
+    before = model_view(raw, ViewOptions.from_config(Config(), step.request.model))
     return TurnViews(
         strategy=chosen.name,
         turn=turn,

@@ -32,7 +32,12 @@ from contextledger.history.view import ViewOptions, view_messages
 from contextledger.policy.cache import place_marks
 from contextledger.policy.compaction import is_real_user
 from contextledger.policy.prune import plan_prune
-from contextledger.policy.transform import TransformContext, apply_transform, load_transform
+from contextledger.policy.transform import (
+    Transform,
+    TransformContext,
+    apply_transform,
+    load_transform,
+)
 from contextledger.providers.base import EncodedRequest, WireFormat
 from contextledger.request.context import max_steps_message
 from contextledger.request.instructions import InstructionFile, render_system_instructions
@@ -127,17 +132,26 @@ def system_for(history: History, segments: SystemSegments) -> tuple[str, ...]:
 class RequestBuilder:
     """Builds one session's (or one agent slice's) requests for one wire format."""
 
-    __slots__ = ("_agent_id", "_config", "_transform", "_views", "_wire")
+    __slots__ = ("_agent_id", "_config", "_transform", "_usable_tokens", "_views", "_wire")
 
     def __init__(
-        self, wire: WireFormat, config: Config = _DEFAULT_CONFIG, *, agent_id: str | None = None
+        self,
+        wire: WireFormat,
+        config: Config = _DEFAULT_CONFIG,
+        *,
+        agent_id: str | None = None,
+        transform: Transform | None = None,
+        usable_tokens: int = 0,
     ) -> None:
+        """``transform`` (else the one ``config.view.transform`` names) is applied to every
+        view before encoding, told ``usable_tokens`` (0: unknown) in its context."""
         self._wire = wire
         self._config = config
         self._agent_id = agent_id
         self._views: dict[tuple[ModelRef, bool], LiveView] = {}
-        transform = config.view.transform
-        self._transform = load_transform(transform) if transform else None
+        named = config.view.transform
+        self._transform = transform or (load_transform(named) if named else None)
+        self._usable_tokens = usable_tokens
 
     @property
     def wire(self) -> WireFormat:
@@ -166,12 +180,11 @@ class RequestBuilder:
             )
         messages = tuple(view.update(history))
         if self._transform is not None:
-            context = TransformContext(turn=sum(1 for m in history.messages if is_real_user(m)))
-            messages = tuple(
-                apply_transform(
-                    self._transform, messages, context, name=self._config.view.transform
-                )
+            context = TransformContext(
+                usable_tokens=self._usable_tokens,
+                turn=sum(1 for m in history.messages if is_real_user(m)),
             )
+            messages = tuple(apply_transform(self._transform, messages, context))
         candidate = PrefixProfile(
             provider_id=inputs.model.provider_id,
             model_id=inputs.model.model_id,
