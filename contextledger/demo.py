@@ -21,43 +21,33 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import msgspec
 import structlog
 
-from contextledger.actors.runtime import Runtime, SessionHandle
-from contextledger.cachesim import sim_request
-from contextledger.cachesim.blocks import SimRequest
+from contextledger.actors.runtime import Runtime
 from contextledger.config import Config
-from contextledger.events.catalogue import MAIN_AGENT, Event, RecordedEvent, SessionStarted
-from contextledger.events.parts import (
-    FilePart,
-    MessageError,
-    ReasoningPart,
-    TextPart,
-    ToolCompleted,
-    ToolErrored,
-    ToolPart,
-    Usage,
-)
-from contextledger.history.projection import History, Message
+from contextledger.events.catalogue import Event, SessionStarted
 from contextledger.importers.detect import import_trace
 from contextledger.importers.errors import TraceImportError
-from contextledger.policy.compaction import compaction_part
-from contextledger.policy.prune import Plan
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
+    ReplayClock,
+    ReplayedCall,
     TraceResult,
+    TurnReplay,
+    describe_actions,
+    recorded_turns,
     request_inputs,
     simulate_trace_async,
     sized_model,
     trace_result,
 )
 from contextledger.store.protocol import EventStore
-from contextledger.strategies import TurnReport, strategy
+from contextledger.strategies import strategy
 from contextledger.synthetic import synthetic_session
 
 DEMO_WINDOW: Final = 32_000
@@ -157,77 +147,6 @@ def load_session(
 # --- what was recorded -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RecordedCall:
-    """One recorded model call: when, its text, reasoning and tool parts in order, how it
-    finished and the output tokens it reported."""
-
-    time_ms: int
-    parts: tuple[TextPart | ReasoningPart | ToolPart, ...]
-    finish: str
-    error: MessageError | None
-    output_tokens: int
-
-
-@dataclass(frozen=True)
-class RecordedTurn:
-    """One user turn: the user's text and files (``(mime, url, filename)``) and the calls
-    that answered it."""
-
-    time_ms: int
-    text: str
-    files: tuple[tuple[str, str, str | None], ...]
-    calls: list[RecordedCall] = field(default_factory=list)
-
-
-def _user_turn(message: Message) -> RecordedTurn | None:
-    if compaction_part(message) is not None:
-        return None
-    text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
-    files = tuple((p.mime, p.url, p.filename) for p in message.parts if isinstance(p, FilePart))
-    if not text and not files:
-        return None
-    return RecordedTurn(time_ms=message.created_ms, text=text, files=files)
-
-
-def _call(message: Message) -> RecordedCall:
-    parts = tuple(
-        p
-        for p in message.parts
-        if isinstance(p, ToolPart | ReasoningPart) or (isinstance(p, TextPart) and p.text)
-    )
-    return RecordedCall(
-        time_ms=message.created_ms,
-        parts=parts,
-        finish=message.finish or "stop",
-        error=message.error,
-        output_tokens=message.usage.output if message.usage is not None else 0,
-    )
-
-
-def recorded_turns(events: Sequence[Event]) -> list[RecordedTurn]:
-    """The main agent's user turns and model calls in ``events`` (a valid session). A user
-    message with neither text nor files continues the turn before it; compaction requests
-    and summaries are left out, and so are calls before the first user message."""
-    if not events:
-        return []
-    session_id = events[0].session_id
-    history = History.rebuild(
-        session_id, (RecordedEvent(session_id, i, i, e) for i, e in enumerate(events, 1))
-    )
-    turns: list[RecordedTurn] = []
-    for message in history.messages:
-        if message.agent_id != MAIN_AGENT:
-            continue
-        if message.role == "user":
-            turn = _user_turn(message)
-            if turn is not None:
-                turns.append(turn)
-        elif message.role == "assistant" and not message.summary and turns:
-            turns[-1].calls.append(_call(message))
-    return turns
-
-
 def session_title(events: Sequence[Event]) -> str:
     """The recorded session's title, or ``""``."""
     started = next((e for e in events if isinstance(e, SessionStarted)), None)
@@ -249,80 +168,12 @@ class Replay:
     turn_actions: tuple[str, ...]
 
 
-def describe_actions(compactions: Sequence[str], plans: Sequence[Plan]) -> str:
-    """One line for tables: the compactions' outcomes (``"compacted"``, ``"compaction rolled
-    back"``), then the prunes in ``TurnReport.describe`` wording; ``""`` when nothing."""
-    said = [*compactions, TurnReport(pruned=tuple(plans)).describe()]
-    return "; ".join(s for s in said if s)
-
-
 def tally(actions: Sequence[str]) -> str:
     """``actions`` joined with ``"; "``, each distinct one once, repeats counted:
     ``["compacted", "compacted", "cleared 2 outputs (900 tokens)"]`` gives
     ``"compacted x2; cleared 2 outputs (900 tokens)"``."""
     counts = Counter(a for a in actions if a)
     return "; ".join(a if n == 1 else f"{a} x{n}" for a, n in counts.items())
-
-
-def _compaction_statuses(history: History) -> dict[str, str]:
-    return {key: c.status for key, c in history.state.compactions.items()}
-
-
-def _new_compactions(before: dict[str, str], history: History) -> list[str]:
-    said = []
-    for key, status in _compaction_statuses(history).items():
-        if before.get(key) == status or status == "requested":
-            continue
-        said.append("compacted" if status == "completed" else "compaction rolled back")
-    return said
-
-
-class _Clock:
-    """The runtime's clock during a replay: the recorded time, moved on by a millisecond at
-    each read so that ids and times stay increasing."""
-
-    def __init__(self, start_ms: int) -> None:
-        self.now = start_ms
-
-    def at(self, time_ms: int) -> None:
-        """Move to ``time_ms`` unless the clock is past it already."""
-        self.now = max(self.now, time_ms)
-
-    def __call__(self) -> int:
-        self.now += 1
-        return self.now
-
-
-async def _record_call(
-    session: SessionHandle, user_id: str, call: RecordedCall, prompt_tokens: int, clock: _Clock
-) -> list[Plan]:
-    """Record ``call`` answering ``user_id``; return the after-turn prune's plans."""
-    message_id = await session.start_assistant(user_id)
-    called: list[tuple[str, ToolPart]] = []
-    for part in call.parts:
-        if isinstance(part, ToolPart):
-            tool_input: dict[str, Any] = dict(part.state.input)
-            part_id = await session.call_tool(
-                message_id, part.tool, tool_input, call_id=part.call_id
-            )
-            called.append((part_id, part))
-        else:
-            await session.add_text(
-                message_id,
-                part.text,
-                reasoning=isinstance(part, ReasoningPart),
-                metadata=dict(part.metadata),
-            )
-    for part_id, part in called:
-        state = part.state
-        if isinstance(state, ToolCompleted | ToolErrored):
-            clock.at(state.ended_ms)
-        if isinstance(state, ToolCompleted):
-            await session.record_tool_result(part_id, state.output)
-        elif isinstance(state, ToolErrored):
-            await session.record_tool_result(part_id, state.error, error=True)
-    usage = Usage(input=prompt_tokens, output=call.output_tokens)
-    return await session.finish(message_id, finish=call.finish, usage=usage, error=call.error)
 
 
 async def replay_session(
@@ -334,50 +185,49 @@ async def replay_session(
     window: int = DEMO_WINDOW,
     on_progress: Callable[[int, int, str], None] | None = None,
 ) -> Replay:
-    """Write ``events`` into ``store`` as ``session_id`` by driving a ``Runtime`` (see the
-    module docstring) under the ``default`` strategy's configuration and a ``window``-token
-    context, priced as ``model_id``. ``on_progress(done, total, label)`` is called before each
-    turn and once at the end."""
+    """Write ``events`` into ``store`` as ``session_id`` by driving a ``Runtime`` with their
+    recorded turns (``simulation.TurnReplay``) under the ``default`` strategy's configuration
+    and a ``window``-token context, priced as ``model_id``. ``on_progress(done, total,
+    label)`` is called before each turn and once at the end."""
     if window < 1:
         raise ValueError("the window must be positive")
     turns = recorded_turns(events)
     inputs = request_inputs(events, "anthropic", model_id)
     config = strategy("default").configure(Config())
-    clock = _Clock(events[0].time_ms if events else 0)
-    requests: list[SimRequest] = []
-    call_actions: list[str] = []
-    call_turns: list[int] = []
-    turn_actions: list[str] = []
-    pending: list[Plan] = []  # the last after-turn prune: it precedes the next call
+    clock = ReplayClock(events[0].time_ms if events else 0)
+    calls: list[ReplayedCall] = []
     async with Runtime.open(
         store, model=sized_model("anthropic", model_id, window), config=config, clock=clock
     ) as runtime:
         session = await runtime.session(session_id, title=session_title(events))
-        for index, turn in enumerate(turns):
-            if on_progress is not None:
-                on_progress(index, len(turns), f"turn {index + 1}")
-            clock.at(turn.time_ms)
-            user_id = await session.add_user(turn.text, files=turn.files)
-            done: list[str] = []
-            for call in turn.calls:
-                clock.at(call.time_ms)
-                before = _compaction_statuses(await session.history())
-                built = await session.build_request(inputs)
-                compacted = _new_compactions(before, await session.history())
-                requests.append(sim_request(built.request, call.time_ms / 1000, call.output_tokens))
-                call_actions.append(describe_actions(compacted, pending))
-                call_turns.append(index)
-                done.extend(compacted)
-                pending = await _record_call(
-                    session, user_id, call, requests[-1].prompt_tokens, clock
-                )
-                if pending:
-                    done.append(describe_actions((), pending))
-            turn_actions.append(tally(done))
+        replay = TurnReplay(session, turns, inputs, clock)
+        async for call in replay.calls():
+            if on_progress is not None and (not calls or calls[-1].turn != call.turn):
+                on_progress(call.turn, len(turns), f"turn {call.turn + 1}")
+            calls.append(call)
     if on_progress is not None:
         on_progress(len(turns), len(turns), "")
-    result = trace_result(RUNTIME_SERIES, "anthropic", model_id, requests, call_actions)
-    return Replay(session_id, result, tuple(call_turns), tuple(turn_actions))
+    turn_actions: list[list[str]] = [[] for _ in turns]
+    for call in calls:  # a prune is the turn's that ran it: the call before's
+        if call.compactions:
+            turn_actions[call.turn].extend(call.compactions)
+        if call.pruned:
+            turn_actions[calls[call.call - 1].turn].append(describe_actions((), call.pruned))
+    if replay.trailing_pruned and calls:
+        turn_actions[calls[-1].turn].append(describe_actions((), replay.trailing_pruned))
+    result = trace_result(
+        RUNTIME_SERIES,
+        "anthropic",
+        model_id,
+        [c.sim for c in calls],
+        [c.actions for c in calls],
+    )
+    return Replay(
+        session_id,
+        result,
+        tuple(c.turn for c in calls),
+        tuple(tally(done) for done in turn_actions),
+    )
 
 
 # --- the table -------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The model view before and after a context strategy at one model call, as a line diff.
 
 At call N of a session replayed under a strategy (``simulation.strategy_steps``), "before" is
-the plain model view of the raw transcript up to that call (the events before the assistant
-message the call produced, no strategy) and "after" is the view the strategy actually sent.
+the plain model view of the same replay under ``baseline`` (no prune, compaction or
+transform) at that call and "after" is the view the strategy actually sent.
 ``view_lines`` renders a view to stable text lines (a header per message, then its content),
 ``diff_views`` compares two views line by line: ``removed`` lines were dropped by the
 strategy, ``added`` lines are new or replaced, ``same`` lines are on both sides. Under
@@ -19,8 +19,7 @@ from typing import Literal, cast
 
 import msgspec
 
-from contextledger.config import Config
-from contextledger.events.catalogue import Event, MessageAdded, RecordedEvent
+from contextledger.events.catalogue import Event, MessageAdded
 from contextledger.history.messages import (
     ModelFile,
     ModelMessage,
@@ -29,14 +28,13 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.history.projection import History
-from contextledger.history.view import ViewOptions, model_view
 from contextledger.simulation import (
     DEFAULT_WINDOW,
     PROVIDERS,
     Provider,
-    Step,
+    ReplayedCall,
     raw_events,
+    recorded_turns,
     strategy_steps,
 )
 from contextledger.strategies import Strategy, StrategyError, estimate_view_tokens, strategy
@@ -196,8 +194,8 @@ def collapse(lines: Sequence[DiffLine], context: int) -> list[DiffLine | Elided]
 @dataclass(frozen=True)
 class TurnViews:
     """The model view at call ``turn`` (from 1) of ``calls`` under ``strategy``: ``before``,
-    the plain view of the conversation before the call (of the first ``seq`` events of the
-    session, without any prune or compaction recorded among them), and
+    the plain view of the conversation before the call (the recorded call is the session's
+    event at index ``seq``; prunes and compactions recorded before it are left out), and
     ``after``, the view the strategy sent; ``actions`` says what the strategy did before the
     call (empty when nothing) and ``summaries`` are the source ids of summary messages."""
 
@@ -216,8 +214,8 @@ class TurnViews:
 
 
 def model_calls(events: Sequence[Event]) -> int:
-    """The number of model calls in ``events``: one per assistant message."""
-    return sum(isinstance(e, MessageAdded) and e.role == "assistant" for e in events)
+    """The number of model calls a replay of ``events`` makes (``recorded_turns``)."""
+    return sum(len(turn.calls) for turn in recorded_turns(events))
 
 
 async def turn_views(
@@ -231,9 +229,9 @@ async def turn_views(
     """The views before and after ``strategy_name`` at call ``turn`` (from 1; None: the last)
     of ``events`` (one session's events, all of them, in order): its conversation
     (``raw_events``: without the prunes and compactions a runtime recorded) replayed with
-    ``strategy_steps``; before is that conversation's plain view up to the call. Raises
-    ``ValueError`` for an unknown strategy or provider, a window below 1 or a ``turn`` that is
-    not a call of the session."""
+    ``strategy_steps``; before is the same replay's view under ``baseline`` (no prune, no
+    compaction, no transform) at that call. Raises ``ValueError`` for an unknown strategy or
+    provider, a window below 1 or a ``turn`` that is not a call of the session."""
     if window < 1:
         raise ValueError("the window must be positive")
     if provider not in PROVIDERS:
@@ -242,43 +240,43 @@ async def turn_views(
         chosen = strategy(strategy_name)
     except StrategyError as exc:
         raise ValueError(str(exc)) from exc
-    recorded = {id(event): index for index, event in enumerate(events)}
-    events = raw_events(events)
-    calls = model_calls(events)
+    conversation = raw_events(events)
+    recorded = [call for t in recorded_turns(conversation) for call in t.calls]
+    calls = len(recorded)
     turn = calls if turn is None else turn
     if not 1 <= turn <= calls:
         raise ValueError(f"turn {turn} is out of range: the session has {calls} model calls")
-    step = await _step(events, chosen, turn - 1, provider=provider, window=window)
-    session_id = events[0].session_id
-    raw = History.rebuild(
-        session_id,
-        (
-            RecordedEvent(session_id, seq, seq, event)
-            for seq, event in enumerate(events[: step.event_index], 1)
-        ),
+    after = await _call(conversation, chosen, turn - 1, provider=provider, window=window)
+    before = await _call(
+        conversation, strategy("baseline"), turn - 1, provider=provider, window=window
     )
-    # The sent view was built for the request's model, without the strategy's configuration.
-    before = model_view(raw, ViewOptions.from_config(Config(), step.request.model))
+    message_id = recorded[turn - 1].message_id
+    seq = next(
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, MessageAdded) and e.message_id == message_id
+    )
     return TurnViews(
         strategy=chosen.name,
         turn=turn,
         calls=calls,
-        seq=recorded[id(events[step.event_index])],
-        actions=step.actions,
-        before=tuple(before),
-        after=tuple(step.request.messages),
-        summaries=frozenset(m.id for m in step.history.messages if m.summary),
+        seq=seq,
+        actions=after.actions,
+        before=tuple(before.built.request.messages),
+        after=tuple(after.built.request.messages),
+        summaries=frozenset(m.id for m in after.history.messages if m.summary),
     )
 
 
-async def _step(
+async def _call(
     events: Sequence[Event], chosen: Strategy, call: int, *, provider: Provider, window: int
-) -> Step:
-    """The ``Step`` of call ``call`` (from 0, known to exist) of ``events`` under ``chosen``."""
+) -> ReplayedCall:
+    """Call ``call`` (from 0, known to exist) of ``events`` replayed under ``chosen``."""
     # ``strategy_steps`` is an async generator; closing it as soon as the call is found
     # stops the replay there.
     steps = cast(
-        AsyncGenerator[Step], strategy_steps(events, chosen, provider=provider, window=window)
+        AsyncGenerator[ReplayedCall],
+        strategy_steps(events, chosen, provider=provider, window=window),
     )
     try:
         async with aclosing(steps):

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from contextledger.config import Config
 from contextledger.events.catalogue import Event, MemoryPinned, MessageAdded, RecordedEvent
 from contextledger.history.projection import History
 from contextledger.history.validation import validate_events
 from contextledger.history.view import model_view
 from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
+from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
     MANAGEMENT_EVENTS,
+    LocalSession,
     Provider,
     raw_events,
     simulate_paths,
@@ -27,7 +28,7 @@ from contextledger.simulation import (
     strategy_steps,
 )
 from contextledger.store.memory import MemoryStore
-from contextledger.strategies import StrategyError, TurnEnv, strategy
+from contextledger.strategies import StrategyError, strategy
 from contextledger.synthetic import synthetic_session
 from contextledger.testing import check_history, check_tool_pairs
 from contextledger.testing.strategies import session_events
@@ -115,13 +116,14 @@ def test_simulate_paths_names_each_session_by_folder_and_file(tmp_path: Path) ->
 async def test_replayed_usage_is_the_prompt_the_strategy_sent() -> None:
     """The overflow and pressure rules read each answer's usage: under a strategy it must be
     the prompt that strategy sent, not the recorded run's."""
-    sent: dict[str, int] = {}
+    sent: list[int] = []
     async for step in strategy_steps(EVENTS, strategy("truncate-500"), window=200_000):
-        for message in step.history.messages:
-            if message.id in sent and message.usage is not None:
-                assert message.usage.prompt == sent[message.id]
-                assert message.usage.cache_read == message.usage.cache_write == 0
-        sent[step.message.message_id] = step.sim.prompt_tokens
+        answers = [m for m in step.history.messages if m.role == "assistant" and not m.summary]
+        assert len(answers) == len(sent)  # every call before this one, answered
+        for message, prompt in zip(answers, sent, strict=True):
+            assert message.usage is not None and message.usage.prompt == prompt
+            assert message.usage.cache_read == message.usage.cache_write == 0
+        sent.append(step.sim.prompt_tokens)
     assert len(sent) > 10
 
 
@@ -150,14 +152,16 @@ async def test_raw_events_leave_out_what_a_runtime_did_to_the_conversation() -> 
     log = await SessionLog.open(MemoryStore(), "ses_sim")
     await log.append(EVENTS)
     ticks = count(EVENTS[-1].time_ms + 1_000)
-    env = TurnEnv(
+    local = LocalSession(
+        log,
+        strategy("compact-at-1000"),
         model=sized_model("anthropic", "claude-sonnet-4-5", 200_000),
-        config=Config(),
+        wire=AnthropicMessages(),
         clock=lambda: next(ticks),
     )
-    report = await strategy("compact-at-1000").after_turn(log, env)
-    assert report.compaction is not None and report.compaction.outcome == "completed"
-    assert report.compaction.resumed_with is not None  # a synthetic continue message
+    result = await local.compact(trigger="auto")
+    assert result.outcome == "completed"
+    assert result.resumed_with is not None  # a synthetic continue message
     recorded = [r.event for r in await log.store.read("ses_sim")]
     assert len(recorded) > len(EVENTS)
     assert raw_events(recorded) == list(EVENTS)
@@ -167,7 +171,7 @@ async def test_raw_events_leave_out_what_a_runtime_did_to_the_conversation() -> 
     resume = next(
         i
         for i, e in enumerate(recorded)
-        if isinstance(e, MessageAdded) and e.message_id == report.compaction.resumed_with
+        if isinstance(e, MessageAdded) and e.message_id == result.resumed_with
     )
     pinned = MemoryPinned(session_id="ses_sim", time_ms=recorded[resume].time_ms, text="notes")
     interleaved = [*recorded[:resume], pinned, *recorded[resume:]]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextledger.events.catalogue import Event
+from contextledger.events.catalogue import Event, MessageAdded
 from contextledger.history.messages import (
     ModelFile,
     ModelMessage,
@@ -17,7 +17,7 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.simulation import strategy_steps
+from contextledger.simulation import recorded_turns, strategy_steps
 from contextledger.strategies import TRUNCATED_MARKER, estimate_view_tokens, strategy
 from contextledger.synthetic import synthetic_session
 from contextledger.viewdiff import (
@@ -208,8 +208,10 @@ async def test_the_after_view_is_what_the_strategy_sent(session: list[Event]) ->
     views = await turn_views(session, "truncate-500", 3, provider="openai")
     steps = [s async for s in strategy_steps(session, strategy("truncate-500"), provider="openai")]
     step = steps[2]
-    assert views.after == step.request.messages
-    assert views.seq == step.event_index
+    assert views.after == step.built.request.messages
+    message_id = [c for t in recorded_turns(session) for c in t.calls][2].message_id
+    assert isinstance(session[views.seq], MessageAdded)
+    assert session[views.seq].message_id == message_id
     assert views.actions == step.actions
 
 

@@ -5,11 +5,11 @@ runs it inside an asyncio application through trio's guest mode."""
 
 from contextledger.actors.guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
 from contextledger.actors.runtime import (
-    CompactionExhausted,
     Runtime,
     SessionHandle,
     wall_clock_ms,
 )
+from contextledger.compaction.compactor import CompactionExhausted
 
 __all__ = [
     "CompactionExhausted",

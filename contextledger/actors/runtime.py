@@ -13,22 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import structlog
 import trio
 
-from contextledger.actors.commands import (
-    AddText,
-    AddUser,
-    CallTool,
-    Finish,
-    Seq,
-    StartAssistant,
-    StartStep,
-    ToolResult,
-)
+from contextledger.actors.commands import Seq
 from contextledger.actors.session import Session, SessionWriter
 from contextledger.actors.workers import (
     Build,
@@ -38,36 +29,30 @@ from contextledger.actors.workers import (
     PrunerActor,
     RequestBuilderActor,
 )
-from contextledger.compaction.compactor import CompactionResult
+from contextledger.compaction.compactor import (
+    CompactionResult,
+    compact_while_due,
+)
 from contextledger.compaction.summarizers import ExtractiveSummarizer, Summarizer
 from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT, CompactionRolledBack, SessionStarted
-from contextledger.events.parts import CompactionTrigger, MessageError, ModelRef, Usage
+from contextledger.events.parts import CompactionTrigger, ModelRef
 from contextledger.history.messages import ModelMessage
-from contextledger.history.projection import History, Message
+from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.cadence import early_compaction_due, early_compaction_refused
-from contextledger.policy.compaction import EXHAUSTED_DETAIL
-from contextledger.policy.overflow import (
-    Model,
-    is_overflow,
-    measure_preflight,
-    preflight_enabled,
-    should_compact_preflight,
-)
+from contextledger.policy.decisions import CompactionReason, compaction_due
+from contextledger.policy.overflow import Model
 from contextledger.policy.prune import Plan
 from contextledger.policy.transform import load_transform
 from contextledger.providers.errors import ProviderError
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import BuiltRequest, RequestInputs, system_for
-from contextledger.request.context import EditorState
 from contextledger.request.instructions import InstructionFile
+from contextledger.request.recording import Finish, RecordingCommand, SessionApi
 from contextledger.store.protocol import EventStore
 
 _DEFAULT_CONFIG = Config()
-#: How the rollback of a turn's attempt past ``compaction.max_attempts`` starts.
-_EXHAUSTED = EXHAUSTED_DETAIL.partition("{")[0]
 #: The rollback detail of a compaction found open when its session loads.
 INTERRUPTED_DETAIL = "interrupted: the compaction was still open when the session loaded"
 
@@ -75,19 +60,6 @@ INTERRUPTED_DETAIL = "interrupted: the compaction was still open when the sessio
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch (the shell's clock; the core never reads one)."""
     return time.time_ns() // 1_000_000
-
-
-def _latest_answer(history: History, agent_id: str) -> Message | None:
-    """The agent's latest assistant message that is not a summary (a summary, a rolled-back
-    one included, reports no usage of the conversation)."""
-    for message in reversed(history.messages):
-        if message.role == "assistant" and message.agent_id == agent_id and not message.summary:
-            return message
-    return None
-
-
-class CompactionExhausted(RuntimeError):
-    """The turn is still over the window after ``compaction.max_attempts`` compactions."""
 
 
 class _Actors:
@@ -264,7 +236,9 @@ class Runtime:
         writer = SessionWriter(session)
         actors = _Actors(
             session,
-            RequestBuilderActor(writer, lambda: wire_format(self.wire), self.config, self.clock),
+            RequestBuilderActor(
+                writer, lambda: wire_format(self.wire), self.model, self.config, self.clock
+            ),
             CompactorActor(writer, self.summarizer, self.model, self.config, self.clock),
             PrunerActor(writer, self.model, self.config, self.clock),
         )
@@ -342,160 +316,33 @@ class Runtime:
         return self._running[session_id].session.history
 
 
-class SessionHandle:
-    """One session, as the embedding application sees it. Methods are safe to call from
-    several tasks: the session serialises them."""
+class SessionHandle(SessionApi):
+    """One session, as the embedding application sees it: recording (``add_user``,
+    ``start_assistant``, ``add_text``, ``call_tool``, ``record_tool_result``, ``finish``,
+    ``record_assistant``, from ``SessionApi``), requests, compaction, pruning and
+    reading. Methods are safe to call from several tasks: the session serialises them."""
 
     def __init__(self, runtime: Runtime, session_id: str) -> None:
         self.runtime = runtime
         self.session_id = session_id
 
-    async def _session(self, command: Any) -> Any:
+    async def _record(self, command: RecordingCommand) -> Any:
         return await self.runtime.ask(self.session_id, "session", command)
 
-    # --- recording ----------------------------------------------------------------------------
-
-    async def add_user(
-        self,
-        text: str,
-        *,
-        agent: str = "build",
-        agent_id: str = MAIN_AGENT,
-        files: Sequence[tuple[str, str, str | None]] = (),
-        editor: EditorState | None = None,
-        plan_path: str | None = None,
-        plan_exists: bool = False,
-    ) -> str:
-        """Record a user message; return its id."""
-        command = AddUser(
-            text=text,
-            agent=agent,
-            agent_id=agent_id,
-            files=tuple(files),
-            editor=editor,
-            plan_path=plan_path,
-            plan_exists=plan_exists,
-        )
-        message_id: str = await self._session(command)
-        return message_id
-
-    async def start_assistant(
-        self, parent_id: str, *, agent: str = "build", agent_id: str = MAIN_AGENT
-    ) -> str:
-        """Open an assistant message answering ``parent_id`` (streamed recording)."""
-        message_id: str = await self._session(
-            StartAssistant(parent_id=parent_id, agent=agent, agent_id=agent_id)
-        )
-        return message_id
-
-    async def start_step(self, message_id: str, *, agent_id: str = MAIN_AGENT) -> str:
-        """A further model step of an assistant message."""
-        part_id: str = await self._session(StartStep(message_id=message_id, agent_id=agent_id))
-        return part_id
-
-    async def add_text(
-        self,
-        message_id: str,
-        text: str,
-        *,
-        reasoning: bool = False,
-        metadata: dict[str, Any] | None = None,
-        agent_id: str = MAIN_AGENT,
-    ) -> str:
-        """Text or reasoning the model wrote."""
-        command = AddText(
-            message_id=message_id,
-            text=text,
-            reasoning=reasoning,
-            metadata=metadata or {},
-            agent_id=agent_id,
-        )
-        part_id: str = await self._session(command)
-        return part_id
-
-    async def call_tool(
-        self,
-        message_id: str,
-        tool: str,
-        tool_input: dict[str, Any] | None = None,
-        *,
-        call_id: str | None = None,
-        agent_id: str = MAIN_AGENT,
-    ) -> str:
-        """A tool call the model made; return its part id."""
-        command = CallTool(
-            message_id=message_id,
-            tool=tool,
-            input=tool_input or {},
-            call_id=call_id,
-            agent_id=agent_id,
-        )
-        part_id: str = await self._session(command)
-        return part_id
-
-    async def record_tool_result(
-        self, part_id: str, output: str, *, error: bool = False, agent_id: str = MAIN_AGENT
-    ) -> None:
-        """The result (or, with ``error``, the error) of a tool call."""
-        await self._session(
-            ToolResult(part_id=part_id, output=output, error=error, agent_id=agent_id)
-        )
-
-    async def finish(
-        self,
-        message_id: str,
-        *,
-        finish: str = "stop",
-        usage: Usage | None = None,
-        error: MessageError | None = None,
-        agent_id: str = MAIN_AGENT,
-    ) -> list[Plan]:
-        """End an assistant message. When the turn is over (not ``tool-calls``, no error),
-        the after-turn prune runs; return what it did."""
-        await self._session(
-            Finish(
-                message_id=message_id, finish=finish, usage=usage, error=error, agent_id=agent_id
-            )
-        )
-        if finish == "tool-calls" or error is not None:
-            return []
+    async def _turn_ended(self, agent_id: str) -> list[Plan]:
         plans: list[Plan] = await self.runtime.ask(
             self.session_id, "pruner", Prune(agent_id=agent_id)
         )
         return plans
 
-    async def record_assistant(
-        self,
-        parent_id: str,
-        *,
-        text: str = "",
-        tool_calls: Sequence[tuple[str, dict[str, Any], str]] = (),
-        usage: Usage | None = None,
-        agent: str = "build",
-        agent_id: str = MAIN_AGENT,
-    ) -> str:
-        """A whole assistant step: its text, its tool calls with their outputs
-        (``(tool, input, output)``), finished as ``tool-calls`` when it called any."""
-        message_id = await self.start_assistant(parent_id, agent=agent, agent_id=agent_id)
-        if text:
-            await self.add_text(message_id, text, agent_id=agent_id)
-        for tool, tool_input, output in tool_calls:
-            part_id = await self.call_tool(message_id, tool, tool_input, agent_id=agent_id)
-            await self.record_tool_result(part_id, output, agent_id=agent_id)
-        await self.finish(
-            message_id,
-            finish="tool-calls" if tool_calls else "stop",
-            usage=usage,
-            agent_id=agent_id,
-        )
-        return message_id
+    # --- recording ----------------------------------------------------------------------------
 
     async def record_error(
         self, message_id: str, error: ProviderError, *, agent_id: str = MAIN_AGENT
     ) -> CompactionResult | None:
         """A model call failed: the assistant message ends with the error. A context
         overflow is answered with a compaction that replays the request."""
-        await self._session(
+        await self._record(
             Finish(message_id=message_id, finish="error", error=error.error, agent_id=agent_id)
         )
         if error.error.name != "ContextOverflowError":
@@ -518,55 +365,30 @@ class SessionHandle:
         ``compaction.max_attempts`` times per turn (per step with ``attempts_per = "step"``);
         raise ``CompactionExhausted`` after."""
         runtime = self.runtime
-        for _ in range(runtime.config.compaction.max_attempts + 1):
+
+        async def due() -> CompactionReason | None:
             # This caller's earlier commands are applied (each was answered); others' may
             # still be queued, and the builder, behind them, sees them anyway.
             history = (await runtime._actors(self.session_id)).session.history
-            reason = self._full(history, inputs, agent_id)
-            if reason is None:
-                break
-            result = await self.compact(trigger="auto", agent_id=agent_id)
-            if reason == "economic":
-                # An early compaction is optional: whatever came of it, send.
-                break
-            if result.outcome == "rolled_back" and result.detail.startswith(_EXHAUSTED):
-                raise CompactionExhausted(result.detail)
+            return compaction_due(
+                history,
+                runtime.model,
+                runtime.config,
+                agent_id=agent_id,
+                system=system_for(history, inputs.segments),
+                tools=inputs.tools,
+            )
+
+        await compact_while_due(
+            due,
+            lambda: self.compact(trigger="auto", agent_id=agent_id),
+            max_attempts=runtime.config.compaction.max_attempts,
+        )
         command = Build(
             inputs=inputs, memory=memory, instructions=tuple(instructions), agent_id=agent_id
         )
         built: BuiltRequest = await runtime.ask(self.session_id, "builder", command)
         return built
-
-    def _full(
-        self, history: History, inputs: RequestInputs, agent_id: str
-    ) -> Literal["overflow", "preflight", "economic"] | None:
-        """Why the agent's slice must be compacted before the next request, None if not."""
-        config = self.runtime.config
-        model = self.runtime.model
-        finished = _latest_answer(history, agent_id)
-        if finished is not None and finished.usage is not None:
-            compacted_after = any(
-                c.status == "completed"
-                and c.request_message_id > finished.id
-                and history.message(c.request_message_id).agent_id == agent_id
-                for c in history.state.compactions.values()
-            )
-            if not compacted_after and is_overflow(model, finished.usage, config):
-                return "overflow"
-        preflight = preflight_enabled(model, config)
-        if not preflight and config.compaction.cadence != "economic":
-            return None
-        agent = None if agent_id == MAIN_AGENT else agent_id
-        options = ViewOptions.from_config(config, inputs.model)
-        view = model_view(history, msgspec.structs.replace(options, agent_id=agent))
-        if preflight:
-            system = system_for(history, inputs.segments)
-            measure = measure_preflight(view, config, tools=inputs.tools, system=system)
-            if should_compact_preflight(model, measure, config).compact:
-                return "preflight"
-        if early_compaction_due(view, model, config):
-            return None if early_compaction_refused(history, agent_id) else "economic"
-        return None
 
     async def compact(
         self, *, trigger: CompactionTrigger = "manual", agent_id: str = MAIN_AGENT

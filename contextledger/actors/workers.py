@@ -8,7 +8,7 @@ being recorded (they become the kept tail).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import msgspec
 import structlog
@@ -16,15 +16,13 @@ import structlog
 from contextledger.actors.mailbox import Mailbox
 from contextledger.actors.session import SessionWriter
 from contextledger.compaction.compactor import CompactionResult, compact
+from contextledger.compaction.pruning import prune
 from contextledger.compaction.summarizers import Summarizer
 from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT
-from contextledger.events.parts import CompactionTrigger, Usage
-from contextledger.history.projection import Message
-from contextledger.history.view import ViewOptions, view_messages
-from contextledger.policy.overflow import Model, pressure_level
-from contextledger.policy.prices import price_for
-from contextledger.policy.prune import Plan, plan_after_turn, plan_events
+from contextledger.events.parts import CompactionTrigger
+from contextledger.policy.overflow import Model, usable
+from contextledger.policy.prune import Plan
 from contextledger.providers.base import WireFormat
 from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs
 from contextledger.request.instructions import InstructionFile
@@ -61,11 +59,17 @@ class RequestBuilderActor:
     fragments) per agent slice."""
 
     def __init__(
-        self, writer: SessionWriter, wire: Callable[[], WireFormat], config: Config, clock: Clock
+        self,
+        writer: SessionWriter,
+        wire: Callable[[], WireFormat],
+        model: Model,
+        config: Config,
+        clock: Clock,
     ) -> None:
         self.mailbox: Mailbox[Build] = Mailbox()
         self._writer = writer
         self._wire = wire
+        self._model = model
         self._config = config
         self._clock = clock
         self._builders: dict[str, RequestBuilder] = {}
@@ -81,7 +85,10 @@ class RequestBuilderActor:
         if builder is None:
             agent = None if command.agent_id == MAIN_AGENT else command.agent_id
             builder = self._builders[command.agent_id] = RequestBuilder(
-                self._wire(), self._config, agent_id=agent
+                self._wire(),
+                self._config,
+                agent_id=agent,
+                usable_tokens=usable(self._model, self._config),
             )
         built = await prepare_request(
             self._writer,
@@ -162,57 +169,16 @@ class PrunerActor:
         await self.mailbox.serve(self._prune)
 
     async def _prune(self, command: Prune) -> list[Plan]:
-        history = self._writer.history
-        settings = self._config.prune
-        if command.force:
-            settings = msgspec.structs.replace(settings, enabled=True)
-        elif not settings.enabled:
-            return []  # the after-turn prune is off: no view to build
-        agent = None if command.agent_id == MAIN_AGENT else command.agent_id
-        options = msgspec.structs.replace(_view_options(self._config), agent_id=agent)
-        messages = view_messages(history, options)
-        usage = _last_usage(messages)
-        prompt = usage.prompt if usage is not None else 0
-        level = pressure_level(self._model, usage, self._config) if usage is not None else 0
-        now = self._clock()
-        plans = plan_after_turn(
-            messages,
-            config=settings,
-            level=level,
-            now_ms=now,
-            last_finished_ms=_last_finished(messages),
-            prompt_tokens=prompt,
-            price=price_for(self._model.provider_id, self._model.model_id),
-            part_tokens=(
-                {p.id: history.part_tokens(p.id) for m in messages for p in m.parts}
-                if settings.mode == "cost"
-                else None
-            ),
+        plans = await prune(
+            self._writer,
+            self._model,
+            self._config,
+            clock=self._clock,
+            agent_id=command.agent_id,
+            force=command.force,
         )
         if plans:
-            events = plan_events(
-                plans, session_id=history.session_id, time_ms=now, agent_id=command.agent_id
-            )
-            await self._writer.append(events)
             self._logger.info(
-                "pruned", agent_id=command.agent_id, seq=history.seq, plans=len(plans)
+                "pruned", agent_id=command.agent_id, seq=self._writer.history.seq, plans=len(plans)
             )
         return plans
-
-
-def _view_options(config: Config) -> ViewOptions:
-    return ViewOptions.from_config(config)
-
-
-def _last_usage(messages: Sequence[Message]) -> Usage | None:
-    for message in reversed(messages):
-        if message.role == "assistant" and not message.summary and message.usage is not None:
-            return message.usage
-    return None
-
-
-def _last_finished(messages: Sequence[Message]) -> int | None:
-    for message in reversed(messages):
-        if message.role == "assistant" and message.finish is not None:
-            return int(message.created_ms)
-    return None

@@ -63,6 +63,7 @@ from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.importers.detect import import_trace
+from contextledger.importers.errors import TraceImportError
 from contextledger.ledger import SessionLog
 from contextledger.policy.cadence import early_compaction_due
 from contextledger.policy.overflow import Model, ModelLimits, usable
@@ -257,15 +258,22 @@ def _traces(traces: Path) -> list[Path]:
     return sorted(p for p in traces.rglob("*") if p.is_file() and p.suffix != ".md")
 
 
-def _sessions(paths: Sequence[Path]) -> list[tuple[str, list[Event]]]:
-    """``(name, respaced events)`` of every session (main threads) of every transcript."""
+def _sessions(paths: Sequence[Path]) -> tuple[list[tuple[str, list[Event]]], list[str]]:
+    """``(name, respaced events)`` of every session (main threads) of every transcript the
+    importers read, and the names of the transcripts they do not (left out, and reported)."""
     named: list[tuple[str, list[Event]]] = []
+    unread: list[str] = []
     for path in paths:
-        sessions = import_trace(path)
+        name = f"{path.parent.name}/{path.name}"
+        try:
+            sessions = import_trace(path)
+        except TraceImportError:
+            unread.append(name)
+            continue
         for i, session in enumerate(sessions):
-            name = f"{path.parent.name}/{path.name}" + (f"#{i + 1}" if len(sessions) > 1 else "")
-            named.append((name, respaced(session.events)))
-    return named
+            suffix = f"#{i + 1}" if len(sessions) > 1 else ""
+            named.append((name + suffix, respaced(session.events)))
+    return named, unread
 
 
 def run(options: Options) -> dict[str, Any]:
@@ -275,7 +283,8 @@ def run(options: Options) -> dict[str, Any]:
         return {"available": False, "reason": f"no traces under {DEFAULT_TRACES}"}
     windows = WINDOWS_FULL if options.full else WINDOWS
     per_trace: dict[str, Any] = {}
-    for name, events in _sessions(paths):
+    sessions, unread = _sessions(paths)
+    for name, events in sessions:
         if options.events:
             events = events[: max(50, options.events)]
         for window in windows:
@@ -297,7 +306,7 @@ def run(options: Options) -> dict[str, Any]:
                     "summary_max_tokens": measure.summary_max_chars // CHARS_PER_TOKEN,
                     "missed": [s for s, _ in measure.missed.most_common(MISSED_SHOWN)],
                 }
-    figures: dict[str, Any] = {"available": True, "traces": per_trace}
+    figures: dict[str, Any] = {"available": True, "traces": per_trace, "unread": unread}
     for cadence in CADENCES:
         runs = [r for r in per_trace.values() if r["cadence"] == cadence]
         rates = [r["retention"] for r in runs if r["retention"] is not None]
@@ -366,6 +375,8 @@ def render(result: dict[str, Any]) -> str:
     for name, r in result["traces"].items():
         if r["missed"]:
             text += f"  missed in {name}: {', '.join(r['missed'][:6])}\n"
+    if result["unread"]:
+        text += f"left out, in formats the importers do not read: {', '.join(result['unread'])}\n"
     return text
 
 

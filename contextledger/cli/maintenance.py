@@ -16,20 +16,19 @@ from contextledger.compaction.summarizers import ExtractiveSummarizer
 from contextledger.config import Config
 from contextledger.events.catalogue import CompactionRequested, RecordedEvent
 from contextledger.events.ids import IdGenerator
-from contextledger.events.parts import ModelRef, Usage
+from contextledger.events.parts import ModelRef
 from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.projection import History
-from contextledger.history.view import ViewOptions, model_view, view_messages
+from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import CompactionPlan, plan_compaction
-from contextledger.policy.overflow import Model, ModelLimits, pressure_level, usable
-from contextledger.policy.prices import price_for
+from contextledger.policy.decisions import prune_plans, slice_pressure
+from contextledger.policy.overflow import Model, ModelLimits, usable
 from contextledger.policy.prune import (
     Plan,
     PrunePlan,
     StripPlan,
     TrimPlan,
-    plan_after_turn,
     plan_events,
 )
 from contextledger.store.sqlite import SQLiteStore
@@ -69,9 +68,9 @@ async def _log(store: SQLiteStore, session: str) -> SessionLog:
     return log
 
 
-def _view_size(history: History, agent_id: str | None) -> dict[str, int]:
+def _view_size(history: History, config: Config, agent: str) -> dict[str, int]:
     """The model view's size: messages, and tokens at four characters each of its JSON."""
-    view = model_view(history, ViewOptions(agent_id=agent_id))
+    view = model_view(history, ViewOptions.from_config(config, agent_id=agent))
     tokens = len(msgspec.json.encode(view)) // CHARS_PER_TOKEN
     return {"view_messages": len(view), "estimated_tokens": tokens}
 
@@ -93,7 +92,7 @@ async def compact(args: argparse.Namespace) -> None:
     async with SQLiteStore.open(args.db, create=False) as store:
         log = await _log(store, args.session)
         model = _model(args, log.history)
-        before = _view_size(log.history, _slice(args.agent))
+        before = _view_size(log.history, config, args.agent)
         if args.dry_run:
             plan = _dry_plan(log.history, model, config, args.agent)
             _print_plan(log.session_id, plan, before, args.json)
@@ -107,7 +106,7 @@ async def compact(args: argparse.Namespace) -> None:
             trigger="manual",
             agent_id=args.agent,
         )
-        after = _view_size(log.history, _slice(args.agent))
+        after = _view_size(log.history, config, args.agent)
     row = {
         "session": log.session_id,
         "outcome": result.outcome,
@@ -194,25 +193,20 @@ async def prune(args: argparse.Namespace) -> None:
         log = await _log(store, args.session)
         history = log.history
         model = _model(args, history)
-        agent_id = _slice(args.agent)
-        messages = view_messages(history, ViewOptions(agent_id=agent_id))
-        before = _view_size(history, agent_id)
-        level = args.level if args.level is not None else _level(history, model, config, before)
-        now = _now_ms()
-        plans = plan_after_turn(
-            messages,
-            config=settings,
-            level=level,
-            now_ms=now,
-            last_finished_ms=_last_finished(history, args.agent),
-            prompt_tokens=before["estimated_tokens"],
-            price=price_for(model.provider_id, model.model_id),
+        before = _view_size(history, config, args.agent)
+        config = msgspec.structs.replace(config, prune=settings)
+        level = (
+            args.level
+            if args.level is not None
+            else slice_pressure(history, model, config, agent_id=args.agent)
         )
+        now = _now_ms()
+        plans = prune_plans(history, model, config, agent_id=args.agent, now_ms=now, level=level)
         if plans and not args.dry_run:
             await log.append(
                 plan_events(plans, session_id=log.session_id, time_ms=now, agent_id=args.agent)
             )
-        after = _view_size(log.history, agent_id)
+        after = _view_size(log.history, config, args.agent)
     rows = [_plan_row(p) for p in plans]
     summary = {
         "session": log.session_id,
@@ -263,19 +257,3 @@ def _plan_row(plan: Plan) -> dict[str, Any]:
                 "tokens": None,
                 "reason": plan.reason,
             }
-
-
-def _level(history: History, model: Model, config: Config, size: dict[str, int]) -> int:
-    """The pressure level from the latest reported usage, or from the view's estimate."""
-    reported = [m.usage for m in history.messages if m.role == "assistant" and m.usage]
-    usage = reported[-1] if reported else Usage(input=size["estimated_tokens"])
-    return pressure_level(model, usage, config)
-
-
-def _last_finished(history: History, agent: str) -> int | None:
-    finished = [
-        m.created_ms
-        for m in history.messages
-        if m.role == "assistant" and m.finish is not None and m.agent_id == agent
-    ]
-    return max(finished, default=None)

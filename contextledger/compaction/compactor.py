@@ -14,7 +14,7 @@ never half visible: the view is exactly what it was before, or the compacted one
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, Literal
 
 import msgspec
@@ -51,6 +51,7 @@ from contextledger.policy.compaction import (
     plan_compaction,
     rollback_reason,
 )
+from contextledger.policy.decisions import CompactionReason, after_compaction
 from contextledger.policy.overflow import Model, usable
 from contextledger.policy.prune import plan_prune
 from contextledger.policy.templates import TEMPLATES
@@ -64,6 +65,10 @@ COMPACTION_AGENT: Final = "compaction"
 
 Outcome = Literal["completed", "rolled_back"]
 Clock = Callable[[], int]
+
+
+class CompactionExhausted(RuntimeError):
+    """The turn is still over the window after ``compaction.max_attempts`` compactions."""
 
 
 class CompactionResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -495,3 +500,24 @@ class _Run:
             reason=reason,
             detail=detail,
         )
+
+
+async def compact_while_due(
+    due: Callable[[], Awaitable[CompactionReason | None]],
+    run: Callable[[], Awaitable[CompactionResult]],
+    *,
+    max_attempts: int,
+) -> None:
+    """What a session does before a request: while ``await due()`` gives a reason (at most
+    ``max_attempts + 1`` checks), ``run()`` a compaction and let ``after_compaction`` say
+    whether to send, check again or raise ``CompactionExhausted``."""
+    for _ in range(max_attempts + 1):
+        reason = await due()
+        if reason is None:
+            return
+        result = await run()
+        verdict = after_compaction(reason, result.outcome, result.detail)
+        if verdict == "exhausted":
+            raise CompactionExhausted(result.detail)
+        if verdict == "send":
+            return

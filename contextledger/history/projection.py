@@ -61,13 +61,15 @@ from contextledger.history.validation import (
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
 #: and the session is rebuilt from its events instead.
-SNAPSHOT_SCHEMA: Final = 3
+SNAPSHOT_SCHEMA: Final = 4
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
     """One message of the history with its parts in id order.
 
-    ``excluded`` is set when a rolled-back compaction withdrew the message from every view.
+    ``finished_ms`` is when an assistant message finished (its ``AssistantFinished``), None
+    until it has. ``excluded`` is set when a rolled-back compaction withdrew the message from
+    every view.
     ``stripped`` lists, in event order, the file and reasoning parts a ``PartsStripped``
     marked: the view sends a placeholder for such a file and nothing for such reasoning; the
     parts themselves stay as they were. ``version`` grows by one with each change to the
@@ -83,6 +85,7 @@ class Message(msgspec.Struct, kw_only=True, gc=False):
     summary: bool = False
     synthetic: bool = False
     created_ms: int = 0
+    finished_ms: int | None = None
     finish: str | None = None
     usage: Usage | None = None
     cost: float = 0.0
@@ -291,6 +294,7 @@ class History:
     def _on_finished(self, event: AssistantFinished) -> None:
         message = self._messages[event.message_id]
         message.finish = event.finish
+        message.finished_ms = event.time_ms
         message.usage = event.usage
         message.cost = event.cost
         message.error = event.error

@@ -107,13 +107,20 @@ class ViewOptions(msgspec.Struct, frozen=True, kw_only=True):
 
     @classmethod
     def from_config(
-        cls, config: Config, model: ModelRef | None = None, *, for_summary: bool = False
+        cls,
+        config: Config,
+        model: ModelRef | None = None,
+        *,
+        agent_id: str = MAIN_AGENT,
+        for_summary: bool = False,
     ) -> ViewOptions:
-        """The options a request for ``model`` uses under ``config``; ``for_summary``: the
-        view a compaction summarises (media as placeholders, tool outputs cut to
+        """The options a request of ``agent_id``'s slice for ``model`` uses under ``config``
+        (the main agent's view is the whole session's); ``for_summary``: the view a compaction
+        summarises (media as placeholders, tool outputs cut to
         ``view.summary_tool_output_chars``)."""
         return cls(
             model=model,
+            agent_id=None if agent_id == MAIN_AGENT else agent_id,
             tool_output=config.tool_output,
             environment=config.view.environment,
             historical_media=config.view.historical_media,

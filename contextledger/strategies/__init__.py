@@ -1,5 +1,6 @@
-"""Context strategies: view transforms (pi's ``transformContext``) and after-turn strategies
-that prune and compact through the library. See ``docs/strategies.md``."""
+"""Context strategies: view transforms (pi's ``transformContext``) and the strategies that
+decide when to compact (the policy strategies through ``policy.decisions``, as the runtime
+does). See ``docs/strategies.md``."""
 
 from contextledger.policy.cadence import estimate_view_tokens
 from contextledger.policy.transform import (
@@ -26,11 +27,9 @@ from contextledger.strategies.turns import (
     DefaultStrategy,
     MimoTiers,
     OpencodeDefault,
+    PolicyStrategy,
     Strategy,
     TransformStrategy,
-    TurnEnv,
-    TurnReport,
-    overflowed,
     strategy_view,
     transform_context,
 )
@@ -44,21 +43,19 @@ __all__ = [
     "DefaultStrategy",
     "MimoTiers",
     "OpencodeDefault",
+    "PolicyStrategy",
     "Strategy",
     "StrategyError",
     "StrategyFactory",
     "Transform",
     "TransformContext",
     "TransformStrategy",
-    "TurnEnv",
-    "TurnReport",
     "age_truncate",
     "apply_transform",
     "baseline",
     "cap_tool_outputs",
     "estimate_view_tokens",
     "load_transform",
-    "overflowed",
     "per_tool_keep_last",
     "shorten",
     "strategy",

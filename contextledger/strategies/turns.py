@@ -1,100 +1,45 @@
-"""Event-level strategies: what runs after each turn and appends prune or compaction events.
+"""Strategies: which view transform a session sends through, and when it compacts.
 
-A ``Strategy`` has a name, an optional view ``Transform`` (applied to every request) and an
-``after_turn`` hook. The hook goes through the library: ``policy.prune.plan_after_turn`` and
-``plan_events`` for prunes, ``compaction.compactor.compact`` for compactions (which runs the
-post-compaction prune itself). Each strategy fixes the settings that define it on top of the
-caller's ``Config`` (``configure``), so its rules hold whatever else is configured.
+A ``Strategy`` has a name, an optional view ``Transform`` (applied to every request), the
+settings it fixes on top of the caller's ``Config`` (``configure``, so its rules hold whatever
+else is configured) and ``compaction_due``: why the slice must be compacted before the next
+request. The policy strategies (``opencode``, ``mimo-tiers``, ``default``) differ only in their
+settings and decide through ``policy.decisions.compaction_due``, the function the runtime
+calls; pi's compact-at-N strategies have their own trigger. Every strategy prunes after a
+turn through ``policy.decisions.prune_plans`` with its configured settings (nothing unless
+``prune.enabled``). ``simulation.LocalSession`` runs a session under a strategy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
 
-from contextledger.compaction.compactor import CompactionResult, compact
-from contextledger.compaction.summarizers import ExtractiveSummarizer, Summarizer
 from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT
-from contextledger.events.parts import Usage
+from contextledger.events.parts import ToolSchema
 from contextledger.history.messages import ModelMessage
-from contextledger.history.projection import History, Message
-from contextledger.history.view import ViewOptions, model_view, view_messages
-from contextledger.ledger import EventLog
-from contextledger.policy.cadence import (
-    early_compaction_due,
-    early_compaction_refused,
-    estimate_view_tokens,
-)
+from contextledger.history.projection import History
+from contextledger.history.view import ViewOptions, model_view
+from contextledger.policy.cadence import estimate_view_tokens
 from contextledger.policy.compaction import MIN_TAIL_TOKENS, is_real_user
-from contextledger.policy.overflow import Model, is_overflow, pressure_level, usable
-from contextledger.policy.prices import price_for
-from contextledger.policy.prune import (
-    Plan,
-    PrunePlan,
-    StripPlan,
-    TrimPlan,
-    plan_after_turn,
-    plan_events,
-)
+from contextledger.policy.decisions import CompactionReason, compaction_due
+from contextledger.policy.overflow import Model, usable
 from contextledger.policy.transform import (
     Transform,
     TransformContext,
     apply_transform,
 )
 
-Clock = Callable[[], int]
-
 _json = msgspec.json.Encoder()
 
 
-@dataclass(frozen=True, kw_only=True)
-class TurnEnv:
-    """What an ``after_turn`` hook works with: the model, the caller's config, the clock, the
-    summarizer for compactions (extractive by default) and the agent whose slice it handles."""
-
-    model: Model
-    config: Config
-    clock: Clock
-    summarizer: Summarizer = field(default_factory=ExtractiveSummarizer)
-    agent_id: str = MAIN_AGENT
-
-
-@dataclass(frozen=True, kw_only=True)
-class TurnReport:
-    """What ``after_turn`` did: the prune plans it appended and the compaction it ran."""
-
-    pruned: tuple[Plan, ...] = ()
-    compaction: CompactionResult | None = None
-
-    def describe(self) -> str:
-        """One line for tables: ``"compacted; cleared 3 outputs (12,400 tokens)"``, or ``""``
-        when nothing was done."""
-        said: list[str] = []
-        if self.compaction is not None:
-            if self.compaction.outcome == "completed":
-                said.append("compacted")
-            else:
-                said.append(f"compaction rolled back ({self.compaction.reason})")
-        cleared = [p for p in self.pruned if isinstance(p, PrunePlan)]
-        if cleared:
-            outputs = sum(len(p.part_ids) for p in cleared)
-            tokens = sum(p.tokens for p in cleared)
-            said.append(f"cleared {outputs} outputs ({tokens:,} tokens)")
-        trimmed = sum(1 for p in self.pruned if isinstance(p, TrimPlan))
-        if trimmed:
-            said.append(f"trimmed {trimmed} outputs")
-        stripped = sum(len(p.part_ids) for p in self.pruned if isinstance(p, StripPlan))
-        if stripped:
-            said.append(f"stripped {stripped} parts")
-        return "; ".join(said)
-
-
 class Strategy(Protocol):
-    """A context strategy: a name, an optional view transform and an after-turn hook."""
+    """A context strategy: a name, an optional view transform, its settings and its
+    compaction trigger."""
 
     @property
     def name(self) -> str: ...
@@ -104,88 +49,23 @@ class Strategy(Protocol):
 
     def configure(self, config: Config) -> Config: ...
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport: ...
+    def compaction_due(
+        self,
+        history: History,
+        model: Model,
+        config: Config,
+        *,
+        agent_id: str,
+        system: Sequence[str] = (),
+        tools: Sequence[ToolSchema] = (),
+    ) -> CompactionReason | None:
+        """Why ``agent_id``'s slice must be compacted before its next request (``config``
+        is already ``configure``d), or None."""
+        ...
 
 
-# --- helpers ---------------------------------------------------------------------------------
-
-
-def _options(config: Config, agent_id: str) -> ViewOptions:
-    agent = None if agent_id == MAIN_AGENT else agent_id
-    return msgspec.structs.replace(ViewOptions.from_config(config), agent_id=agent)
-
-
-def _last_answer(messages: Sequence[Message]) -> Message | None:
-    for message in reversed(messages):
-        if message.role == "assistant" and not message.summary and message.usage is not None:
-            return message
-    return None
-
-
-def _last_finished(messages: Sequence[Message]) -> int | None:
-    for message in reversed(messages):
-        if message.role == "assistant" and message.finish is not None:
-            return int(message.created_ms)
-    return None
-
-
-def _compacted_after(history: History, message_id: str, agent_id: str) -> bool:
-    return any(
-        c.status == "completed"
-        and c.request_message_id > message_id
-        and history.message(c.request_message_id).agent_id == agent_id
-        for c in history.state.compactions.values()
-    )
-
-
-def overflowed(history: History, model: Model, config: Config, agent_id: str) -> bool:
-    """The last answer's reported usage reaches the compaction limit (``is_overflow``) and no
-    compaction has completed since it."""
-    answer = _last_answer(view_messages(history, _options(config, agent_id)))
-    if answer is None or answer.usage is None:
-        return False
-    if _compacted_after(history, answer.id, agent_id):
-        return False
-    return is_overflow(model, answer.usage, config)
-
-
-async def _prune(log: EventLog, env: TurnEnv, config: Config) -> tuple[Plan, ...]:
-    if not config.prune.enabled:
-        return ()
-    history = log.history
-    messages = view_messages(history, _options(config, env.agent_id))
-    answer = _last_answer(messages)
-    usage = answer.usage if answer is not None and answer.usage is not None else Usage()
-    prompt = usage.prompt or estimate_view_tokens(
-        model_view(history, _options(config, env.agent_id))
-    )
-    now = env.clock()
-    plans = plan_after_turn(
-        messages,
-        config=config.prune,
-        level=pressure_level(env.model, usage, config) if answer is not None else 0,
-        now_ms=now,
-        last_finished_ms=_last_finished(messages),
-        prompt_tokens=prompt,
-        price=price_for(env.model.provider_id, env.model.model_id),
-        part_tokens={p.id: history.part_tokens(p.id) for m in messages for p in m.parts},
-    )
-    if plans:
-        events = plan_events(plans, session_id=log.session_id, time_ms=now, agent_id=env.agent_id)
-        await log.append(events)
-    return tuple(plans)
-
-
-async def _compact(log: EventLog, env: TurnEnv, config: Config) -> CompactionResult:
-    return await compact(
-        log,
-        env.summarizer,
-        model=env.model,
-        config=config,
-        clock=env.clock,
-        trigger="auto",
-        agent_id=env.agent_id,
-    )
+def _view(history: History, config: Config, agent_id: str) -> list[ModelMessage]:
+    return model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
 
 
 def _replace_section(config: Config, section: str, **changes: object) -> Config:
@@ -207,9 +87,18 @@ class TransformStrategy:
         """The config unchanged."""
         return config
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Nothing to do: the log is left as it is."""
-        return TurnReport()
+    def compaction_due(
+        self,
+        history: History,
+        model: Model,
+        config: Config,
+        *,
+        agent_id: str,
+        system: Sequence[str] = (),
+        tools: Sequence[ToolSchema] = (),
+    ) -> CompactionReason | None:
+        """Never: a transform only shapes the view."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -229,13 +118,20 @@ class CompactAt:
         """The config unchanged."""
         return config
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Compact when the model view's estimate exceeds ``tokens``."""
-        config = self.configure(env.config)
-        view = model_view(log.history, _options(config, env.agent_id))
-        if estimate_view_tokens(view) <= self.tokens:
-            return TurnReport()
-        return TurnReport(compaction=await _compact(log, env, config))
+    def compaction_due(
+        self,
+        history: History,
+        model: Model,
+        config: Config,
+        *,
+        agent_id: str,
+        system: Sequence[str] = (),
+        tools: Sequence[ToolSchema] = (),
+    ) -> CompactionReason | None:
+        """``strategy`` when the model view's estimate exceeds ``tokens``."""
+        if estimate_view_tokens(_view(history, config, agent_id)) <= self.tokens:
+            return None
+        return "strategy"
 
 
 @dataclass(frozen=True)
@@ -256,24 +152,48 @@ class CompactOnce:
         """The continuation template."""
         return _replace_section(config, "compaction", template="continuation")
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Compact when no compaction has completed yet and the view passes ``chars``."""
-        history = log.history
+    def compaction_due(
+        self,
+        history: History,
+        model: Model,
+        config: Config,
+        *,
+        agent_id: str,
+        system: Sequence[str] = (),
+        tools: Sequence[ToolSchema] = (),
+    ) -> CompactionReason | None:
+        """``strategy`` when no compaction of the slice has completed yet and its view's
+        JSON passes ``chars`` characters."""
         if any(
-            c.status == "completed"
-            and history.message(c.request_message_id).agent_id == env.agent_id
+            c.status == "completed" and history.message(c.request_message_id).agent_id == agent_id
             for c in history.state.compactions.values()
         ):
-            return TurnReport()
-        config = self.configure(env.config)
-        view = model_view(history, _options(config, env.agent_id))
-        if len(_json.encode(view)) <= self.chars:
-            return TurnReport()
-        return TurnReport(compaction=await _compact(log, env, config))
+            return None
+        if len(_json.encode(_view(history, config, agent_id))) <= self.chars:
+            return None
+        return "strategy"
+
+
+class PolicyStrategy:
+    """A strategy that decides as the runtime does: ``compaction_due`` is
+    ``policy.decisions.compaction_due`` under the strategy's settings."""
+
+    def compaction_due(
+        self,
+        history: History,
+        model: Model,
+        config: Config,
+        *,
+        agent_id: str,
+        system: Sequence[str] = (),
+        tools: Sequence[ToolSchema] = (),
+    ) -> CompactionReason | None:
+        """``policy.decisions.compaction_due``."""
+        return compaction_due(history, model, config, agent_id=agent_id, system=system, tools=tools)
 
 
 @dataclass(frozen=True)
-class OpencodeDefault:
+class OpencodeDefault(PolicyStrategy):
     """Kilo Code / opencode: compact when the last reported usage reaches the usable window
     (``kilo`` variant), with the post-compaction prune; the after-turn prune is Kilo's opt-in
     ``opencode`` mode (off unless ``prune.enabled``)."""
@@ -288,16 +208,9 @@ class OpencodeDefault:
         )
         return _replace_section(config, "prune", mode="opencode")
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Compact on overflow, else run the configured prune."""
-        config = self.configure(env.config)
-        if overflowed(log.history, env.model, config, env.agent_id):
-            return TurnReport(compaction=await _compact(log, env, config))
-        return TurnReport(pruned=await _prune(log, env, config))
-
 
 @dataclass(frozen=True)
-class MimoTiers:
+class MimoTiers(PolicyStrategy):
     """MiMo Code: prune tiers by pressure once the cache is cold (level 1 soft-trims, level 2
     clears and strips), compaction at the 0.9 trigger, the continuation summary."""
 
@@ -311,16 +224,9 @@ class MimoTiers:
         )
         return _replace_section(config, "prune", enabled=True, mode="mimo")
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Compact on overflow, else prune by the pressure tier."""
-        config = self.configure(env.config)
-        if overflowed(log.history, env.model, config, env.agent_id):
-            return TurnReport(compaction=await _compact(log, env, config))
-        return TurnReport(pruned=await _prune(log, env, config))
-
 
 @dataclass(frozen=True)
-class DefaultStrategy:
+class DefaultStrategy(PolicyStrategy):
     """Ours, cache-aware. With a prompt cache every call reads the whole prefix and every
     change to it costs a rewrite of everything after it, so the prefix changes only when that
     pays: compaction comes at the economic threshold (``cadence = "economic"``: once the
@@ -352,18 +258,6 @@ class DefaultStrategy:
         )
         return _replace_section(config, "prune", enabled=True, mode="cost")
 
-    async def after_turn(self, log: EventLog, env: TurnEnv) -> TurnReport:
-        """Compact on overflow or past the economic threshold, else prune when it pays."""
-        config = self.configure(env.config)
-        history = log.history
-        view = model_view(history, _options(config, env.agent_id))
-        early = early_compaction_due(view, env.model, config) and not early_compaction_refused(
-            history, env.agent_id
-        )
-        if early or overflowed(history, env.model, config, env.agent_id):
-            return TurnReport(compaction=await _compact(log, env, config))
-        return TurnReport(pruned=await _prune(log, env, config))
-
 
 # --- the view a strategy sends ---------------------------------------------------------------
 
@@ -388,7 +282,7 @@ def strategy_view(
     """The model view under ``strategy``: ``model_view`` with its configuration, then its
     transform (checked by ``apply_transform``)."""
     config = strategy.configure(config)
-    view = model_view(history, _options(config, agent_id))
+    view = _view(history, config, agent_id)
     if strategy.transform is None:
         return view
     context = transform_context(history, model, config)

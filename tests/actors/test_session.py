@@ -11,17 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.actors.commands import (
-    AddText,
-    AddUser,
-    Append,
-    CallTool,
-    Finish,
-    Seq,
-    StartAssistant,
-    StartStep,
-    ToolResult,
-)
+from contextledger.actors.commands import Append, Seq
 from contextledger.actors.session import Session, SessionWriter
 from contextledger.events.catalogue import (
     AssistantFinished,
@@ -51,6 +41,15 @@ from contextledger.events.parts import (
 )
 from contextledger.ledger import SessionLog
 from contextledger.request.context import EditorState
+from contextledger.request.recording import (
+    AddText,
+    AddUser,
+    CallTool,
+    Finish,
+    StartAssistant,
+    StartStep,
+    ToolResult,
+)
 from contextledger.store.memory import MemoryStore
 from contextledger.testing import check_history
 

@@ -10,14 +10,6 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.actors.commands import (
-    AddText,
-    AddUser,
-    CallTool,
-    Finish,
-    StartAssistant,
-    ToolResult,
-)
 from contextledger.actors.session import Session, SessionWriter
 from contextledger.actors.workers import (
     Build,
@@ -49,6 +41,14 @@ from contextledger.providers.errors import ProviderError
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import BuiltRequest, RequestInputs
 from contextledger.request.instructions import InstructionFile
+from contextledger.request.recording import (
+    AddText,
+    AddUser,
+    CallTool,
+    Finish,
+    StartAssistant,
+    ToolResult,
+)
 from contextledger.request.system import SystemSegments
 from contextledger.store.memory import MemoryStore
 from contextledger.testing import check_history
@@ -133,7 +133,7 @@ async def actors() -> AsyncIterator[Actors]:
 @pytest.fixture
 async def builder(actors: Actors) -> AsyncIterator[RequestBuilderActor]:
     actor = RequestBuilderActor(
-        actors.writer, lambda: wire_format("anthropic"), Config(), actors.clock
+        actors.writer, lambda: wire_format("anthropic"), MODEL, Config(), actors.clock
     )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(actor.run)

@@ -1,4 +1,5 @@
-"""Event-level strategies over small sessions on a ``SessionLog`` with a ``MemoryStore``."""
+"""Strategies over small sessions: a ``LocalSession`` prunes after the turn and compacts
+before the next request when the strategy says so, as the runtime does."""
 
 from __future__ import annotations
 
@@ -10,13 +11,21 @@ from contextledger.config import Config, PruneConfig
 from contextledger.events import Event
 from contextledger.events.catalogue import (
     CompactionCompleted,
+    PrefixAdvanced,
+    PrefixPinned,
+    PrefixRotated,
+    RequestSent,
     ToolOutputCleared,
     ToolOutputTrimmed,
 )
-from contextledger.events.parts import Usage
+from contextledger.events.parts import ModelRef, Usage
 from contextledger.history.view import COMPACTION_PROMPT, model_view
 from contextledger.ledger import SessionLog
 from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.providers.anthropic import AnthropicMessages
+from contextledger.request.builder import RequestInputs
+from contextledger.request.system import SystemSegments
+from contextledger.simulation import LocalSession
 from contextledger.strategies import (
     CompactAt,
     CompactOnce,
@@ -24,7 +33,6 @@ from contextledger.strategies import (
     MimoTiers,
     OpencodeDefault,
     Strategy,
-    TurnEnv,
     estimate_view_tokens,
     strategy,
     strategy_view,
@@ -36,8 +44,39 @@ from tests.strategies._sessions import MODEL, clock, log_of, results, session
 EAGER = PruneConfig(protect_tokens=0, minimum_tokens=0)
 
 
+INPUTS = RequestInputs(
+    model=ModelRef(provider_id=MODEL.provider_id, model_id=MODEL.model_id),
+    segments=SystemSegments(prompt="You are a coding agent.", environment="<env>\n</env>"),
+)
+
+
+#: What building a request records: not a strategy's doing.
+REQUEST_RECORDS = (PrefixPinned, PrefixRotated, PrefixAdvanced, RequestSent)
+
+
 async def _new_events(log: SessionLog, before: int) -> list[Event]:
-    return [r.event for r in await log.store.read("ses_test", before + 1)]
+    events = [r.event for r in await log.store.read("ses_test", before + 1)]
+    return [e for e in events if not isinstance(e, REQUEST_RECORDS)]
+
+
+def _local(
+    log: SessionLog, strat: Strategy, config: Config, model: Model = MODEL, now: int | None = None
+) -> LocalSession:
+    return LocalSession(
+        log,
+        strat,
+        model=model,
+        wire=AnthropicMessages(),
+        clock=clock() if now is None else (lambda: now),
+        config=config,
+    )
+
+
+async def _turn(local: LocalSession) -> None:
+    """What follows a turn: the after-turn prune, then the next request (compacting first
+    when the strategy says so)."""
+    await local.prune(force=False)
+    await local.build_request(INPUTS)
 
 
 async def _run(
@@ -45,10 +84,14 @@ async def _run(
 ) -> tuple[SessionLog, list[Event]]:
     log = await log_of(events)
     before = log.history.seq
-    await strat.after_turn(log, TurnEnv(model=model, config=config, clock=clock()))
+    await _turn(_local(log, strat, config, model))
     check_history(log.history)
     check_tool_pairs(model_view(log.history))
     return log, await _new_events(log, before)
+
+
+def _completed(log: SessionLog) -> int:
+    return sum(c.status == "completed" for c in log.history.state.compactions.values())
 
 
 def _kinds(events: Sequence[Event]) -> set[type]:
@@ -70,12 +113,11 @@ async def test_compact_at_waits_until_the_estimate_passes_n() -> None:
 async def test_compact_at_compacts_again_only_when_passed_again() -> None:
     b = session(4, output=lambda turn, tool: "z" * 400)
     log = await log_of(b.events)
-    at = CompactAt(estimate_view_tokens(model_view(log.history)) - 1)
-    env = TurnEnv(model=MODEL, config=Config(), clock=clock())
-    first = await at.after_turn(log, env)
-    assert first.compaction is not None and first.compaction.outcome == "completed"
-    second = await at.after_turn(log, env)
-    assert second.compaction is None
+    at = _local(log, CompactAt(estimate_view_tokens(model_view(log.history)) - 1), Config())
+    await _turn(at)
+    assert _completed(log) == 1
+    await _turn(at)
+    assert _completed(log) == 1
     check_history(log.history)
 
 
@@ -87,13 +129,12 @@ async def test_compact_at_structured_compacts_once_past_n_characters() -> None:
     assert events == []
     once = CompactOnce(chars - 1)
     assert once.name == f"compact-at-{chars - 1}-structured"
-    env = TurnEnv(model=MODEL, config=Config(), clock=clock())
-    first = await once.after_turn(log, env)
-    assert first.compaction is not None and first.compaction.outcome == "completed"
+    await _turn(_local(log, once, Config()))
+    assert _completed(log) == 1
     (summary,) = [m for m in log.history.messages if m.summary]
     assert "## Task Overview" in summary.parts[-1].text  # type: ignore[union-attr]
-    second = await CompactOnce(1).after_turn(log, env)  # far past any threshold ...
-    assert second.compaction is None  # ... but the summary is frozen
+    await _turn(_local(log, CompactOnce(1), Config()))  # far past any threshold ...
+    assert _completed(log) == 1  # ... but the summary is frozen
     check_history(log.history)
 
 
@@ -176,16 +217,15 @@ async def test_default_prunes_only_when_it_pays_and_compacts_at_the_window() -> 
     limit = usable(MODEL, ours.configure(config))
     _, events = await _run(ours, session(4, usage=lambda t: _overflowing(t, limit)).events, config)
     assert CompactionCompleted in _kinds(events)
-    assert not any(isinstance(e, ToolOutputCleared) and e.reason == "cost" for e in events)
 
 
 async def test_default_keeps_a_warm_cache_when_pruning_does_not_pay() -> None:
     log = await log_of(session(4).events)
     before = log.history.seq
     last = log.history.messages[-1].created_ms
-    env = TurnEnv(model=MODEL, config=Config(prune=EAGER), clock=lambda: int(last) + 1000)
-    report = await DefaultStrategy().after_turn(log, env)
-    assert report.pruned == () and await _new_events(log, before) == []
+    local = _local(log, DefaultStrategy(), Config(prune=EAGER), now=int(last) + 1000)
+    assert await local.prune(force=False) == []
+    assert await _new_events(log, before) == []
 
 
 async def test_view_strategies_append_nothing_and_shape_the_view() -> None:

@@ -1,27 +1,26 @@
 """What a context strategy would have cost on a recorded trace, per provider.
 
-``simulate_trace`` replays a trace's events step by step into a ``SessionLog`` on a
-``MemoryStore``. Each assistant message is one model call: before it, the strategy's
-``after_turn`` runs (it may prune or compact through the library), the request the strategy's
-view implies is built (Anthropic wire for ``anthropic``, OpenAI chat for ``openai``) and the
-prefix pin it implies is appended. The calls are then simulated with ``cachesim.simulate`` and
-the provider's price entry (``anthropic``: the trace's model, else ``claude-sonnet-4-5``;
+``strategy_steps`` replays a trace's recorded turns (``replay.recorded_turns``, from its
+conversation without the context management a runtime recorded: ``raw_events``) in a
+``LocalSession`` under the strategy, as ``replay.TurnReplay`` drives any session: before each
+model call the session decides whether to compact and builds the request (Anthropic wire for
+``anthropic``, OpenAI chat for ``openai``), and after each turn it prunes, all through the
+functions the runtime calls. The calls are then simulated with ``cachesim.simulate`` and the
+provider's price entry (``anthropic``: the trace's model, else ``claude-sonnet-4-5``;
 ``openai``: ``gpt-5``). ``simulate_paths`` does so for every session of every transcript.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 import msgspec
 import trio
 
-from contextledger.cachesim import lower_bound, price_for, sim_request, simulate
+from contextledger.cachesim import lower_bound, price_for, simulate
 from contextledger.cachesim.blocks import SimRequest
-from contextledger.config import Config
 from contextledger.events.catalogue import (
     AssistantFinished,
     CompactionCompleted,
@@ -44,25 +43,24 @@ from contextledger.events.catalogue import (
 )
 from contextledger.events.parts import (
     ModelRef,
-    StepFinishPart,
     TextPart,
     ToolPart,
     ToolSchema,
-    Usage,
 )
 from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
 from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.providers.base import WireFormat
 from contextledger.providers.openai_chat import OpenAIChat
-from contextledger.request.builder import RequestBuilder, RequestInputs
+from contextledger.request.builder import RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt
-from contextledger.request.types import Request
+from contextledger.simulation.local import LocalSession
+from contextledger.simulation.replay import ReplayClock, ReplayedCall, TurnReplay, recorded_turns
 from contextledger.store.memory import MemoryStore
-from contextledger.strategies import Strategy, TurnEnv, strategy
+from contextledger.strategies import Strategy, strategy
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: Final[tuple[Provider, ...]] = ("anthropic", "openai")
@@ -143,7 +141,9 @@ def _trace_model(events: Sequence[Event]) -> str | None:
     return None
 
 
-def _model_id(provider: Provider, events: Sequence[Event]) -> str:
+def priced_model(provider: Provider, events: Sequence[Event]) -> str:
+    """The model a replay of ``events`` on ``provider`` is priced as: for ``anthropic`` the
+    trace's own model when the price table has it, else ``DEFAULT_MODELS[provider]``."""
     if provider == "anthropic":
         traced = _trace_model(events)
         if traced is not None:
@@ -174,17 +174,6 @@ def _tools(events: Sequence[Event]) -> tuple[ToolSchema, ...]:
         ToolSchema(name=n, description=f"The {n} tool.", input_schema={"type": "object"})
         for n in names
     )
-
-
-def _output_tokens(events: Sequence[Event], start: int, message_id: str) -> int:
-    """The output tokens the step-finish parts of ``message_id`` report."""
-    total = 0
-    for event in events[start:]:
-        if not isinstance(event, PartAdded) or event.part.message_id != message_id:
-            continue
-        if isinstance(event.part, StepFinishPart):
-            total += event.part.usage.output
-    return total
 
 
 #: The events of context management and request bookkeeping: what a runtime did to the
@@ -258,52 +247,6 @@ def _of_dropped(event: Event, messages: Mapping[str, str | None], parts: set[str
     return isinstance(event, AssistantFinished) and event.message_id in messages
 
 
-def _as_sent(event: Event, prompts: Mapping[str, int]) -> Event:
-    """``event`` with the usage of an assistant message in ``prompts`` (message id to the
-    prompt tokens the strategy's request held) restated as that prompt, all uncached, with
-    the recorded output: the recorded usage measured the original run's context, and the
-    overflow and pressure rules must see the context the strategy sends."""
-    if isinstance(event, AssistantFinished) and event.message_id in prompts:
-        return msgspec.structs.replace(
-            event, usage=_sent_usage(event.usage, prompts[event.message_id])
-        )
-    if isinstance(event, PartAdded) and isinstance(event.part, StepFinishPart):
-        prompt = prompts.get(event.part.message_id)
-        if prompt is not None:
-            part = msgspec.structs.replace(event.part, usage=_sent_usage(event.part.usage, prompt))
-            return msgspec.structs.replace(event, part=part)
-    return event
-
-
-def _sent_usage(recorded: Usage, prompt: int) -> Usage:
-    return Usage(input=prompt, output=recorded.output, reasoning=recorded.reasoning)
-
-
-async def _replay(log: SessionLog, events: Sequence[Event]) -> None:
-    """Append recorded events as they are. They were validated as a whole when imported; the
-    ids of a strategy's compaction, taken from the clock, may sort after the next recorded
-    message's, which ``SessionLog.append`` would refuse."""
-    recorded = await log.store.append(log.session_id, log.history.seq, events)
-    log.history.apply_all(recorded)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One model call of a replay under a strategy: its index among the calls, the index in
-    the trace's events of the assistant message it produced and that message's event, what the
-    strategy did before it, the projection it was built from (read it, do not change it), the
-    request it sent and that request as the cache simulator sees it (with the recorded output
-    tokens)."""
-
-    call: int
-    event_index: int
-    message: MessageAdded
-    actions: str
-    history: History
-    request: Request
-    sim: SimRequest
-
-
 def sized_model(provider: Provider, model_id: str, window: int) -> Model:
     """``model_id`` with a ``window``-token context and an output limit of a quarter of it
     (at most ``OUTPUT_LIMIT``): the model a replay sizes its budgets for."""
@@ -321,49 +264,33 @@ async def strategy_steps(
     provider: Provider = "anthropic",
     model_id: str | None = None,
     window: int = DEFAULT_WINDOW,
-) -> AsyncIterator[Step]:
-    """Replay ``events`` under ``chosen``, yielding each model call's ``Step`` (see the module
-    docstring). ``model_id`` defaults to the one ``simulate`` prices the provider with."""
+) -> AsyncIterator[ReplayedCall]:
+    """Replay the recorded turns of ``events`` (``recorded_turns``) in a ``LocalSession``
+    under ``chosen``, yielding each model call (see the module docstring). ``model_id``
+    defaults to the one ``simulate`` prices the provider with."""
     if not events:
         return
-    model_id = model_id or _model_id(provider, events)
-    session_id = events[0].session_id
-    config = chosen.configure(Config())
-    wire = _wire(provider)
+    model_id = model_id or priced_model(provider, events)
+    clock = ReplayClock(events[0].time_ms)
+    log = SessionLog(MemoryStore(), History(events[0].session_id))
     model = sized_model(provider, model_id, window)
-    builder = RequestBuilder(
-        wire, config, transform=chosen.transform, usable_tokens=usable(model, config)
-    )
+    await log.append([_started(events, model_id, provider, clock())])
+    session = LocalSession(log, chosen, model=model, wire=_wire(provider), clock=clock)
     inputs = request_inputs(events, provider, model_id)
-    log = SessionLog(MemoryStore(), History(session_id))
-    now = [events[0].time_ms]
+    replay = TurnReplay(session, recorded_turns(events), inputs, clock)
+    async for call in replay.calls():
+        yield call
 
-    def clock() -> int:
-        now[0] += 1
-        return now[0]
 
-    env = TurnEnv(model=model, config=Config(), clock=clock)
-    done = 0
-    call = 0
-    prompts: dict[str, int] = {}
-    for index, event in enumerate(events):
-        if not (isinstance(event, MessageAdded) and event.role == "assistant"):
-            continue
-        if index > done:
-            await _replay(log, [_as_sent(e, prompts) for e in events[done:index]])
-            done = index
-        now[0] = max(now[0], event.time_ms)
-        actions = (await chosen.after_turn(log, env)).describe() if call else ""
-        built = builder.build(log.history, inputs)
-        request = built.request
-        pin = built.prefix.event(session_id)
-        if pin is not None:
-            await log.append([pin])
-        output = _output_tokens(events, index, event.message_id)
-        sim = sim_request(request, event.time_ms / 1000, output)
-        prompts[event.message_id] = sim.prompt_tokens
-        yield Step(call, index, event, actions, log.history, request, sim)
-        call += 1
+def _started(events: Sequence[Event], model_id: str, provider: Provider, time_ms: int) -> Event:
+    """The ``SessionStarted`` a runtime writes for the replayed session."""
+    started = next((e for e in events if isinstance(e, SessionStarted)), None)
+    return SessionStarted(
+        session_id=events[0].session_id,
+        time_ms=time_ms,
+        title=started.title if started is not None else "",
+        model=ModelRef(provider_id=provider, model_id=model_id),
+    )
 
 
 def trace_result(
@@ -408,14 +335,14 @@ async def simulate_trace_async(
         raise ValueError(f"unknown provider {provider_family!r}; known: {', '.join(PROVIDERS)}")
     chosen = strategy(strategy_name)
     events = raw_events(events)
-    model_id = _model_id(provider_family, events)
+    model_id = priced_model(provider_family, events)
     requests: list[SimRequest] = []
     actions: list[str] = []
-    async for step in strategy_steps(
+    async for call in strategy_steps(
         events, chosen, provider=provider_family, model_id=model_id, window=window
     ):
-        requests.append(step.sim)
-        actions.append(step.actions)
+        requests.append(call.sim)
+        actions.append(call.actions)
     return trace_result(chosen.name, provider_family, model_id, requests, actions)
 
 

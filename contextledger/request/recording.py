@@ -1,0 +1,478 @@
+"""Recording what an agent did: the commands, the ``Recorder`` that turns them into events.
+
+A recording command says what the user or the model did (``AddUser``, ``StartAssistant``,
+``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``); ``Recorder.record``
+appends its events to one session's log, with ids issued from the clock in increasing order,
+and answers with what the command's docstring names. ``SessionApi`` is a session's API
+with its recording half on top of it, shared by the runtime's ``SessionHandle`` (whose
+commands go through the ``Session`` actor) and the simulation's ``LocalSession`` (which
+records in-process), so both record a turn identically.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+import structlog
+
+from contextledger.events.catalogue import (
+    MAIN_AGENT,
+    AssistantFinished,
+    Event,
+    MessageAdded,
+    PartAdded,
+    ToolStateChanged,
+)
+from contextledger.events.ids import IdGenerator
+from contextledger.events.parts import (
+    MessageError,
+    ModelRef,
+    Part,
+    ReasoningPart,
+    StepFinishPart,
+    StepStartPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    ToolPending,
+    Usage,
+)
+from contextledger.history.projection import History
+from contextledger.ledger import EventLog
+from contextledger.policy.prune import Plan
+from contextledger.request.builder import BuiltRequest, RequestInputs
+from contextledger.request.context import EditorState
+from contextledger.request.instructions import InstructionFile
+from contextledger.request.turn import user_message_events
+
+Clock = Callable[[], int]
+
+_log = structlog.get_logger(__name__)
+
+
+class Command(msgspec.Struct, frozen=True, kw_only=True):
+    """A command about one agent's slice of a session."""
+
+    agent_id: str = MAIN_AGENT
+
+
+class AddUser(Command, frozen=True):
+    """A user message typed now (wrapped when it interrupts a running turn, with its mode
+    reminders and its captured environment). ``files`` are ``(mime, url, filename)``.
+    Reply: the message id."""
+
+    text: str
+    agent: str = "build"
+    model: ModelRef | None = None
+    files: tuple[tuple[str, str, str | None], ...] = ()
+    editor: EditorState | None = None
+    plan_path: str | None = None
+    plan_exists: bool = False
+
+
+class StartAssistant(Command, frozen=True):
+    """An assistant message answering ``parent_id``, with its first step started.
+    Reply: the message id."""
+
+    parent_id: str
+    agent: str = "build"
+    model: ModelRef | None = None
+
+
+class StartStep(Command, frozen=True):
+    """A new model step of an assistant message. Reply: the step-start part's id."""
+
+    message_id: str
+
+
+class AddText(Command, frozen=True):
+    """Text (or, with ``reasoning``, reasoning with its provider ``metadata``) the model
+    wrote. Reply: the part id."""
+
+    message_id: str
+    text: str
+    reasoning: bool = False
+    metadata: dict[str, Any] = {}
+
+
+class CallTool(Command, frozen=True):
+    """A tool call the model made. Reply: the tool part's id."""
+
+    message_id: str
+    tool: str
+    input: dict[str, Any] = {}
+    call_id: str | None = None
+
+
+class ToolResult(Command, frozen=True):
+    """The result of a tool call: its output, or with ``error`` its error text.
+    Reply: the session's new seq."""
+
+    part_id: str
+    output: str
+    error: bool = False
+
+
+class Finish(Command, frozen=True):
+    """An assistant message ended: its finish reason, usage and error, if any.
+    Reply: the session's new seq."""
+
+    message_id: str
+    finish: str = "stop"
+    usage: Usage | None = None
+    error: MessageError | None = None
+
+
+RecordingCommand = AddUser | StartAssistant | StartStep | AddText | CallTool | ToolResult | Finish
+
+
+class Recorder:
+    """Records one session's commands into its log (see the module docstring)."""
+
+    def __init__(
+        self, log: EventLog, clock: Clock, *, default_model: ModelRef | None = None
+    ) -> None:
+        self.log = log
+        self._clock = clock
+        self._model = default_model
+        self._message_id = ""
+        self._part_id = ""
+
+    @property
+    def session_id(self) -> str:
+        """The session recorded."""
+        return self.log.session_id
+
+    async def record(self, command: RecordingCommand) -> str | int:
+        """Append ``command``'s events; its reply (an id, or the session's new seq)."""
+        match command:
+            case AddUser():
+                return await self._add_user(command)
+            case StartAssistant():
+                return await self._start_assistant(command)
+            case StartStep(message_id=message_id, agent_id=agent_id):
+                return await self._part(
+                    StepStartPart(id=self._new_part(), message_id=message_id), agent_id
+                )
+            case AddText():
+                return await self._add_text(command)
+            case CallTool():
+                return await self._call_tool(command)
+            case ToolResult():
+                return await self._tool_result(command)
+            case Finish():
+                return await self._finish(command)
+        raise TypeError(f"no recording command {type(command).__name__}")
+
+    async def _write(self, events: Sequence[Event]) -> int:
+        """Append ``events``; the new seq."""
+        await self.log.append(events)
+        seq = self.log.history.seq
+        _log.debug("recorded", session_id=self.session_id, seq=seq, events=len(events))
+        return seq
+
+    def _stamp(self, agent_id: str) -> dict[str, Any]:
+        return {"session_id": self.session_id, "agent_id": agent_id, "time_ms": self._clock()}
+
+    def _new_message(self) -> str:
+        messages = self.log.history.messages
+        last = max(self._message_id, messages[-1].id if messages else "")
+        self._message_id = IdGenerator("msg", last or None).next(self._clock())
+        return self._message_id
+
+    def _new_part(self) -> str:
+        last = max(self._part_id, self.log.history.index.last_part_id)
+        self._part_id = IdGenerator("prt", last or None).next(self._clock())
+        return self._part_id
+
+    async def _part(self, part: Part, agent_id: str) -> str:
+        await self._write([PartAdded(part=part, **self._stamp(agent_id))])
+        return part.id
+
+    async def _add_user(self, command: AddUser) -> str:
+        message_id = self._new_message()
+        events = user_message_events(
+            self.log.history,
+            message_id=message_id,
+            new_part_id=self._new_part,
+            text=command.text,
+            agent=command.agent,
+            model=command.model
+            or self._model
+            or ModelRef(provider_id="unknown", model_id="unknown"),
+            agent_id=command.agent_id,
+            files=command.files,
+            editor=command.editor,
+            plan_path=command.plan_path,
+            plan_exists=command.plan_exists,
+            time_ms=self._clock(),
+        )
+        await self._write(events)
+        return message_id
+
+    async def _start_assistant(self, command: StartAssistant) -> str:
+        message_id = self._new_message()
+        stamp = self._stamp(command.agent_id)
+        await self._write(
+            [
+                MessageAdded(
+                    message_id=message_id,
+                    role="assistant",
+                    parent_id=command.parent_id,
+                    agent=command.agent,
+                    model=command.model or self._model,
+                    **stamp,
+                ),
+                PartAdded(part=StepStartPart(id=self._new_part(), message_id=message_id), **stamp),
+            ]
+        )
+        return message_id
+
+    async def _add_text(self, command: AddText) -> str:
+        part_id = self._new_part()
+        part: Part
+        if command.reasoning:
+            part = ReasoningPart(
+                id=part_id,
+                message_id=command.message_id,
+                text=command.text,
+                metadata=command.metadata,
+            )
+        else:
+            part = TextPart(
+                id=part_id,
+                message_id=command.message_id,
+                text=command.text,
+                metadata=command.metadata,
+            )
+        return await self._part(part, command.agent_id)
+
+    async def _call_tool(self, command: CallTool) -> str:
+        part_id = self._new_part()
+        part = ToolPart(
+            id=part_id,
+            message_id=command.message_id,
+            call_id=command.call_id or f"call_{part_id.removeprefix('prt_')}",
+            tool=command.tool,
+            state=ToolPending(input=command.input),
+        )
+        return await self._part(part, command.agent_id)
+
+    async def _tool_result(self, command: ToolResult) -> int:
+        part = self.log.history.part(command.part_id)
+        if not isinstance(part, ToolPart):
+            raise ValueError(f"part {command.part_id!r} is not a tool call")
+        now = self._clock()
+        started = getattr(part.state, "started_ms", None) or now
+        state: ToolCompleted | ToolErrored
+        if command.error:
+            state = ToolErrored(
+                input=part.state.input, error=command.output, started_ms=started, ended_ms=now
+            )
+        else:
+            state = ToolCompleted(
+                input=part.state.input, output=command.output, started_ms=started, ended_ms=now
+            )
+        return await self._write(
+            [
+                ToolStateChanged(
+                    message_id=part.message_id,
+                    part_id=part.id,
+                    state=state,
+                    **self._stamp(command.agent_id),
+                )
+            ]
+        )
+
+    async def _finish(self, command: Finish) -> int:
+        stamp = self._stamp(command.agent_id)
+        usage = command.usage
+        events: list[Event] = []
+        if usage is not None:
+            events.append(
+                PartAdded(
+                    part=StepFinishPart(
+                        id=self._new_part(),
+                        message_id=command.message_id,
+                        reason=command.finish,
+                        usage=usage,
+                    ),
+                    **stamp,
+                )
+            )
+        events.append(
+            AssistantFinished(
+                message_id=command.message_id,
+                finish=command.finish,
+                usage=usage or Usage(),
+                error=command.error,
+                **stamp,
+            )
+        )
+        return await self._write(events)
+
+
+class SessionApi(ABC):
+    """What every session offers: the recording half of its API (what the user and the
+    model did), implemented here once, plus ``build_request`` and ``history``. Subclasses say
+    where a command goes (``_record``) and what runs when a turn ends (``_turn_ended``: the
+    after-turn prune)."""
+
+    @abstractmethod
+    async def _record(self, command: RecordingCommand) -> Any:
+        """Record ``command``; its reply."""
+
+    @abstractmethod
+    async def _turn_ended(self, agent_id: str) -> list[Plan]:
+        """Run the after-turn prune of ``agent_id``'s slice; the plans carried out."""
+
+    @abstractmethod
+    async def build_request(
+        self,
+        inputs: RequestInputs,
+        *,
+        memory: str | None = None,
+        instructions: Sequence[InstructionFile] = (),
+        agent_id: str = MAIN_AGENT,
+    ) -> BuiltRequest:
+        """The next request, after whatever compaction the session decides on first."""
+
+    @abstractmethod
+    async def history(self) -> History:
+        """The projection, once every command sent before is applied (read it only)."""
+
+    async def add_user(
+        self,
+        text: str,
+        *,
+        agent: str = "build",
+        agent_id: str = MAIN_AGENT,
+        files: Sequence[tuple[str, str, str | None]] = (),
+        editor: EditorState | None = None,
+        plan_path: str | None = None,
+        plan_exists: bool = False,
+    ) -> str:
+        """Record a user message; return its id."""
+        command = AddUser(
+            text=text,
+            agent=agent,
+            agent_id=agent_id,
+            files=tuple(files),
+            editor=editor,
+            plan_path=plan_path,
+            plan_exists=plan_exists,
+        )
+        message_id: str = await self._record(command)
+        return message_id
+
+    async def start_assistant(
+        self, parent_id: str, *, agent: str = "build", agent_id: str = MAIN_AGENT
+    ) -> str:
+        """Open an assistant message answering ``parent_id`` (streamed recording)."""
+        message_id: str = await self._record(
+            StartAssistant(parent_id=parent_id, agent=agent, agent_id=agent_id)
+        )
+        return message_id
+
+    async def start_step(self, message_id: str, *, agent_id: str = MAIN_AGENT) -> str:
+        """A further model step of an assistant message."""
+        part_id: str = await self._record(StartStep(message_id=message_id, agent_id=agent_id))
+        return part_id
+
+    async def add_text(
+        self,
+        message_id: str,
+        text: str,
+        *,
+        reasoning: bool = False,
+        metadata: dict[str, Any] | None = None,
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """Text or reasoning the model wrote."""
+        command = AddText(
+            message_id=message_id,
+            text=text,
+            reasoning=reasoning,
+            metadata=metadata or {},
+            agent_id=agent_id,
+        )
+        part_id: str = await self._record(command)
+        return part_id
+
+    async def call_tool(
+        self,
+        message_id: str,
+        tool: str,
+        tool_input: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """A tool call the model made; return its part id."""
+        command = CallTool(
+            message_id=message_id,
+            tool=tool,
+            input=tool_input or {},
+            call_id=call_id,
+            agent_id=agent_id,
+        )
+        part_id: str = await self._record(command)
+        return part_id
+
+    async def record_tool_result(
+        self, part_id: str, output: str, *, error: bool = False, agent_id: str = MAIN_AGENT
+    ) -> None:
+        """The result (or, with ``error``, the error) of a tool call."""
+        await self._record(
+            ToolResult(part_id=part_id, output=output, error=error, agent_id=agent_id)
+        )
+
+    async def finish(
+        self,
+        message_id: str,
+        *,
+        finish: str = "stop",
+        usage: Usage | None = None,
+        error: MessageError | None = None,
+        agent_id: str = MAIN_AGENT,
+    ) -> list[Plan]:
+        """End an assistant message. When the turn is over (not ``tool-calls``, no error),
+        the after-turn prune runs; return what it did."""
+        await self._record(
+            Finish(
+                message_id=message_id, finish=finish, usage=usage, error=error, agent_id=agent_id
+            )
+        )
+        if finish == "tool-calls" or error is not None:
+            return []
+        return await self._turn_ended(agent_id)
+
+    async def record_assistant(
+        self,
+        parent_id: str,
+        *,
+        text: str = "",
+        tool_calls: Sequence[tuple[str, dict[str, Any], str]] = (),
+        usage: Usage | None = None,
+        agent: str = "build",
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """A whole assistant step: its text, its tool calls with their outputs
+        (``(tool, input, output)``), finished as ``tool-calls`` when it called any."""
+        message_id = await self.start_assistant(parent_id, agent=agent, agent_id=agent_id)
+        if text:
+            await self.add_text(message_id, text, agent_id=agent_id)
+        for tool, tool_input, output in tool_calls:
+            part_id = await self.call_tool(message_id, tool, tool_input, agent_id=agent_id)
+            await self.record_tool_result(part_id, output, agent_id=agent_id)
+        await self.finish(
+            message_id,
+            finish="tool-calls" if tool_calls else "stop",
+            usage=usage,
+            agent_id=agent_id,
+        )
+        return message_id

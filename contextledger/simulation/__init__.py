@@ -1,0 +1,73 @@
+"""Simulation: replaying recorded sessions under a strategy and pricing what they send.
+
+``TurnReplay`` drives a session (a runtime's ``SessionHandle`` or a ``LocalSession``) with a
+trace's recorded turns; ``LocalSession`` is a session run in-process under a strategy;
+``simulate_trace`` and ``simulate_paths`` price a strategy's calls with the prompt-cache
+simulator. See ``docs/strategies.md``.
+"""
+
+from contextledger.simulation.local import LocalSession
+from contextledger.simulation.replay import (
+    RecordedCall,
+    RecordedTurn,
+    ReplayClock,
+    ReplayedCall,
+    TurnReplay,
+    describe_actions,
+    recorded_turns,
+)
+from contextledger.simulation.trace import (
+    DEFAULT_MODELS,
+    DEFAULT_STRATEGIES,
+    DEFAULT_WINDOW,
+    MANAGEMENT_EVENTS,
+    OUTPUT_LIMIT,
+    PROVIDERS,
+    TRANSCRIPT_SUFFIXES,
+    Provider,
+    TraceResult,
+    priced_model,
+    raw_events,
+    request_inputs,
+    simulate_paths,
+    simulate_paths_async,
+    simulate_trace,
+    simulate_trace_async,
+    sized_model,
+    strategy_steps,
+    trace_result,
+    trace_sessions,
+    transcripts,
+)
+
+__all__ = [
+    "DEFAULT_MODELS",
+    "DEFAULT_STRATEGIES",
+    "DEFAULT_WINDOW",
+    "MANAGEMENT_EVENTS",
+    "OUTPUT_LIMIT",
+    "PROVIDERS",
+    "TRANSCRIPT_SUFFIXES",
+    "LocalSession",
+    "Provider",
+    "RecordedCall",
+    "RecordedTurn",
+    "ReplayClock",
+    "ReplayedCall",
+    "TraceResult",
+    "TurnReplay",
+    "describe_actions",
+    "priced_model",
+    "raw_events",
+    "recorded_turns",
+    "request_inputs",
+    "simulate_paths",
+    "simulate_paths_async",
+    "simulate_trace",
+    "simulate_trace_async",
+    "sized_model",
+    "strategy_steps",
+    "trace_result",
+    "trace_sessions",
+    "transcripts",
+]

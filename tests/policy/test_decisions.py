@@ -1,0 +1,109 @@
+"""The decision layer: what it derives from a history, and what it decides from it."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+
+from contextledger.config import Config, PruneConfig
+from contextledger.events.catalogue import MAIN_AGENT, Event
+from contextledger.events.parts import MessageError, Usage
+from contextledger.policy.compaction import EXHAUSTED_DETAIL
+from contextledger.policy.decisions import (
+    after_compaction,
+    compaction_due,
+    prune_plans,
+    slice_facts,
+)
+from contextledger.policy.overflow import usable
+from contextledger.testing.strategies import session_events
+from tests.strategies._sessions import MODEL, history, session
+
+#: Prune settings that make the few small outputs of a test session candidates.
+EAGER = PruneConfig(enabled=True, protect_tokens=0, minimum_tokens=0)
+
+
+def test_the_last_finished_step_is_the_time_it_finished_not_the_time_it_started() -> None:
+    b = session(2)
+    (*_, last) = (m for m in history(b.events).messages if m.role == "assistant")
+    finished = next(
+        e.time_ms
+        for e in reversed(b.events)
+        if type(e).__name__ == "AssistantFinished" and e.message_id == last.id  # type: ignore[attr-defined]
+    )
+    facts = slice_facts(history(b.events), Config(), MAIN_AGENT)
+    assert facts.last_finished_ms == finished
+    assert finished > last.created_ms
+
+
+def test_a_failed_call_does_not_hide_the_usage_before_it() -> None:
+    limit = usable(MODEL, Config())
+    b = session(2, usage=lambda turn: Usage(input=limit))
+    user = b.user("and now?")
+    failed = b.assistant(user)
+    b.finish(failed, "error", error=MessageError(name="APIError", message="overloaded"))
+    h = history(b.events)
+    facts = slice_facts(h, Config(), MAIN_AGENT)
+    assert facts.answer is not None and facts.answer.id != failed
+    assert compaction_due(h, MODEL, Config(), agent_id=MAIN_AGENT) == "overflow"
+
+
+def test_overflow_is_not_decided_again_after_a_compaction() -> None:
+    limit = usable(MODEL, Config())
+    b = session(3, usage=lambda turn: Usage(input=limit))
+    assert compaction_due(history(b.events), MODEL, Config(), agent_id=MAIN_AGENT) == "overflow"
+    b.compact("what happened so far")
+    assert compaction_due(history(b.events), MODEL, Config(), agent_id=MAIN_AGENT) is None
+
+
+def test_below_the_limit_the_window_cadence_waits() -> None:
+    limit = usable(MODEL, Config())
+    b = session(3, usage=lambda turn: Usage(input=limit - 1))
+    assert compaction_due(history(b.events), MODEL, Config(), agent_id=MAIN_AGENT) is None
+
+
+def test_after_a_compaction_an_early_one_sends_and_an_exhausted_one_gives_up() -> None:
+    assert after_compaction("economic", "rolled_back", "summary was empty") == "send"
+    assert after_compaction("strategy", "completed", "") == "send"
+    assert after_compaction("overflow", "completed", "") == "check"
+    assert after_compaction("preflight", "rolled_back", "summary was empty") == "check"
+    exhausted = EXHAUSTED_DETAIL.format(attempts=3)
+    assert after_compaction("overflow", "rolled_back", exhausted) == "exhausted"
+
+
+def test_no_prune_unless_enabled_or_forced() -> None:
+    h = history(session(4).events)
+    later = 10**13
+    assert prune_plans(h, MODEL, Config(), agent_id=MAIN_AGENT, now_ms=later) == []
+    eager = Config(prune=PruneConfig(protect_tokens=0, minimum_tokens=0))
+    forced = prune_plans(h, MODEL, eager, agent_id=MAIN_AGENT, now_ms=later, force=True)
+    assert forced
+    enabled = prune_plans(h, MODEL, Config(prune=EAGER), agent_id=MAIN_AGENT, now_ms=later)
+    assert enabled == forced
+
+
+def test_the_cost_prune_keeps_a_warm_cache_and_clears_a_cold_one() -> None:
+    config = Config(
+        prune=PruneConfig(enabled=True, mode="cost", protect_tokens=0, minimum_tokens=0)
+    )
+    h = history(session(4, output=lambda t, tool: "x" * 4_000).events)
+    finished = slice_facts(h, config, MAIN_AGENT).last_finished_ms
+    assert finished is not None
+    warm = prune_plans(h, MODEL, config, agent_id=MAIN_AGENT, now_ms=finished + 1_000)
+    cold = prune_plans(h, MODEL, config, agent_id=MAIN_AGENT, now_ms=finished + 3_600_000)
+    assert warm == [] and cold
+
+
+@settings(max_examples=40, deadline=None)
+@given(session_events())
+def test_decisions_are_pure_functions_of_the_history(events: list[Event]) -> None:
+    h = history(events)
+    config = Config(prune=EAGER)
+    once = (
+        compaction_due(h, MODEL, config, agent_id=MAIN_AGENT),
+        prune_plans(h, MODEL, config, agent_id=MAIN_AGENT, now_ms=10**13),
+    )
+    again = (
+        compaction_due(history(events), MODEL, config, agent_id=MAIN_AGENT),
+        prune_plans(history(events), MODEL, config, agent_id=MAIN_AGENT, now_ms=10**13),
+    )
+    assert once == again
