@@ -127,6 +127,7 @@ def test_the_summary_table_shows_the_summary_figures(results: Results, page: str
             "billed_input_cost",
             "lower_bound",
             "cost_vs_lower_bound",
+            "failed_at",
         )
     ]
     assert values == expected

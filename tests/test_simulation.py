@@ -198,3 +198,14 @@ def test_raw_events_are_a_valid_conversation_without_management(events: list[Eve
         if isinstance(e, MessageAdded) and not e.synthetic and not e.summary
     }
     assert people <= kept  # every message a person or the model wrote stays
+
+
+def test_a_strategy_that_cannot_get_under_the_window_fails_at_that_call() -> None:
+    # Kilo's window at 32k: 32,000 - 8,000 output - 20,000 reserved leaves 4,000 usable
+    # tokens, which no compaction of this session reaches.
+    events = synthetic_session("ses_sim", seed=7, turns=8)
+    result = simulate_trace(events, strategy_name="opencode", window=32_000)
+    assert result.failed_at is not None
+    assert result.calls == result.failed_at - 1
+    assert result.summary()["failed_at"] == result.failed_at
+    assert simulate_trace(events, strategy_name="default", window=32_000).failed_at is None

@@ -211,6 +211,7 @@ async def simulate(args: argparse.Namespace) -> None:
             "billed_input_cost",
             "lower_bound",
             "cost_vs_lower_bound",
+            "failed_at",
         ],
     )
 

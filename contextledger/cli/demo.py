@@ -97,7 +97,11 @@ async def demo(args: argparse.Namespace) -> None:
             f"note: the peak prompt ({total['peak_prompt']:,} tokens) exceeds the window: a "
             "single message or step was larger than any compaction can shrink"
         )
-    compared = ", ".join(f"{name} {r.billed_input_cost:.2f}" for name, r in simulated.items())
+    compared = ", ".join(
+        f"{name} {r.billed_input_cost:.2f}"
+        + (f" (could not get under the window at call {r.failed_at})" if r.failed_at else "")
+        for name, r in simulated.items()
+    )
     emit_text(f"the same session simulated under each strategy (input cost, USD): {compared}")
     emit_text(f"report (the default policy against other strategies): {report}")
     emit_text(f"inspect the session: contextledger history {args.db} --session {session_id}")

@@ -36,6 +36,7 @@ SUMMARY_COLUMNS: Final = (
     "billed_input_cost",
     "lower_bound",
     "cost_vs_lower_bound",
+    "failed_at",
 )
 
 STYLE: Final = """

@@ -21,6 +21,7 @@ import trio
 
 from contextledger.cachesim import lower_bound, price_for, simulate
 from contextledger.cachesim.blocks import SimRequest
+from contextledger.compaction.compactor import CompactionExhausted
 from contextledger.events.catalogue import (
     AssistantFinished,
     CompactionCompleted,
@@ -92,7 +93,11 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     """One session under one strategy and provider: per call, the prompt tokens, the
     uncached, cache-written and cache-read tokens, the input cost (USD) and what the strategy
     did before it (``actions``, empty when nothing); the billed input cost (USD), the peak
-    prompt, the lower bound (USD) and the cost over the lower bound."""
+    prompt, the lower bound (USD) and the cost over the lower bound. ``failed_at`` is the call
+    (from 1) the strategy could not make: it was still over the window after
+    ``compaction.max_attempts`` compactions (``CompactionExhausted``, as a runtime raises), so
+    the replay stopped there and the figures cover the calls before it; None when every call
+    was made."""
 
     strategy: str
     provider: Provider
@@ -106,6 +111,7 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     billed_input_cost: float
     peak_prompt: int
     lower_bound: float
+    failed_at: int | None = None
 
     @property
     def calls(self) -> int:
@@ -125,6 +131,7 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
             "lower_bound": self.lower_bound,
             "cost_vs_lower_bound": self.cost_vs_lower_bound,
             "calls": self.calls,
+            "failed_at": self.failed_at,
         }
 
 
@@ -299,6 +306,8 @@ def trace_result(
     model_id: str,
     requests: Sequence[SimRequest],
     actions: Sequence[str],
+    *,
+    failed_at: int | None = None,
 ) -> TraceResult:
     """``requests`` (one per call, ``actions`` what preceded each) simulated and priced with
     ``model_id``'s entry for ``provider``."""
@@ -318,6 +327,7 @@ def trace_result(
         billed_input_cost=cost.total.input_cost,
         peak_prompt=max(prompts, default=0),
         lower_bound=lower_bound(requests, price, output=False),
+        failed_at=failed_at,
     )
 
 
@@ -338,12 +348,18 @@ async def simulate_trace_async(
     model_id = priced_model(provider_family, events)
     requests: list[SimRequest] = []
     actions: list[str] = []
-    async for call in strategy_steps(
-        events, chosen, provider=provider_family, model_id=model_id, window=window
-    ):
-        requests.append(call.sim)
-        actions.append(call.actions)
-    return trace_result(chosen.name, provider_family, model_id, requests, actions)
+    failed_at: int | None = None
+    try:
+        async for call in strategy_steps(
+            events, chosen, provider=provider_family, model_id=model_id, window=window
+        ):
+            requests.append(call.sim)
+            actions.append(call.actions)
+    except CompactionExhausted:
+        failed_at = len(requests) + 1
+    return trace_result(
+        chosen.name, provider_family, model_id, requests, actions, failed_at=failed_at
+    )
 
 
 def simulate_trace(

@@ -188,8 +188,10 @@ def test_simulate_json_has_the_figures_per_trace_strategy_and_provider(
         "lower_bound",
         "cost_vs_lower_bound",
         "calls",
+        "failed_at",
     }
     assert figures["anthropic"]["calls"] == 2
+    assert figures["anthropic"]["failed_at"] is None
     code, out, _ = _run(capsys, "simulate", str(chat), "--provider", "openai")
     assert code == 0 and "anthropic" not in out
     assert all(name in out for name in DEFAULT_STRATEGIES)
