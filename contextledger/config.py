@@ -61,7 +61,7 @@ from contextledger.policy.overflow import (
     parse_trigger_ratio,
 )
 from contextledger.policy.templates import TemplateName
-from contextledger.request.types import CacheTTL
+from contextledger.vocabulary.requests import CacheTTL
 
 __all__ = [
     "CompactionConfig",

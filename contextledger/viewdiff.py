@@ -20,14 +20,6 @@ from typing import Literal, cast
 import msgspec
 
 from contextledger.events.catalogue import Event, MessageAdded
-from contextledger.history.messages import (
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.simulation import (
     DEFAULT_WINDOW,
     PROVIDERS,
@@ -38,6 +30,14 @@ from contextledger.simulation import (
     strategy_steps,
 )
 from contextledger.strategies import Strategy, StrategyError, estimate_view_tokens, strategy
+from contextledger.vocabulary.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 
 DiffKind = Literal["same", "removed", "added"]
 

@@ -9,14 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.events.catalogue import Event, MessageAdded
-from contextledger.history.messages import (
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.simulation import recorded_turns, strategy_steps
 from contextledger.strategies import TRUNCATED_MARKER, estimate_view_tokens, strategy
 from contextledger.synthetic import synthetic_session
@@ -30,6 +22,14 @@ from contextledger.viewdiff import (
     summarize,
     turn_views,
     view_lines,
+)
+from contextledger.vocabulary.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
 )
 
 VIEW = [

@@ -37,7 +37,6 @@ from contextledger.compaction.summarizers import ExtractiveSummarizer, Summarize
 from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT, CompactionRolledBack, SessionStarted
 from contextledger.events.parts import CompactionTrigger, ModelRef
-from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
@@ -51,6 +50,7 @@ from contextledger.request.builder import BuiltRequest, RequestInputs, system_fo
 from contextledger.request.instructions import InstructionFile
 from contextledger.request.recording import Finish, RecordingCommand, SessionApi
 from contextledger.store.protocol import EventStore
+from contextledger.vocabulary.messages import ModelMessage
 
 _DEFAULT_CONFIG = Config()
 #: The rollback detail of a compaction found open when its session loads.

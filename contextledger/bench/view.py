@@ -23,10 +23,15 @@ from contextledger.bench._common import Options, median, ratio, table
 from contextledger.events.catalogue import Event, MessageAdded, RecordedEvent
 from contextledger.events.parts import ModelRef
 from contextledger.history.live_view import LiveView
-from contextledger.history.messages import ModelMessage, ModelText, ModelToolCall, ModelToolResult
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.synthetic import synthetic_session
+from contextledger.vocabulary.messages import (
+    ModelMessage,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 
 SIZES: Final = (500, 5_000, 50_000)
 PEER_SIZE: Final = 10_000

@@ -14,7 +14,7 @@ from typing import Literal
 
 import msgspec
 
-from contextledger.request.types import CacheTTL, Request
+from contextledger.vocabulary.requests import CacheTTL, Request
 
 Ttl = Literal["5m", "1h"]
 

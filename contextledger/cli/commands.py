@@ -20,7 +20,12 @@ from contextledger.events.parts import (
     ToolPart,
     struct_tag,
 )
-from contextledger.history.messages import (
+from contextledger.history.projection import History
+from contextledger.history.view import ViewOptions, model_view
+from contextledger.ledger import SessionLog
+from contextledger.simulation import DEFAULT_WINDOW
+from contextledger.store.sqlite import SQLiteStore
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -28,11 +33,6 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.history.projection import History
-from contextledger.history.view import ViewOptions, model_view
-from contextledger.ledger import SessionLog
-from contextledger.simulation import DEFAULT_WINDOW
-from contextledger.store.sqlite import SQLiteStore
 
 _PREVIEW = 60
 #: Parts that only mark model-call boundaries; the per-message table leaves them out.

@@ -37,7 +37,6 @@ from contextledger.events.catalogue import (
 )
 from contextledger.events.ids import IdGenerator
 from contextledger.events.parts import CompactionTrigger, ModelRef, TextPart
-from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import EventLog
@@ -57,6 +56,7 @@ from contextledger.policy.prune import plan_prune
 from contextledger.policy.templates import TEMPLATES
 from contextledger.policy.transcript import render_manifest, wrap_summary
 from contextledger.providers.errors import ContextOverflowError, ProviderError
+from contextledger.vocabulary.messages import ModelMessage
 
 _log = structlog.get_logger(__name__)
 

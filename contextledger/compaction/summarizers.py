@@ -36,11 +36,11 @@ from contextledger.compaction.facts import (
     within_budget,
 )
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.messages import ModelMessage, ModelText
 from contextledger.history.projection import Message
 from contextledger.policy.templates import NONE, SummaryTemplate, render_summary
 from contextledger.providers.http import ProviderClient
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import ModelMessage, ModelText
+from contextledger.vocabulary.requests import CacheMark, Request
 
 _log = structlog.get_logger(__name__)
 

@@ -6,15 +6,6 @@ on this package, so they are not re-exported here.
 """
 
 from contextledger.history.estimate import estimate_part_tokens, part_chars
-from contextledger.history.messages import (
-    ModelContent,
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.history.projection import (
     SNAPSHOT_SCHEMA,
     Compaction,
@@ -32,13 +23,6 @@ __all__ = [
     "History",
     "HistoryState",
     "Message",
-    "ModelContent",
-    "ModelFile",
-    "ModelMessage",
-    "ModelReasoning",
-    "ModelText",
-    "ModelToolCall",
-    "ModelToolResult",
     "PinnedPrefix",
     "SessionIndex",
     "TokenEstimator",

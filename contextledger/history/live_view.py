@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History, Message
 from contextledger.history.view import (
     ViewOptions,
@@ -26,6 +25,7 @@ from contextledger.history.view import (
     view_messages,
     without_media,
 )
+from contextledger.vocabulary.messages import ModelMessage
 
 _Key = tuple[int, str | None, bool]
 

@@ -48,7 +48,9 @@ from contextledger.events.parts import (
     ToolRunning,
     is_media,
 )
-from contextledger.history.messages import (
+from contextledger.history.projection import History, Message
+from contextledger.policy.truncate import truncate_for_view, truncate_tool_output
+from contextledger.vocabulary.messages import (
     ModelContent,
     ModelFile,
     ModelMessage,
@@ -57,8 +59,6 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.history.projection import History, Message
-from contextledger.policy.truncate import truncate_for_view, truncate_tool_output
 
 #: What a compaction request says to the model (opencode).
 COMPACTION_PROMPT: Final = "What did we do so far?"

@@ -21,8 +21,8 @@ from typing import Final, Literal
 import msgspec
 
 from contextledger.events.parts import ModelRef
-from contextledger.history.messages import ModelMessage
-from contextledger.request.types import CacheMark, CacheTTL
+from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary.requests import CacheMark, CacheTTL
 
 CacheMode = Literal["auto", "ai-sdk", "none"]
 MessageTarget = Literal["latest-user-message", "latest-assistant"]

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from contextledger.events.parts import ToolSchema, Usage
-from contextledger.history.messages import (
+from contextledger.vocabulary.messages import (
     ModelContent,
     ModelFile,
     ModelMessage,

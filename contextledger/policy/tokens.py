@@ -59,7 +59,7 @@ from contextledger.events.parts import (
     ToolPart,
 )
 from contextledger.history.estimate import CHARS_PER_TOKEN, MEDIA_TOKENS
-from contextledger.history.messages import (
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,

@@ -31,7 +31,10 @@ from contextledger.events.parts import (
     ToolCompleted,
     ToolPart,
 )
-from contextledger.history.messages import (
+from contextledger.history.projection import Message
+from contextledger.history.view import ViewOptions, convert_message, media_placeholder
+from contextledger.policy.templates import SummaryTemplate, summary_prompt
+from contextledger.vocabulary.messages import (
     ModelContent,
     ModelFile,
     ModelMessage,
@@ -40,9 +43,6 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.history.projection import Message
-from contextledger.history.view import ViewOptions, convert_message, media_placeholder
-from contextledger.policy.templates import SummaryTemplate, summary_prompt
 
 #: pi and opencode: a tool result in a summary's input is cut to 2,000 characters; the
 #: summary needs what a tool did, not everything it printed.

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from contextledger.history.messages import ModelMessage
 from contextledger.history.view import tool_pairs_ok
 from contextledger.policy.cadence import estimate_view_tokens
+from contextledger.vocabulary.messages import ModelMessage
 
 
 class StrategyError(Exception):

@@ -13,15 +13,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from contextledger.events.parts import Usage
-from contextledger.history.messages import (
-    ModelContent,
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.providers.base import WireFormat
 from contextledger.providers.shapes import (
     NO_PARAMETERS,
@@ -34,7 +25,16 @@ from contextledger.providers.shapes import (
     opening_bytes,
     tokens,
 )
-from contextledger.request.types import CacheMark, MarkTarget, Request
+from contextledger.vocabulary.messages import (
+    ModelContent,
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.requests import CacheMark, MarkTarget, Request
 
 API_VERSION = "2023-06-01"
 #: The output cap sent when the request names none (the field is required).

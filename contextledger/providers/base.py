@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import msgspec
 
 from contextledger.events.parts import Usage
-from contextledger.history.messages import ModelMessage, ModelRole
 from contextledger.providers.errors import ProviderError, provider_error
-from contextledger.request.types import CacheMark, MarkTarget, Request
+from contextledger.vocabulary.messages import ModelMessage, ModelRole
+from contextledger.vocabulary.requests import CacheMark, MarkTarget, Request
 
 
 class EncodedRequest(msgspec.Struct, frozen=True, gc=False):

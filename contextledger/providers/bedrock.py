@@ -24,16 +24,6 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 from contextledger.events.parts import ToolSchema, Usage
-from contextledger.history.messages import (
-    ModelContent,
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelRole,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.providers.shapes import (
     NO_PARAMETERS,
     bearer_headers,
@@ -47,7 +37,17 @@ from contextledger.providers.shapes import (
     tokens,
 )
 from contextledger.providers.turns import AlternatingTurns, alternating_heads
-from contextledger.request.types import CacheMark, MarkTarget, Request
+from contextledger.vocabulary.messages import (
+    ModelContent,
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelRole,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.requests import CacheMark, MarkTarget, Request
 
 #: Image media types Converse takes, with their ``format`` names.
 IMAGE_FORMATS = {

@@ -19,15 +19,6 @@ from typing import Any, ClassVar, Final
 from urllib.parse import quote
 
 from contextledger.events.parts import MessageError, ToolSchema, Usage
-from contextledger.history.messages import (
-    ModelContent,
-    ModelFile,
-    ModelMessage,
-    ModelRole,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.providers.errors import (
     ContextOverflowError,
     ProviderAuthError,
@@ -43,7 +34,16 @@ from contextledger.providers.shapes import (
     tokens,
 )
 from contextledger.providers.turns import AlternatingTurns, alternating_heads
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import (
+    ModelContent,
+    ModelFile,
+    ModelMessage,
+    ModelRole,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.requests import CacheMark, Request
 
 #: The JSON-schema keys Gemini's ``Schema`` (an OpenAPI 3.0 subset) accepts; any other key,
 #: such as ``$schema``, ``additionalProperties``, ``const`` or ``$ref``, is rejected.

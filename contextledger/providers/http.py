@@ -29,7 +29,7 @@ from contextledger.events.parts import MessageError, Usage
 from contextledger.logging import REDACTED, mask_secrets
 from contextledger.providers.base import EncodedRequest, WireFormat
 from contextledger.providers.errors import ProviderError, ProviderTransportError
-from contextledger.request.types import Request
+from contextledger.vocabulary.requests import Request
 
 #: Connect quickly or fail; a long non-streamed answer may take minutes to arrive.
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)

@@ -13,14 +13,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from contextledger.events.parts import Usage
-from contextledger.history.messages import (
-    ModelContent,
-    ModelFile,
-    ModelMessage,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.providers.base import WireFormat
 from contextledger.providers.shapes import (
     NO_PARAMETERS,
@@ -36,7 +28,15 @@ from contextledger.providers.shapes import (
     step_fields,
     tokens,
 )
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import (
+    ModelContent,
+    ModelFile,
+    ModelMessage,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.requests import CacheMark, Request
 
 #: The text before the media of a tool result, in the user message that carries it.
 ATTACHMENT_NOTE = "Attached media from tool result {call_id}:"

@@ -18,7 +18,7 @@ import msgspec
 from contextledger.events.parts import Usage
 from contextledger.providers.openai_chat import OpenAIChat
 from contextledger.providers.shapes import tokens
-from contextledger.request.types import CacheMark, MarkTarget, Request
+from contextledger.vocabulary.requests import CacheMark, MarkTarget, Request
 
 #: DeepSeek's split of ``prompt_tokens``: cache hits and the uncached rest.
 _DEEPSEEK_FIELDS = ("prompt_cache_hit_tokens", "prompt_cache_miss_tokens")

@@ -14,14 +14,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from contextledger.events.parts import Usage
-from contextledger.history.messages import (
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.providers.base import WireFormat
 from contextledger.providers.shapes import (
     NO_PARAMETERS,
@@ -37,7 +29,15 @@ from contextledger.providers.shapes import (
     step_fields,
     tokens,
 )
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.requests import CacheMark, Request
 
 #: Where the item id and the encrypted content of reasoning sit in its OpenAI metadata:
 #: the AI SDK's keys (as opencode and Kilo record them), then the Responses API's.

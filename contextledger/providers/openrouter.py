@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from contextledger.providers.openai_chat import OpenAIChat
 from contextledger.providers.shapes import cache_control
-from contextledger.request.types import CacheMark, MarkTarget, Request
+from contextledger.vocabulary.requests import CacheMark, MarkTarget, Request
 
 
 class OpenRouter(OpenAIChat):

@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from contextledger.events.parts import Usage
-from contextledger.history.messages import ModelFile, ModelToolCall
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import ModelFile, ModelToolCall
+from contextledger.vocabulary.requests import CacheMark, Request
 
 _encode = msgspec.json.Encoder().encode
 

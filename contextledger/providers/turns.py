@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from contextledger.history.messages import ModelRole
 from contextledger.providers.base import WireFormat
 from contextledger.providers.shapes import dumps
+from contextledger.vocabulary.messages import ModelRole
 
 
 def turn_head(role: str, items_key: str) -> bytes:

@@ -43,7 +43,7 @@ from contextledger.request.context import max_steps_message
 from contextledger.request.instructions import InstructionFile, render_system_instructions
 from contextledger.request.prefix import PrefixDecision, decide_prefix
 from contextledger.request.system import SystemSegments, system_blocks
-from contextledger.request.types import CacheMark, Request, ToolChoice
+from contextledger.vocabulary.requests import CacheMark, Request, ToolChoice
 
 _DEFAULT_CONFIG = Config()
 

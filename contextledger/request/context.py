@@ -13,7 +13,7 @@ from typing import Final
 
 import msgspec
 
-from contextledger.history.messages import ModelMessage, ModelText
+from contextledger.vocabulary.messages import ModelMessage, ModelText
 
 
 class EditorState(msgspec.Struct, frozen=True, kw_only=True):

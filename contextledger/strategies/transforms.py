@@ -19,9 +19,9 @@ from typing import Final
 
 import msgspec
 
-from contextledger.history.messages import ModelContent, ModelMessage, ModelToolResult
 from contextledger.history.view import CLEARED_OUTPUT
 from contextledger.policy.transform import Transform, TransformContext
+from contextledger.vocabulary.messages import ModelContent, ModelMessage, ModelToolResult
 
 #: What follows a shortened tool result (pi's ``serializeConversation`` marker).
 TRUNCATED_MARKER: Final = "\n[... {omitted} more characters truncated]"

@@ -21,7 +21,6 @@ import msgspec
 from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT
 from contextledger.events.parts import ToolSchema
-from contextledger.history.messages import ModelMessage
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.policy.cadence import estimate_view_tokens
@@ -33,6 +32,7 @@ from contextledger.policy.transform import (
     TransformContext,
     apply_transform,
 )
+from contextledger.vocabulary.messages import ModelMessage
 
 _json = msgspec.json.Encoder()
 

@@ -26,9 +26,9 @@ from contextledger.events.catalogue import (
 from contextledger.events.codec import DEFAULT_CODEC, EventCodec
 from contextledger.events.parts import CompactionPart
 from contextledger.history.live_view import LiveView
-from contextledger.history.messages import ModelMessage, ModelToolCall, ModelToolResult
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view, tool_pairs_ok
+from contextledger.vocabulary.messages import ModelMessage, ModelToolCall, ModelToolResult
 
 
 class InvariantViolation(AssertionError):

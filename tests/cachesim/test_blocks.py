@@ -6,8 +6,8 @@ import msgspec
 
 from contextledger.cachesim import blocks_from_request, price_for, sim_request, simulate
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.messages import ModelMessage, ModelText, ModelToolCall
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import ModelMessage, ModelText, ModelToolCall
+from contextledger.vocabulary.requests import CacheMark, Request
 
 TOOL = ToolSchema(name="read", description="Read a file.", input_schema={"type": "object"})
 USER = ModelMessage(role="user", content=(ModelText(text="hello " * 400),), source_id="m1")

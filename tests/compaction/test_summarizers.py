@@ -36,7 +36,6 @@ from contextledger.compaction.summarizers import (
 )
 from contextledger.events.catalogue import RecordedEvent
 from contextledger.events.parts import ModelRef, ToolCompleted, ToolPart
-from contextledger.history.messages import ModelText
 from contextledger.history.projection import History, Message
 from contextledger.importers.claude_code import import_claude_code
 from contextledger.policy.compaction import rollback_reason
@@ -51,7 +50,8 @@ from contextledger.policy.templates import (
 )
 from contextledger.providers.http import ProviderClient
 from contextledger.providers.registry import WIRE_FORMATS
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import ModelText
+from contextledger.vocabulary.requests import CacheMark, Request
 from tests.compaction.test_facts import claude_code_session, messages, opencode_session
 from tests.providers.fixtures import golden_request
 from tests.providers.loopback import Loopback, Reply

@@ -19,14 +19,6 @@ from contextledger.events import (
 )
 from contextledger.history import History, Message
 from contextledger.history.live_view import LiveView
-from contextledger.history.messages import (
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.history.view import (
     CLEARED_OUTPUT,
     COMPACTION_PROMPT,
@@ -43,6 +35,14 @@ from contextledger.history.view import (
     trim_before_last_summary,
 )
 from contextledger.testing.builder import DEFAULT_MODEL, SessionBuilder
+from contextledger.vocabulary.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 
 OTHER_MODEL = ModelRef(provider_id="openai", model_id="gpt-5")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from contextledger.events import RecordedEvent
 from contextledger.history import History
 from contextledger.history.live_view import LiveView
-from contextledger.history.messages import ModelText, ModelToolResult
 from contextledger.history.view import (
     INTERRUPTED_OUTPUT,
     ViewOptions,
@@ -15,6 +14,7 @@ from contextledger.history.view import (
     view_messages,
 )
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.messages import ModelText, ModelToolResult
 
 
 def _history(b: SessionBuilder) -> History:

@@ -16,13 +16,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.events.parts import ModelRef
-from contextledger.history.messages import (
-    ModelMessage,
-    ModelRole,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.policy.cache import (
     MAX_MARKS,
     CacheMode,
@@ -34,7 +27,14 @@ from contextledger.policy.cache import (
     place_marks,
 )
 from contextledger.providers import WIRE_FORMATS
-from contextledger.request.types import CacheMark, CacheTTL, MarkTarget
+from contextledger.vocabulary.messages import (
+    ModelMessage,
+    ModelRole,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.requests import CacheMark, CacheTTL, MarkTarget
 
 
 def _message(role: ModelRole, *, synthetic: bool = False, n: int = 0) -> ModelMessage:

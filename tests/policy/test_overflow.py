@@ -17,14 +17,6 @@ from hypothesis import strategies as st
 
 from contextledger.config import CompactionConfig, Config, ConfigError, OutputConfig
 from contextledger.events.parts import ToolSchema, Usage
-from contextledger.history.messages import (
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.policy.overflow import (
     COMPACTION_BUFFER,
     DEFAULT_TRIGGER_RATIO,
@@ -61,6 +53,14 @@ from contextledger.policy.overflow import (
     token_count,
     upstream_count,
     usable,
+)
+from contextledger.vocabulary.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
 )
 
 VARIANTS: tuple[OverflowVariant, ...] = ("opencode", "kilo", "mimo")

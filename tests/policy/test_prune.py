@@ -33,7 +33,6 @@ from contextledger.events import (
 from contextledger.events.catalogue import PruneReason
 from contextledger.events.parts import ToolCompleted, ToolPart, Usage
 from contextledger.history import History, validate_events
-from contextledger.history.messages import ModelMessage, ModelToolResult
 from contextledger.history.projection import Message
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
@@ -59,6 +58,7 @@ from contextledger.policy.prune import (
 )
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 10_000_000

@@ -13,14 +13,6 @@ from hypothesis import given, settings
 from contextledger.events.catalogue import RecordedEvent
 from contextledger.history import History, part_chars
 from contextledger.history.estimate import MEDIA_TOKENS
-from contextledger.history.messages import (
-    ModelFile,
-    ModelMessage,
-    ModelReasoning,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.policy.tokens import (
     MAX_OVERHEAD,
     MAX_RATE,
@@ -38,6 +30,14 @@ from contextledger.policy.tokens import (
     measure_part,
 )
 from contextledger.testing.strategies import session_events
+from contextledger.vocabulary.messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 
 VIEW = [
     ModelMessage(

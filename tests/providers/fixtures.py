@@ -12,8 +12,8 @@ from contextledger.events.catalogue import RecordedEvent
 from contextledger.events.parts import ModelRef, ToolSchema
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
-from contextledger.request.types import CacheMark, Request
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.requests import CacheMark, Request
 
 SYSTEM = (
     "You are a careful software engineer.",

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 
 from contextledger.events.parts import ModelRef
-from contextledger.history.messages import ModelContent, ModelMessage, ModelRole, ModelText
 from contextledger.providers.base import WireFormat
-from contextledger.request.types import CacheMark, Request
+from contextledger.vocabulary.messages import ModelContent, ModelMessage, ModelRole, ModelText
+from contextledger.vocabulary.requests import CacheMark, Request
 from tests.providers.fixtures import golden_request
 
 #: The ``cache_control`` of a mark without a lifetime.

@@ -7,7 +7,9 @@ from typing import Any
 import msgspec
 
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.messages import (
+from contextledger.providers.bedrock import BedrockConverse, document_name
+from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -15,9 +17,7 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.bedrock import BedrockConverse, document_name
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.request.types import CacheMark
+from contextledger.vocabulary.requests import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -6,7 +6,9 @@ from itertools import pairwise
 import msgspec
 
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.messages import (
+from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers.gemini import GeminiGenerateContent, gemini_schema
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -14,8 +16,6 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.gemini import GeminiGenerateContent, gemini_schema
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -29,7 +29,7 @@ from contextledger.providers.errors import (
 )
 from contextledger.providers.http import ProviderClient, RetryPolicy, retry_after
 from contextledger.providers.registry import WIRE_FORMATS
-from contextledger.request.types import Request
+from contextledger.vocabulary.requests import Request
 from tests.providers.fixtures import golden_request
 from tests.providers.loopback import Loopback, Reply, closed_port
 from tests.providers.responses import ANSWERS, ProviderAnswers, body

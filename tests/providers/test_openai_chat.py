@@ -6,7 +6,10 @@ import msgspec
 import pytest
 
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.messages import (
+from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers.openai_chat import OpenAIChat
+from contextledger.providers.registry import wire_format
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -14,9 +17,6 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openai_chat import OpenAIChat
-from contextledger.providers.registry import wire_format
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -6,7 +6,7 @@ from contextledger.events.parts import ModelRef
 from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
 from contextledger.providers.openai_compatible import OpenAICompatible
 from contextledger.providers.registry import wire_format
-from contextledger.request.types import CacheMark
+from contextledger.vocabulary.requests import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -3,7 +3,10 @@ from __future__ import annotations
 import msgspec
 
 from contextledger.events.parts import ModelRef
-from contextledger.history.messages import (
+from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers.openai_responses import OpenAIResponses
+from contextledger.providers.registry import wire_format
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -11,9 +14,6 @@ from contextledger.history.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openai_responses import OpenAIResponses
-from contextledger.providers.registry import wire_format
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -3,17 +3,17 @@ from __future__ import annotations
 import msgspec
 
 from contextledger.events.parts import ModelRef
-from contextledger.history.messages import (
+from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers.openrouter import OpenRouter
+from contextledger.providers.registry import wire_format
+from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,
     ModelText,
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openrouter import OpenRouter
-from contextledger.providers.registry import wire_format
-from contextledger.request.types import CacheMark
+from contextledger.vocabulary.requests import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -22,7 +22,6 @@ from contextledger.events import (
 )
 from contextledger.events.parts import StepStartPart, ToolSchema
 from contextledger.history import History
-from contextledger.history.messages import ModelMessage, ModelToolResult
 from contextledger.ledger import SessionLog
 from contextledger.policy.transform import StrategyError, TransformContext
 from contextledger.providers.anthropic import AnthropicMessages
@@ -34,6 +33,7 @@ from contextledger.request.prepare import prepare_request, usage_event
 from contextledger.request.system import SystemSegments
 from contextledger.store.memory import MemoryStore
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
 
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 SEGMENTS = SystemSegments(identity="You are an engineer.", prompt="Be brief.", environment="<env/>")

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextledger.history.messages import ModelText
 from contextledger.request.context import (
     CODE_SWITCH_REMINDER,
     MAX_STEPS_PROMPT,
@@ -23,6 +22,7 @@ from contextledger.request.context import (
     mode_reminders,
     wrap_mid_turn,
 )
+from contextledger.vocabulary.messages import ModelText
 
 PROPERTY = settings(max_examples=200, deadline=None)
 PLAN_PATH = ".plans/feature.md"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextledger.history.messages import ModelMessage
 from contextledger.strategies import TransformContext
+from contextledger.vocabulary.messages import ModelMessage
 
 NOT_CALLABLE = 42
 

@@ -10,12 +10,6 @@ import pytest
 from contextledger.events import RecordedEvent
 from contextledger.history import History
 from contextledger.history.live_view import LiveView
-from contextledger.history.messages import (
-    ModelMessage,
-    ModelText,
-    ModelToolCall,
-    ModelToolResult,
-)
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.testing import (
     InvariantViolation,
@@ -27,6 +21,12 @@ from contextledger.testing import (
 )
 from contextledger.testing import invariants as invariants_module
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.messages import (
+    ModelMessage,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 
 
 def _recorded(b: SessionBuilder) -> list[RecordedEvent]:

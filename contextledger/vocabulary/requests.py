@@ -12,7 +12,7 @@ from typing import Any, Literal
 import msgspec
 
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.messages import ModelMessage
+from contextledger.vocabulary.messages import ModelMessage
 
 CacheTTL = Literal["5m", "1h"]
 MarkTarget = Literal["tool", "system", "message"]
