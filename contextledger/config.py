@@ -41,7 +41,6 @@ from msgspec import inspect as mi
 
 from contextledger.events.errors import LedgerError
 from contextledger.history.estimate import CHARS_PER_TOKEN
-from contextledger.policy.cache import CacheMode, CachePolicy, MessageTarget
 from contextledger.policy.overflow import (
     COMPLETION_MARGIN,
     DEFAULT_TRIGGER_RATIO,
@@ -61,7 +60,7 @@ from contextledger.policy.overflow import (
     parse_trigger_ratio,
 )
 from contextledger.policy.templates import TemplateName
-from contextledger.vocabulary.requests import CacheTTL
+from contextledger.vocabulary.requests import CacheMode, CachePolicy, CacheTTL, MessageTarget
 
 __all__ = [
     "CompactionConfig",

@@ -16,36 +16,16 @@ same place) and fills up with automatic marks, never beyond the provider's limit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Final
 
 import msgspec
 
 from contextledger.events.parts import ModelRef
 from contextledger.vocabulary.messages import ModelMessage
-from contextledger.vocabulary.requests import CacheMark, CacheTTL
-
-CacheMode = Literal["auto", "ai-sdk", "none"]
-MessageTarget = Literal["latest-user-message", "latest-assistant"]
+from contextledger.vocabulary.requests import CacheMark, CachePolicy, CacheTTL, MessageTarget
 
 #: Anthropic and Bedrock accept at most four breakpoints per request.
 MAX_MARKS: Final = 4
-
-
-class CachePolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """How automatic breakpoints are placed.
-
-    ``mode``: ``"auto"`` (the native policy), ``"ai-sdk"`` (first two system blocks, last two
-    messages) or ``"none"`` (explicit hints only). For ``"auto"``, ``tools`` and ``system``
-    mark the last tool and system block, and ``messages`` names the message to mark: the
-    latest user message, the latest assistant message, or the last N messages. ``ttl`` is
-    the lifetime written into automatic marks (None: the provider's default, five minutes).
-    """
-
-    mode: CacheMode = "auto"
-    tools: bool = True
-    system: bool = True
-    messages: MessageTarget | int = "latest-user-message"
-    ttl: CacheTTL | None = None
 
 
 def ai_sdk_marks(

@@ -2,7 +2,9 @@
 
 A ``Request`` is the system blocks, the tool table and the model view of one step, plus the
 cache marks the breakpoint policy placed. It carries no provider syntax: the encoders in
-``contextledger.providers`` turn it into each provider's JSON.
+``contextledger.providers`` turn it into each provider's JSON. ``CachePolicy`` describes how
+those marks are placed (``contextledger.policy.cache`` places them; ``request.cache*`` in the
+config chooses the policy).
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from contextledger.vocabulary.messages import ModelMessage
 CacheTTL = Literal["5m", "1h"]
 MarkTarget = Literal["tool", "system", "message"]
 ToolChoice = Literal["auto", "none", "required"]
+#: How automatic breakpoints are placed (``request.cache``; ``contextledger.policy.cache``).
+CacheMode = Literal["auto", "ai-sdk", "none"]
+#: Which message an automatic breakpoint marks (``request.cache_messages``).
+MessageTarget = Literal["latest-user-message", "latest-assistant"]
 
 
 class CacheMark(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True):
@@ -58,3 +64,20 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     def marked(self, target: MarkTarget) -> dict[int, CacheMark]:
         """The marks on ``target``, by index."""
         return {m.index: m for m in self.marks if m.target == target}
+
+
+class CachePolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How automatic breakpoints are placed.
+
+    ``mode``: ``"auto"`` (the native policy), ``"ai-sdk"`` (first two system blocks, last two
+    messages) or ``"none"`` (explicit hints only). For ``"auto"``, ``tools`` and ``system``
+    mark the last tool and system block, and ``messages`` names the message to mark: the
+    latest user message, the latest assistant message, or the last N messages. ``ttl`` is
+    the lifetime written into automatic marks (None: the provider's default, five minutes).
+    """
+
+    mode: CacheMode = "auto"
+    tools: bool = True
+    system: bool = True
+    messages: MessageTarget | int = "latest-user-message"
+    ttl: CacheTTL | None = None

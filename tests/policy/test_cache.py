@@ -18,8 +18,6 @@ from hypothesis import strategies as st
 from contextledger.events.parts import ModelRef
 from contextledger.policy.cache import (
     MAX_MARKS,
-    CacheMode,
-    CachePolicy,
     ai_sdk_marks,
     anthropic_like,
     auto_marks,
@@ -34,7 +32,13 @@ from contextledger.vocabulary.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.requests import CacheMark, CacheTTL, MarkTarget
+from contextledger.vocabulary.requests import (
+    CacheMark,
+    CacheMode,
+    CachePolicy,
+    CacheTTL,
+    MarkTarget,
+)
 
 
 def _message(role: ModelRole, *, synthetic: bool = False, n: int = 0) -> ModelMessage:

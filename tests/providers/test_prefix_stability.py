@@ -18,12 +18,12 @@ from contextledger.history import History, validate_events
 from contextledger.history.live_view import LiveView
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import ViewOptions
-from contextledger.policy.cache import CachePolicy, place_marks
+from contextledger.policy.cache import place_marks
 from contextledger.providers import WIRE_FORMATS
 from contextledger.providers.base import EncodedRequest, WireFormat
 from contextledger.testing import appends_only, session_events
 from contextledger.vocabulary.messages import ModelMessage
-from contextledger.vocabulary.requests import CacheMark, Request
+from contextledger.vocabulary.requests import CacheMark, CachePolicy, Request
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4")
