@@ -51,15 +51,19 @@ from contextledger.policy.overflow import (
     OUTPUT_TOKEN_MAX,
     PREFLIGHT_FACTOR,
     PRESSURE_PERCENTS,
+)
+from contextledger.vocabulary.options import (
     OutputBudgetRule,
     OverflowVariant,
-    Quantity,
+    TemplateName,
     TokenCountRule,
+)
+from contextledger.vocabulary.quantities import (
+    Quantity,
     is_reset_budget,
     parse_quantity,
     parse_trigger_ratio,
 )
-from contextledger.policy.templates import TemplateName
 from contextledger.vocabulary.requests import CacheMode, CachePolicy, CacheTTL, MessageTarget
 
 __all__ = [

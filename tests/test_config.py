@@ -466,12 +466,8 @@ def test_pressure_thresholds_must_increase_within_a_hundred() -> None:
 
 def test_pressure_thresholds_and_the_output_reserve_cap_are_used() -> None:
     from contextledger.events.parts import Usage
-    from contextledger.policy.overflow import (
-        Model,
-        ModelLimits,
-        context_pressure_level,
-        context_window,
-    )
+    from contextledger.policy.overflow import context_pressure_level, context_window
+    from contextledger.vocabulary.models import Model, ModelLimits
 
     model = Model(provider_id="p", model_id="m", limits=ModelLimits(context=200_000, output=32_000))
     usage = Usage(input=95_000)

@@ -36,8 +36,8 @@ import trio
 from contextledger.actors.runtime import Runtime, SessionHandle, wall_clock_ms
 from contextledger.compaction.summarizers import Summarizer
 from contextledger.config import Config
-from contextledger.policy.overflow import Model
 from contextledger.store.protocol import EventStore
+from contextledger.vocabulary.models import Model
 
 T = TypeVar("T")
 

@@ -41,7 +41,6 @@ from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.policy.decisions import CompactionReason, compaction_due
-from contextledger.policy.overflow import Model
 from contextledger.policy.prune import Plan
 from contextledger.policy.transform import load_transform
 from contextledger.providers.errors import ProviderError
@@ -51,6 +50,7 @@ from contextledger.request.instructions import InstructionFile
 from contextledger.request.recording import Finish, RecordingCommand, SessionApi
 from contextledger.store.protocol import EventStore
 from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary.models import Model
 
 _DEFAULT_CONFIG = Config()
 #: The rollback detail of a compaction found open when its session loads.

@@ -21,12 +21,13 @@ from contextledger.compaction.summarizers import Summarizer
 from contextledger.config import Config
 from contextledger.events.catalogue import MAIN_AGENT
 from contextledger.events.parts import CompactionTrigger
-from contextledger.policy.overflow import Model, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.prune import Plan
 from contextledger.providers.base import WireFormat
 from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs
 from contextledger.request.instructions import InstructionFile
 from contextledger.request.prepare import prepare_request
+from contextledger.vocabulary.models import Model
 
 Clock = Callable[[], int]
 

@@ -76,7 +76,7 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import Model, ModelLimits, is_overflow
+from contextledger.policy.overflow import is_overflow
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.prepare import prepare_request
@@ -84,6 +84,7 @@ from contextledger.request.system import SystemSegments, family_prompt
 from contextledger.request.turn import user_message_events
 from contextledger.store.sqlite import SQLiteStore
 from contextledger.synthetic import ASSISTANT_TEXT_CHARS, TOOLS, USER_TEXT_CHARS, draw_size
+from contextledger.vocabulary.models import Model, ModelLimits
 
 MODEL: Final = Model(
     provider_id="anthropic",

@@ -66,9 +66,10 @@ from contextledger.importers.detect import import_trace
 from contextledger.importers.errors import TraceImportError
 from contextledger.ledger import SessionLog
 from contextledger.policy.cadence import early_compaction_due
-from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.policy.overflow import usable
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import strategy
+from contextledger.vocabulary.models import Model, ModelLimits
 
 WINDOWS: Final = (32_000,)
 WINDOWS_FULL: Final = (32_000, 64_000)

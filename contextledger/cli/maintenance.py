@@ -23,7 +23,7 @@ from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import CompactionPlan, plan_compaction
 from contextledger.policy.decisions import prune_plans, slice_pressure
-from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.prune import (
     Plan,
     PrunePlan,
@@ -32,6 +32,7 @@ from contextledger.policy.prune import (
     plan_events,
 )
 from contextledger.store.sqlite import SQLiteStore
+from contextledger.vocabulary.models import Model, ModelLimits
 
 
 def _now_ms() -> int:

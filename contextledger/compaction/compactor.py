@@ -51,12 +51,13 @@ from contextledger.policy.compaction import (
     rollback_reason,
 )
 from contextledger.policy.decisions import CompactionReason, after_compaction
-from contextledger.policy.overflow import Model, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.prune import plan_prune
 from contextledger.policy.templates import TEMPLATES
 from contextledger.policy.transcript import render_manifest, wrap_summary
 from contextledger.providers.errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary.models import Model
 
 _log = structlog.get_logger(__name__)
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from contextledger.config import Config
 from contextledger.ledger import EventLog
 from contextledger.policy.decisions import prune_plans
-from contextledger.policy.overflow import Model
 from contextledger.policy.prune import Plan, plan_events
+from contextledger.vocabulary.models import Model
 
 Clock = Callable[[], int]
 

@@ -30,9 +30,10 @@ import msgspec
 from contextledger.config import Config
 from contextledger.history.projection import History
 from contextledger.policy.compaction import tail_budget, text_tokens
-from contextledger.policy.overflow import Model, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.prices import Price, price_for
 from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary.models import Model
 
 #: The length (tokens) a compaction's summary is expected to have: Kilo's cap on a summary
 #: chunk's output (``CHUNK_OUTPUT_TOKENS``).

@@ -58,7 +58,7 @@ from contextledger.history.view import (
 )
 from contextledger.policy.overflow import PREFLIGHT_FACTOR, token_count
 from contextledger.policy.prune import output_tokens
-from contextledger.policy.templates import TEMPLATES, TemplateName, summary_prompt
+from contextledger.policy.templates import TEMPLATES, summary_prompt
 from contextledger.policy.transcript import (
     TOOL_OUTPUT_CHARS,
     chunk_prompt,
@@ -70,6 +70,7 @@ from contextledger.policy.transcript import (
     serialize_head,
     unwrap_summary,
 )
+from contextledger.vocabulary.options import TemplateName
 
 #: opencode: without ``preserve_recent_tokens`` the tail gets a quarter of the usable window,
 #: at least 2,000 and at most 8,000 tokens.

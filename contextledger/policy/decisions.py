@@ -28,7 +28,6 @@ from contextledger.policy.cadence import (
 )
 from contextledger.policy.compaction import EXHAUSTED_DETAIL
 from contextledger.policy.overflow import (
-    Model,
     is_overflow,
     measure_preflight,
     preflight_enabled,
@@ -37,6 +36,7 @@ from contextledger.policy.overflow import (
 )
 from contextledger.policy.prices import price_for
 from contextledger.policy.prune import Plan, plan_after_turn
+from contextledger.vocabulary.models import Model
 
 #: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;
 #: ``preflight``: the request about to be sent would; ``economic``: the view passed its

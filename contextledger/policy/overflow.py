@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -49,6 +48,13 @@ from contextledger.vocabulary.messages import (
     ModelReasoning,
     ModelToolCall,
     ModelToolResult,
+)
+from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary.quantities import (
+    Quantity,
+    is_reset_budget,
+    parse_quantity,
+    parse_trigger_ratio,
 )
 
 if TYPE_CHECKING:
@@ -99,42 +105,13 @@ OUTPUT_RESERVE_CAP: Final = 20_000
 #: MiMo ``pressureLevel``: levels 1, 2, 3 start at 50 %, 70 % and 85 % of the usable window.
 PRESSURE_PERCENTS: Final = (50, 70, 85)
 
-OverflowVariant = Literal["opencode", "kilo", "mimo"]
-TokenCountRule = Literal["full", "upstream"]
-OutputBudgetRule = Literal["kilo", "mimo"]
 WindowSource = Literal["model", "config"]
-#: A token quantity as configured: a count, or a string such as ``"300K"``, ``"1.5M"``, ``"50%"``.
-Quantity = int | str
 #: ``compaction.max_context``: one quantity, or ``provider/model`` patterns to quantities.
 MaxContext = Quantity | Mapping[str, Quantity]
 
-_QUANTITY = re.compile(r"(\d+(?:\.\d+)?|\.\d+)([km%]?)", re.IGNORECASE)
-_SCALE: Final = {"": 1, "k": 1_000, "m": 1_000_000}
 _JSON = msgspec.json.Encoder()
 
-# --- models --------------------------------------------------------------------------------
-
-
-class ModelLimits(msgspec.Struct, frozen=True, kw_only=True):
-    """A model's token limits. ``context`` 0 means unknown (overflow handling is then off);
-    ``input`` 0 or None means no separate input limit; ``output`` 0 means unknown."""
-
-    context: int
-    output: int = 0
-    input: int | None = None
-
-
-class Model(msgspec.Struct, frozen=True, kw_only=True):
-    """A model as these rules see it: its identity and its limits."""
-
-    provider_id: str
-    model_id: str
-    limits: ModelLimits
-
-    @property
-    def key(self) -> str:
-        """``provider/model``, what ``compaction.max_context`` patterns are matched against."""
-        return f"{self.provider_id}/{self.model_id}"
+# --- results -------------------------------------------------------------------------------
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
@@ -354,47 +331,6 @@ def is_overflow(model: Model, usage: Usage, cfg: Config, *, total: int = 0) -> b
 # --- MiMo: budget, trigger ratio, pressure -------------------------------------------------
 
 
-def parse_quantity(value: int | float | str, base: int | None = None) -> int | None:
-    """A token count from a number or a string: ``300000``, ``"300K"``, ``" 200k "``,
-    ``"1.5m"``; ``"50%"`` is that share of ``base``. Returns None for negatives, unknown
-    suffixes (``"100G"``), text, ``""``, a percentage without ``base`` and percentages outside
-    (0 %, 100 %]. Decimal arithmetic, rounded down: ``"4.35k"`` is exactly 4,350."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float):
-        return math.floor(value) if math.isfinite(value) and value >= 0 else None
-    match = _QUANTITY.fullmatch(value.strip())
-    if match is None:
-        return None
-    number = Decimal(match[1])
-    unit = match[2].lower()
-    if unit == "%":
-        if base is None or not 0 < number <= 100:
-            return None
-        return math.floor(Decimal(base) * number / 100)
-    return math.floor(number * _SCALE[unit])
-
-
-def parse_trigger_ratio(value: float | str | None) -> float | None:
-    """A trigger ratio from a decimal in (0, 1] or a percentage string (``"75%"``); None for
-    anything else (``0``, ``-0.5``, ``1.5``, ``"150%"``, ``"abc"``, ``""``)."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        ratio = Decimal(repr(float(value)))
-    else:
-        text = value.strip()
-        try:
-            ratio = Decimal(text[:-1]) / 100 if text.endswith("%") else Decimal(text)
-        except InvalidOperation:
-            return None
-    if not ratio.is_finite() or not 0 < ratio <= 1:
-        return None
-    return float(ratio)
-
-
 def effective_trigger_ratio(value: float | str | None) -> float:
     """MiMo's lenient reading of a trigger ratio (as from an environment variable): the ratio
     when ``parse_trigger_ratio`` accepts it, else the 0.9 default."""
@@ -444,13 +380,6 @@ def effective_budget(
             f"{model.key} uses its model window ({hard:,})"
         )
     return quantity, None
-
-
-def is_reset_budget(value: Quantity) -> bool:
-    """True for the reset sentinels ``0``, ``"0"`` and ``""``: "use the model's window"."""
-    if isinstance(value, str):
-        return value.strip() in ("", "0")
-    return value == 0 and not isinstance(value, bool)
 
 
 def budget_pattern_matches(pattern: str, key: str) -> bool:

@@ -17,11 +17,11 @@ summary itself. A later compaction updates the previous summary instead of start
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from typing import Final
 
 import msgspec
 
-TemplateName = Literal["opencode", "continuation"]
+from contextledger.vocabulary.options import TemplateName
 
 #: What an empty section holds.
 NONE: Final = "(none)"

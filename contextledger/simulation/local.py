@@ -23,7 +23,7 @@ from contextledger.events.parts import CompactionTrigger, ModelRef
 from contextledger.history.projection import History
 from contextledger.ledger import SessionLog
 from contextledger.policy.decisions import CompactionReason
-from contextledger.policy.overflow import Model, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.prune import Plan
 from contextledger.providers.base import WireFormat
 from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs, system_for
@@ -31,6 +31,7 @@ from contextledger.request.instructions import InstructionFile
 from contextledger.request.prepare import prepare_request
 from contextledger.request.recording import Recorder, RecordingCommand, SessionApi
 from contextledger.strategies.turns import Strategy
+from contextledger.vocabulary.models import Model
 
 Clock = Callable[[], int]
 

@@ -52,7 +52,6 @@ from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
 from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.providers.base import WireFormat
 from contextledger.providers.openai_chat import OpenAIChat
@@ -62,6 +61,7 @@ from contextledger.simulation.local import LocalSession
 from contextledger.simulation.replay import ReplayClock, ReplayedCall, TurnReplay, recorded_turns
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
+from contextledger.vocabulary.models import Model, ModelLimits
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: Final[tuple[Provider, ...]] = ("anthropic", "openai")

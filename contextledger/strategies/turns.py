@@ -26,13 +26,14 @@ from contextledger.history.view import ViewOptions, model_view
 from contextledger.policy.cadence import estimate_view_tokens
 from contextledger.policy.compaction import MIN_TAIL_TOKENS, is_real_user
 from contextledger.policy.decisions import CompactionReason, compaction_due
-from contextledger.policy.overflow import Model, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.transform import (
     Transform,
     TransformContext,
     apply_transform,
 )
 from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary.models import Model
 
 _json = msgspec.json.Encoder()
 

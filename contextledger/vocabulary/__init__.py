@@ -3,5 +3,9 @@
 A leaf package: it imports nothing of contextledger but ``contextledger.events``.
 
 - ``messages``: the provider-neutral messages a model view is made of (``ModelMessage``).
-- ``requests``: the provider-neutral request (``Request``) and its cache marks.
+- ``requests``: the provider-neutral request (``Request``), its cache marks and the
+  breakpoint policy's settings (``CachePolicy``).
+- ``models``: a model's identity and token limits (``Model``, ``ModelLimits``).
+- ``options``: the names of the rules a config chooses between (``OverflowVariant``, ...).
+- ``quantities``: token quantities and ratios as a config writes them (``"300K"``, ``"75%"``).
 """

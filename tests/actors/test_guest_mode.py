@@ -17,7 +17,6 @@ from contextledger.actors.guest import EmbeddedRuntimeClosed, RuntimeBridge, emb
 from contextledger.compaction.summarizers import SummaryInput
 from contextledger.events.catalogue import CompactionRolledBack, RecordedEvent
 from contextledger.events.parts import ModelRef, ToolSchema, Usage
-from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.request.builder import BuiltRequest, RequestInputs
 from contextledger.request.system import SystemSegments
 from contextledger.store.errors import StoreSchemaError
@@ -25,6 +24,7 @@ from contextledger.store.memory import MemoryStore
 from contextledger.store.sqlite import SQLiteStore
 from contextledger.testing import check_history, check_tool_pairs
 from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary.models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",

@@ -14,12 +14,12 @@ from contextledger.actors import CompactionExhausted, Runtime, SessionHandle
 from contextledger.compaction.summarizers import SummaryInput
 from contextledger.config import Config, PruneConfig
 from contextledger.events.parts import MessageError, ModelRef, ToolSchema, Usage
-from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.providers.errors import ContextOverflowError
 from contextledger.request.builder import RequestInputs
 from contextledger.request.system import SystemSegments
 from contextledger.store.memory import MemoryStore
 from contextledger.testing import check_history, check_tool_pairs
+from contextledger.vocabulary.models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",

@@ -57,7 +57,6 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.history.view import ViewOptions
-from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.providers.errors import ContextOverflowError
 from contextledger.request.builder import RequestInputs
 from contextledger.request.system import SystemSegments
@@ -70,6 +69,7 @@ from contextledger.testing import (
     check_tool_pairs,
     check_view_deterministic,
 )
+from contextledger.vocabulary.models import Model, ModelLimits
 
 T = TypeVar("T")
 Reopen = Literal["in order", "during a compaction", "crash"]

@@ -36,7 +36,7 @@ from contextledger.events.catalogue import (
 from contextledger.events.parts import MessageError, ModelRef, ToolSchema, Usage
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import Model, ModelLimits, pressure_level
+from contextledger.policy.overflow import pressure_level
 from contextledger.providers.errors import ProviderError
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import BuiltRequest, RequestInputs
@@ -52,6 +52,7 @@ from contextledger.request.recording import (
 from contextledger.request.system import SystemSegments
 from contextledger.store.memory import MemoryStore
 from contextledger.testing import check_history
+from contextledger.vocabulary.models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",

@@ -48,13 +48,13 @@ from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import CHUNK_OUTPUT_TOKENS, EXHAUSTED_DETAIL, hide_compactions
-from contextledger.policy.overflow import Model, ModelLimits
-from contextledger.policy.templates import TemplateName
 from contextledger.policy.transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, replay_parts
 from contextledger.providers.errors import ContextOverflowError, ProviderError
 from contextledger.store.memory import MemoryStore
 from contextledger.testing import check_history, check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary.options import TemplateName
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 MODEL = Model(

@@ -64,11 +64,12 @@ from contextledger.policy.compaction import (
     turns,
     view_estimate,
 )
-from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.policy.overflow import usable
 from contextledger.policy.templates import OPENCODE, render_summary
 from contextledger.policy.transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, wrap_summary
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.models import Model, ModelLimits
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -23,9 +23,6 @@ from contextledger.policy.overflow import (
     MEDIA_MARKER,
     OPAQUE_MARKER,
     OUTPUT_TOKEN_MAX,
-    Model,
-    ModelLimits,
-    OverflowVariant,
     PreflightMeasure,
     ReportedTurn,
     Window,
@@ -43,8 +40,6 @@ from contextledger.policy.overflow import (
     measure_preflight,
     mid_tool_round,
     output_budget,
-    parse_quantity,
-    parse_trigger_ratio,
     preflight_baseline,
     preflight_enabled,
     pressure_for,
@@ -62,6 +57,9 @@ from contextledger.vocabulary.messages import (
     ModelToolCall,
     ModelToolResult,
 )
+from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary.options import OverflowVariant
+from contextledger.vocabulary.quantities import parse_quantity, parse_trigger_ratio
 
 VARIANTS: tuple[OverflowVariant, ...] = ("opencode", "kilo", "mimo")
 

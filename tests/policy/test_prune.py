@@ -36,7 +36,7 @@ from contextledger.history import History, validate_events
 from contextledger.history.projection import Message
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
-from contextledger.policy.overflow import Model, ModelLimits, pressure_level
+from contextledger.policy.overflow import pressure_level
 from contextledger.policy.prices import DEFAULT_PRICE, Price, price_for
 from contextledger.policy.prune import (
     PROTECTED_TURNS,
@@ -59,6 +59,7 @@ from contextledger.policy.prune import (
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
 from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
+from contextledger.vocabulary.models import Model, ModelLimits
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 10_000_000

@@ -10,10 +10,10 @@ from contextledger.events.parts import Usage
 from contextledger.history.projection import History
 from contextledger.history.view import model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import Model, ModelLimits
 from contextledger.store.memory import MemoryStore
 from contextledger.testing.builder import DEFAULT_START_MS, SessionBuilder
 from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
+from contextledger.vocabulary.models import Model, ModelLimits
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 MODEL = Model(

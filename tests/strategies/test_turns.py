@@ -21,7 +21,7 @@ from contextledger.events.catalogue import (
 from contextledger.events.parts import ModelRef, Usage
 from contextledger.history.view import COMPACTION_PROMPT, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import Model, ModelLimits, usable
+from contextledger.policy.overflow import usable
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.request.builder import RequestInputs
 from contextledger.request.system import SystemSegments
@@ -38,6 +38,7 @@ from contextledger.strategies import (
     strategy_view,
 )
 from contextledger.testing import check_history, check_tool_pairs
+from contextledger.vocabulary.models import Model, ModelLimits
 from tests.strategies._sessions import MODEL, clock, log_of, results, session
 
 #: Prune settings that make the few small outputs of a test session candidates.
