@@ -2,10 +2,11 @@
 
 ``Config`` is a tree of frozen msgspec Structs, loaded from TOML or JSON (``Config.load``,
 ``from_toml``, ``from_json``, ``from_dict``) or built in Python. Every default below names its
-reason and precedent; the constants behind them live with the rule that uses them (e.g.
-``contextledger.policy.overflow``). Validation happens once, when a config is made: types,
-ranges and unknown keys by msgspec, then the rules msgspec cannot express (quantity strings,
-ratios, cross-field rules). Any bad value raises ``ConfigError`` naming its dotted key::
+reason and precedent; a default that a policy function shares is defined once, in
+``contextledger.vocabulary.defaults``, and referenced both here and there. Validation happens
+once, when a config is made: types, ranges and unknown keys by msgspec, then the rules msgspec
+cannot express (quantity strings, ratios, cross-field rules). Any bad value raises
+``ConfigError`` naming its dotted key::
 
     compaction.trigger_ratio: must be in (0, 1] or a percentage in (0%, 100%], got 1.5
 
@@ -40,8 +41,8 @@ from msgspec import Meta
 from msgspec import inspect as mi
 
 from contextledger.events.errors import LedgerError
-from contextledger.history.estimate import CHARS_PER_TOKEN
-from contextledger.policy.overflow import (
+from contextledger.vocabulary.defaults import (
+    CHARS_PER_TOKEN,
     COMPLETION_MARGIN,
     DEFAULT_TRIGGER_RATIO,
     MEDIA_OUTPUT_RESERVE,
@@ -51,6 +52,14 @@ from contextledger.policy.overflow import (
     OUTPUT_TOKEN_MAX,
     PREFLIGHT_FACTOR,
     PRESSURE_PERCENTS,
+    PRUNE_MINIMUM_TOKENS,
+    PRUNE_PROTECT_TOKENS,
+    PRUNE_PROTECTED_TOOLS,
+    SOFT_TRIM_KEEP_CHARS,
+    STRIP_PROTECTED_TURNS,
+    SUMMARY_TOOL_OUTPUT_CHARS,
+    TOOL_OUTPUT_MAX_BYTES,
+    TOOL_OUTPUT_MAX_LINES,
 )
 from contextledger.vocabulary.options import (
     OutputBudgetRule,
@@ -452,7 +461,7 @@ class ViewConfig(_Section, frozen=True):
     historical_media: HistoricalMedia = "compaction"
     #: opencode: tool outputs in a compaction's input are cut to 2,000 characters (the
     #: summary needs what a tool did, not all it printed).
-    summary_tool_output_chars: Positive = 2_000
+    summary_tool_output_chars: Positive = SUMMARY_TOOL_OUTPUT_CHARS
     #: A view transform (pi's ``transformContext``) named as ``"module.path:function"``: the
     #: request builder applies it to the view before encoding (``policy.transform``). None:
     #: the view is sent as it is.
@@ -470,9 +479,9 @@ class ToolOutputConfig(_Section, frozen=True):
     _name: ClassVar[str] = "tool_output"
 
     #: opencode ``MAX_LINES``: 2,000 lines, as much as a model reads usefully at once.
-    max_lines: Positive = 2_000
+    max_lines: Positive = TOOL_OUTPUT_MAX_LINES
     #: opencode ``MAX_BYTES``: 50 KiB (about 12,800 tokens).
-    max_bytes: Positive = 51_200
+    max_bytes: Positive = TOOL_OUTPUT_MAX_BYTES
     #: opencode: keep the head by default; "tail" suits logs whose end matters.
     direction: TruncateDirection = "head"
 
@@ -486,12 +495,12 @@ class PruneConfig(_Section, frozen=True):
     #: post-compaction and payload-limit prunes run regardless.
     enabled: bool = False
     #: opencode ``PRUNE_PROTECT``: the newest 40,000 tokens of tool output are never cleared.
-    protect_tokens: NonNegative = 40_000
+    protect_tokens: NonNegative = PRUNE_PROTECT_TOKENS
     #: opencode ``PRUNE_MINIMUM``: prune only when it frees more than 20,000 tokens, or the
     #: cache miss it causes costs more than it saves.
-    minimum_tokens: NonNegative = 20_000
+    minimum_tokens: NonNegative = PRUNE_MINIMUM_TOKENS
     #: opencode ``PRUNE_PROTECTED_TOOLS``: skill output is standing instructions, not data.
-    protected_tools: tuple[str, ...] = ("skill",)
+    protected_tools: tuple[str, ...] = PRUNE_PROTECTED_TOOLS
     #: How the after-turn prune decides: "opencode" (clear past the protected 40,000 tokens
     #: when it frees more than 20,000), "mimo" (only once the prompt cache has expired and
     #: the context is under pressure: level 1 soft-trims, level 2 clears and strips old media
@@ -504,10 +513,10 @@ class PruneConfig(_Section, frozen=True):
     #: MiMo ``SOFT_TRIM_THRESHOLD``: level 1 trims outputs longer than 4,096 characters ...
     trim_threshold_chars: Positive = 4_096
     #: ... to their first and last 1,536 characters (``SOFT_TRIM_KEEP_HEAD/TAIL``).
-    trim_keep_chars: Positive = 1_536
+    trim_keep_chars: Positive = SOFT_TRIM_KEEP_CHARS
     #: MiMo ``stripNonEssential``: media and reasoning older than the last 3 turns go at
     #: level 2.
-    strip_protected_turns: Positive = 3
+    strip_protected_turns: Positive = STRIP_PROTECTED_TURNS
     #: Cost mode: how many more turns the session is expected to run (the saving of a prune
     #: is counted over them).
     expected_turns: Positive = 10

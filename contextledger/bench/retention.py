@@ -59,7 +59,6 @@ from contextledger.events.parts import (
     ToolPart,
     ToolState,
 )
-from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.projection import History, Message
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.importers.detect import import_trace
@@ -69,6 +68,7 @@ from contextledger.policy.cadence import early_compaction_due
 from contextledger.policy.overflow import usable
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import strategy
+from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary.models import Model, ModelLimits
 
 WINDOWS: Final = (32_000,)

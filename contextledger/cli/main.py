@@ -35,6 +35,7 @@ from contextledger.cli.demo import demo as demo_command
 from contextledger.demo import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events.errors import LedgerError
 from contextledger.logging import LEVELS, configure_logging
+from contextledger.vocabulary.defaults import OUTPUT_TOKEN_MAX
 
 #: Commands that replay strategies over a whole session (and ``view --strategy``): the
 #: compactions they run log every rollback at warning, which their tables already report.
@@ -107,7 +108,9 @@ def _parser() -> argparse.ArgumentParser:
             "--model", default=None, help="provider/model to size for (default: the session's)"
         )
         command.add_argument("--context", type=int, default=200_000, help="window in tokens")
-        command.add_argument("--output", type=int, default=32_000, help="output limit in tokens")
+        command.add_argument(
+            "--output", type=int, default=OUTPUT_TOKEN_MAX, help="output limit in tokens"
+        )
         command.add_argument("--config", type=Path, default=None, help="a .toml or .json config")
         command.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
         command.add_argument("--json", action="store_true")

@@ -17,7 +17,6 @@ from contextledger.config import Config
 from contextledger.events.catalogue import CompactionRequested, RecordedEvent
 from contextledger.events.ids import IdGenerator
 from contextledger.events.parts import ModelRef
-from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
@@ -32,6 +31,7 @@ from contextledger.policy.prune import (
     plan_events,
 )
 from contextledger.store.sqlite import SQLiteStore
+from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary.models import Model, ModelLimits
 
 

@@ -23,9 +23,8 @@ from contextledger.events.parts import (
     ToolErrored,
     ToolPart,
 )
+from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
 
-#: Characters per token of the plain estimate (opencode's ``Token.estimate``).
-CHARS_PER_TOKEN: Final = 4
 #: What one attached image or document is counted as before a provider reports it; Anthropic
 #: bills a 1,000 x 1,000 image at about 1,334 tokens, so 1,500 errs on the side of room.
 MEDIA_TOKENS: Final = 1500

@@ -29,7 +29,7 @@ import msgspec
 
 from contextledger.config import Config
 from contextledger.history.projection import History
-from contextledger.policy.compaction import tail_budget, text_tokens
+from contextledger.policy.compaction import CHUNK_OUTPUT_TOKENS, tail_budget, text_tokens
 from contextledger.policy.overflow import usable
 from contextledger.policy.prices import Price, price_for
 from contextledger.vocabulary.messages import ModelMessage
@@ -37,7 +37,7 @@ from contextledger.vocabulary.models import Model
 
 #: The length (tokens) a compaction's summary is expected to have: Kilo's cap on a summary
 #: chunk's output (``CHUNK_OUTPUT_TOKENS``).
-SUMMARY_TOKENS: Final = 2_048
+SUMMARY_TOKENS: Final = CHUNK_OUTPUT_TOKENS
 #: A threshold no view reaches.
 NEVER: Final = 2**62
 

@@ -47,7 +47,7 @@ from contextledger.events.parts import (
     ToolPart,
     Usage,
 )
-from contextledger.history.estimate import CHARS_PER_TOKEN, estimate_part_tokens
+from contextledger.history.estimate import estimate_part_tokens
 from contextledger.history.projection import History, Message
 from contextledger.history.view import (
     CLEARED_OUTPUT,
@@ -56,11 +56,10 @@ from contextledger.history.view import (
     convert_message,
     view_messages,
 )
-from contextledger.policy.overflow import PREFLIGHT_FACTOR, token_count
+from contextledger.policy.overflow import token_count
 from contextledger.policy.prune import output_tokens
 from contextledger.policy.templates import TEMPLATES, summary_prompt
 from contextledger.policy.transcript import (
-    TOOL_OUTPUT_CHARS,
     chunk_prompt,
     continue_text,
     conversation_request,
@@ -69,6 +68,11 @@ from contextledger.policy.transcript import (
     replay_parts,
     serialize_head,
     unwrap_summary,
+)
+from contextledger.vocabulary.defaults import (
+    CHARS_PER_TOKEN,
+    PREFLIGHT_FACTOR,
+    SUMMARY_TOOL_OUTPUT_CHARS,
 )
 from contextledger.vocabulary.options import TemplateName
 
@@ -132,7 +136,7 @@ def view_estimate(
     return estimate
 
 
-def transcript_estimate(tool_output_chars: int = TOOL_OUTPUT_CHARS) -> MessageEstimate:
+def transcript_estimate(tool_output_chars: int = SUMMARY_TOOL_OUTPUT_CHARS) -> MessageEstimate:
     """Tokens of a message's block of the head transcript (what a chunk request holds)."""
     return lambda message: text_tokens(
         len(serialize_head([message], tool_output_chars=tool_output_chars))

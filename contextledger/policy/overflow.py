@@ -41,6 +41,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 from contextledger.events.parts import ToolSchema, Usage
+from contextledger.vocabulary.defaults import (
+    DEFAULT_TRIGGER_RATIO,
+    OUTPUT_TOKEN_MAX,
+    PRESSURE_PERCENTS,
+)
 from contextledger.vocabulary.messages import (
     ModelContent,
     ModelFile,
@@ -66,14 +71,6 @@ if TYPE_CHECKING:
 #: prompt and the summary) when ``compaction.reserved`` is unset; never more than the model
 #: can emit, so ``reserved = min(20,000, max output)``.
 COMPACTION_BUFFER: Final = 20_000
-#: opencode / Kilo ``OUTPUT_TOKEN_MAX``: the default cap on requested output. Nearly every
-#: answer and tool call fits in 32K, and it bounds how much of the window an output
-#: reservation takes from a model that advertises 64K or 128K of output.
-OUTPUT_TOKEN_MAX: Final = 32_000
-#: Kilo ``FACTOR``: characters / 4 under-counts provider tokenizers by 15-30 %, most on code
-#: and JSON, so every preflight figure is inflated by 1.3 (an empirical margin, not a ratio of
-#: any tokenizer).
-PREFLIGHT_FACTOR: Final = 1.3
 #: Kilo: what a media payload is replaced by in the normalized count. Its bytes say little
 #: about its token cost (a provider bills an image by its pixels), so the decision to compact
 #: counts the marker and the raw count keeps the bytes.
@@ -84,26 +81,6 @@ OPAQUE_MARKER: Final = "[opaque reasoning state]"
 #: Provider-metadata keys holding encrypted reasoning: the AI SDK's (Kilo's rule) and the
 #: OpenAI Responses API's.
 OPAQUE_KEYS: Final = frozenset({"reasoningEncryptedContent", "encrypted_content"})
-#: Kilo ``SAFETY``: tokens kept free between the estimated prompt and the capped output, for
-#: the estimate's error.
-OUTPUT_SAFETY: Final = 2_048
-#: Kilo ``MEDIA_OUTPUT_RESERVE``: what each attached media item is assumed to cost when capping
-#: output; the client cannot tokenize an image (Anthropic bills 1000x1000 px at ~1,334).
-MEDIA_OUTPUT_RESERVE: Final = 2_048
-#: Kilo ``MIN_OUTPUT`` and MiMo's completion floor: below 1,024 tokens a model cannot finish
-#: a useful answer or tool call, so a cap never goes lower.
-MIN_OUTPUT: Final = 1_024
-#: MiMo ``completionBudget`` margin between prompt and completion (the #2356 failure:
-#: 131,072 - 99,509 - 1,024 = 30,539).
-COMPLETION_MARGIN: Final = 1_024
-#: MiMo trigger ratio: compact at 90 % of the effective window, leaving 10 % for the next
-#: turn's growth and the compaction request, whatever the model's limits.
-DEFAULT_TRIGGER_RATIO: Final = 0.9
-#: MiMo ``OUTPUT_CAP``: the output reserve never exceeds 20,000; reserving a 128K output limit
-#: in full would cut a 200K window's trigger from 180K to 72K.
-OUTPUT_RESERVE_CAP: Final = 20_000
-#: MiMo ``pressureLevel``: levels 1, 2, 3 start at 50 %, 70 % and 85 % of the usable window.
-PRESSURE_PERCENTS: Final = (50, 70, 85)
 
 WindowSource = Literal["model", "config"]
 #: ``compaction.max_context``: one quantity, or ``provider/model`` patterns to quantities.

@@ -49,9 +49,16 @@ from contextledger.events.parts import (
     ToolPart,
     is_media,
 )
-from contextledger.history.estimate import CHARS_PER_TOKEN, estimate_part_tokens
+from contextledger.history.estimate import estimate_part_tokens
 from contextledger.history.projection import Message
 from contextledger.policy.prices import DEFAULT_PRICE, Price
+from contextledger.vocabulary.defaults import (
+    CHARS_PER_TOKEN,
+    PRUNE_MINIMUM_TOKENS,
+    PRUNE_PROTECT_TOKENS,
+    PRUNE_PROTECTED_TOOLS,
+    STRIP_PROTECTED_TURNS,
+)
 
 #: How many turns, counted in user messages from the newest, are never pruned.
 PROTECTED_TURNS: Final = 2
@@ -150,8 +157,8 @@ def _old_outputs(
 def prune_candidates(
     messages: Sequence[Message],
     *,
-    protect_tokens: int = 40_000,
-    protected_tools: Sequence[str] = ("skill",),
+    protect_tokens: int = PRUNE_PROTECT_TOKENS,
+    protected_tools: Sequence[str] = PRUNE_PROTECTED_TOOLS,
 ) -> Candidates:
     """The walk over ``messages`` (a view's history messages, in view order): the outputs
     beyond the newest ``protect_tokens`` of tool output."""
@@ -176,9 +183,9 @@ def plan_prune(
     messages: Sequence[Message],
     *,
     reason: PruneReason = "normal",
-    protect_tokens: int = 40_000,
-    minimum_tokens: int = 20_000,
-    protected_tools: Sequence[str] = ("skill",),
+    protect_tokens: int = PRUNE_PROTECT_TOKENS,
+    minimum_tokens: int = PRUNE_MINIMUM_TOKENS,
+    protected_tools: Sequence[str] = PRUNE_PROTECTED_TOOLS,
 ) -> PrunePlan | None:
     """The outputs of ``messages`` (a view's history messages, oldest first) to clear, or
     None when clearing would free ``minimum_tokens`` or less."""
@@ -229,7 +236,10 @@ def _trims(part: ToolPart, keep: int, threshold: int) -> bool:
 
 
 def plan_strip(
-    messages: Sequence[Message], *, protected_turns: int = 3, reason: PruneReason = "pressure"
+    messages: Sequence[Message],
+    *,
+    protected_turns: int = STRIP_PROTECTED_TURNS,
+    reason: PruneReason = "pressure",
 ) -> StripPlan | None:
     """MiMo's ``stripNonEssential``: the media file parts of user messages and the reasoning
     parts before the last ``protected_turns`` turns (from the ``protected_turns``-th newest

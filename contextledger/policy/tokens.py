@@ -58,7 +58,8 @@ from contextledger.events.parts import (
     ToolErrored,
     ToolPart,
 )
-from contextledger.history.estimate import CHARS_PER_TOKEN, MEDIA_TOKENS
+from contextledger.history.estimate import MEDIA_TOKENS
+from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,

@@ -34,6 +34,7 @@ from contextledger.events.parts import (
 from contextledger.history.projection import Message
 from contextledger.history.view import ViewOptions, convert_message, media_placeholder
 from contextledger.policy.templates import SummaryTemplate, summary_prompt
+from contextledger.vocabulary.defaults import SUMMARY_TOOL_OUTPUT_CHARS
 from contextledger.vocabulary.messages import (
     ModelContent,
     ModelFile,
@@ -44,9 +45,6 @@ from contextledger.vocabulary.messages import (
     ModelToolResult,
 )
 
-#: pi and opencode: a tool result in a summary's input is cut to 2,000 characters; the
-#: summary needs what a tool did, not everything it printed.
-TOOL_OUTPUT_CHARS: Final = 2_000
 #: What follows a cut tool result or argument (pi's marker).
 CUT_MARKER: Final = "\n\n[... {omitted} more characters truncated]"
 
@@ -87,7 +85,7 @@ _json = msgspec.json.Encoder()
 
 
 def serialize_head(
-    messages: Iterable[Message], *, tool_output_chars: int = TOOL_OUTPUT_CHARS
+    messages: Iterable[Message], *, tool_output_chars: int = SUMMARY_TOOL_OUTPUT_CHARS
 ) -> str:
     """``messages`` as a labelled plain-text transcript, blocks separated by blank lines."""
     return "\n\n".join(

@@ -38,22 +38,16 @@ from contextledger.events.parts import (
     ToolPart,
     struct_tag,
 )
-
-#: Lines of one tool result shown to the model. opencode's ``Truncate.MAX_LINES`` (also pi's
-#: and Claude Code's Read default): a whole source file of ordinary size fits in one view.
-MAX_LINES: Final = 2000
-
-#: Bytes of one tool result shown to the model: opencode's ``Truncate.MAX_BYTES`` (50 KiB,
-#: about 12,800 tokens at 4 bytes a token), which keeps one result well under any context.
-MAX_BYTES: Final = 50 * 1024
+from contextledger.vocabulary.defaults import TOOL_OUTPUT_MAX_BYTES, TOOL_OUTPUT_MAX_LINES
 
 #: A line longer than this counts as several lines of this length, for the line cap and for
 #: paging, so that a single huge line (minified JSON, a base64 blob) can still be paged.
 #: opencode's Read tool cuts lines at 2,000 characters for the same reason.
 WRAP_CHARS: Final = 2000
 
-#: Lines per page of ``read_tool_output``: one page is what one view shows (``MAX_LINES``).
-PAGE_LINES: Final = MAX_LINES
+#: Lines per page of ``read_tool_output``: one page is what one view shows
+#: (``TOOL_OUTPUT_MAX_LINES``).
+PAGE_LINES: Final = TOOL_OUTPUT_MAX_LINES
 
 #: Appended by ``truncate_tool_output``; opencode's text, which its tests assert verbatim.
 COMPACTION_MARKER: Final = "\n[Tool output truncated for compaction: omitted {omitted} chars]"
@@ -147,8 +141,8 @@ class PartLookup(Protocol):
 def truncate_for_view(
     output: str,
     *,
-    max_lines: int = MAX_LINES,
-    max_bytes: int = MAX_BYTES,
+    max_lines: int = TOOL_OUTPUT_MAX_LINES,
+    max_bytes: int = TOOL_OUTPUT_MAX_BYTES,
     direction: Direction = "head",
     part_id: str,
     tool_can_delegate: bool = False,

@@ -25,7 +25,6 @@ from contextledger.events.catalogue import (
     ToolOutputCleared,
 )
 from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.estimate import CHARS_PER_TOKEN
 from contextledger.history.live_view import LiveView
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, view_messages
@@ -43,6 +42,7 @@ from contextledger.request.context import max_steps_message
 from contextledger.request.instructions import InstructionFile, render_system_instructions
 from contextledger.request.prefix import PrefixDecision, decide_prefix
 from contextledger.request.system import SystemSegments, system_blocks
+from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary.requests import CacheMark, Request, ToolChoice
 
 _DEFAULT_CONFIG = Config()

@@ -61,6 +61,7 @@ from contextledger.simulation.local import LocalSession
 from contextledger.simulation.replay import ReplayClock, ReplayedCall, TurnReplay, recorded_turns
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
+from contextledger.vocabulary.defaults import OUTPUT_TOKEN_MAX
 from contextledger.vocabulary.models import Model, ModelLimits
 
 Provider = Literal["anthropic", "openai"]
@@ -70,7 +71,9 @@ DEFAULT_MODELS: Final[dict[Provider, str]] = {
     "anthropic": "claude-sonnet-4-5",
     "openai": "gpt-5",
 }
-OUTPUT_LIMIT: Final = 32_000
+#: The largest output limit a replay's model gets (``sized_model``): the default output cap,
+#: above which a model's own limit changes nothing.
+OUTPUT_LIMIT: Final = OUTPUT_TOKEN_MAX
 TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".traj"})
 
 

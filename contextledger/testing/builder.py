@@ -56,6 +56,7 @@ from contextledger.events.parts import (
     ToolRunning,
     Usage,
 )
+from contextledger.vocabulary.defaults import SOFT_TRIM_KEEP_CHARS
 
 #: 2026-01-01T00:00:00Z, the default start of a built session's clock.
 DEFAULT_START_MS = 1_767_225_600_000
@@ -339,7 +340,12 @@ class SessionBuilder:
         """Clear these tool outputs (a prune)."""
         self.add(ToolOutputCleared, part_ids=tuple(part_ids), reason=reason)
 
-    def trim(self, part_id: str, head_chars: int = 1536, tail_chars: int = 1536) -> None:
+    def trim(
+        self,
+        part_id: str,
+        head_chars: int = SOFT_TRIM_KEEP_CHARS,
+        tail_chars: int = SOFT_TRIM_KEEP_CHARS,
+    ) -> None:
         """Soft-trim a tool output to its head and tail."""
         self.add(ToolOutputTrimmed, part_id=part_id, head_chars=head_chars, tail_chars=tail_chars)
 

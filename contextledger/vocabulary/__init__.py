@@ -8,4 +8,6 @@ A leaf package: it imports nothing of contextledger but ``contextledger.events``
 - ``models``: a model's identity and token limits (``Model``, ``ModelLimits``).
 - ``options``: the names of the rules a config chooses between (``OverflowVariant``, ...).
 - ``quantities``: token quantities and ratios as a config writes them (``"300K"``, ``"75%"``).
+- ``defaults``: the thresholds the config's defaults and the policy's functions share, each
+  defined once with its reason and precedent.
 """

@@ -19,10 +19,8 @@ from contextledger.config import CompactionConfig, Config, ConfigError, OutputCo
 from contextledger.events.parts import ToolSchema, Usage
 from contextledger.policy.overflow import (
     COMPACTION_BUFFER,
-    DEFAULT_TRIGGER_RATIO,
     MEDIA_MARKER,
     OPAQUE_MARKER,
-    OUTPUT_TOKEN_MAX,
     PreflightMeasure,
     ReportedTurn,
     Window,
@@ -49,6 +47,7 @@ from contextledger.policy.overflow import (
     upstream_count,
     usable,
 )
+from contextledger.vocabulary.defaults import DEFAULT_TRIGGER_RATIO, OUTPUT_TOKEN_MAX
 from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,

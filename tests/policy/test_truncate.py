@@ -10,8 +10,6 @@ from contextledger.events import LedgerError, RecordedEvent
 from contextledger.events.parts import ToolCompleted, ToolPart
 from contextledger.history import History
 from contextledger.policy.truncate import (
-    MAX_BYTES,
-    MAX_LINES,
     Direction,
     ToolOutputUnavailable,
     count_lines,
@@ -21,6 +19,8 @@ from contextledger.policy.truncate import (
     truncate_tool_output,
 )
 from contextledger.testing.builder import SessionBuilder
+from contextledger.vocabulary.defaults import TOOL_OUTPUT_MAX_BYTES as MAX_BYTES
+from contextledger.vocabulary.defaults import TOOL_OUTPUT_MAX_LINES as MAX_LINES
 
 PART = "prt_0001"
 PROPERTY = settings(max_examples=300, deadline=None)

@@ -1,0 +1,84 @@
+"""The defaults of the context policy that the config and the policy's functions share.
+
+Each threshold is defined here once, with its reason and its precedent, and referenced both
+by ``contextledger.config`` (a setting's default) and by the function that applies it (a
+parameter's default, or the fallback when a setting is unset). A constant only a function
+uses stays at the top of that function's module; a default only the config uses stays in
+the config, with its reason beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- tokens --------------------------------------------------------------------------------
+
+#: Characters per token of the plain estimate (opencode's ``Token.estimate``; Kilo Code and
+#: pi use the same rule): it needs no tokenizer and is what the reference agents decide by.
+CHARS_PER_TOKEN: Final = 4
+#: Kilo ``FACTOR``: characters / 4 under-counts provider tokenizers by 15-30 %, most on code
+#: and JSON, so every preflight figure is inflated by 1.3 (an empirical margin, not a ratio of
+#: any tokenizer).
+PREFLIGHT_FACTOR: Final = 1.3
+
+# --- compaction: the window ----------------------------------------------------------------
+
+#: MiMo trigger ratio: compact at 90 % of the effective window, leaving 10 % for the next
+#: turn's growth and the compaction request, whatever the model's limits.
+DEFAULT_TRIGGER_RATIO: Final = 0.9
+#: MiMo ``OUTPUT_CAP``: the output reserve never exceeds 20,000; reserving a 128K output limit
+#: in full would cut a 200K window's trigger from 180K to 72K.
+OUTPUT_RESERVE_CAP: Final = 20_000
+#: MiMo ``pressureLevel``: levels 1, 2, 3 start at 50 %, 70 % and 85 % of the usable window.
+PRESSURE_PERCENTS: Final = (50, 70, 85)
+
+# --- output --------------------------------------------------------------------------------
+
+#: opencode / Kilo ``OUTPUT_TOKEN_MAX``: the default cap on requested output. Nearly every
+#: answer and tool call fits in 32K, and it bounds how much of the window an output
+#: reservation takes from a model that advertises 64K or 128K of output.
+OUTPUT_TOKEN_MAX: Final = 32_000
+#: Kilo ``SAFETY``: tokens kept free between the estimated prompt and the capped output, for
+#: the estimate's error.
+OUTPUT_SAFETY: Final = 2_048
+#: Kilo ``MEDIA_OUTPUT_RESERVE``: what each attached media item is assumed to cost when capping
+#: output; the client cannot tokenize an image (Anthropic bills 1000x1000 px at ~1,334).
+MEDIA_OUTPUT_RESERVE: Final = 2_048
+#: Kilo ``MIN_OUTPUT`` and MiMo's completion floor: below 1,024 tokens a model cannot finish
+#: a useful answer or tool call, so a cap never goes lower.
+MIN_OUTPUT: Final = 1_024
+#: MiMo ``completionBudget`` margin between prompt and completion (the #2356 failure:
+#: 131,072 - 99,509 - 1,024 = 30,539).
+COMPLETION_MARGIN: Final = 1_024
+
+# --- view ----------------------------------------------------------------------------------
+
+#: pi and opencode: a tool result in a summary's input is cut to 2,000 characters; the
+#: summary needs what a tool did, not everything it printed.
+SUMMARY_TOOL_OUTPUT_CHARS: Final = 2_000
+
+# --- tool_output ---------------------------------------------------------------------------
+
+#: Lines of one tool result shown to the model. opencode's ``Truncate.MAX_LINES`` (also pi's
+#: and Claude Code's Read default): a whole source file of ordinary size fits in one view.
+TOOL_OUTPUT_MAX_LINES: Final = 2000
+#: Bytes of one tool result shown to the model: opencode's ``Truncate.MAX_BYTES`` (50 KiB,
+#: about 12,800 tokens at 4 bytes a token), which keeps one result well under any context.
+TOOL_OUTPUT_MAX_BYTES: Final = 50 * 1024
+
+# --- prune ---------------------------------------------------------------------------------
+
+#: opencode ``PRUNE_PROTECT``: the newest 40,000 tokens of tool output are never cleared: the
+#: current work still reads them.
+PRUNE_PROTECT_TOKENS: Final = 40_000
+#: opencode ``PRUNE_MINIMUM``: prune only when it frees more than 20,000 tokens, or the cache
+#: miss it causes costs more than it saves.
+PRUNE_MINIMUM_TOKENS: Final = 20_000
+#: opencode ``PRUNE_PROTECTED_TOOLS``: skill output is standing instructions, not data.
+PRUNE_PROTECTED_TOOLS: Final = ("skill",)
+#: MiMo ``SOFT_TRIM_KEEP_HEAD/TAIL``: a soft trim keeps the first and the last 1,536
+#: characters of an output, where what ran and how it ended usually are.
+SOFT_TRIM_KEEP_CHARS: Final = 1_536
+#: MiMo ``stripNonEssential``: media and reasoning older than the last 3 turns are stripped
+#: under pressure (level 2).
+STRIP_PROTECTED_TURNS: Final = 3
