@@ -23,13 +23,14 @@ from typing import Any, Final
 
 from contextledger.bench._common import Options, table
 from contextledger.bench.estimation import DEFAULT_TRACES, trace_dir
-from contextledger.cachesim import price_for, read_growth_errors, sim_request, simulate
+from contextledger.cachesim import read_growth_errors, sim_request, simulate
 from contextledger.cachesim.blocks import SimRequest
 from contextledger.config import Config, RequestConfig
 from contextledger.events.catalogue import MessageAdded, RecordedEvent
 from contextledger.events.parts import ModelRef, ToolSchema
 from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession, import_claude_code
+from contextledger.prices.tables import price_for
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt

@@ -1,6 +1,7 @@
 """Provider prompt-cache simulator: what a session's calls would read, write and pay.
 
-See ``docs/cachesim.md`` for the rules per provider and the lower bound.
+See ``docs/cachesim.md`` for the rules per provider and the lower bound. The prices it charges
+are the tables of ``contextledger.prices``.
 """
 
 from contextledger.cachesim.blocks import (
@@ -10,7 +11,6 @@ from contextledger.cachesim.blocks import (
     prefixes,
     sim_request,
 )
-from contextledger.cachesim.pricing import FAMILIES, Family, ModelPrice, load_prices, price_for
 from contextledger.cachesim.simulate import (
     RequestCost,
     SessionCost,
@@ -20,19 +20,14 @@ from contextledger.cachesim.simulate import (
 from contextledger.cachesim.validate import ReadGrowthErrors, read_growth_errors
 
 __all__ = [
-    "FAMILIES",
     "Block",
-    "Family",
-    "ModelPrice",
     "ReadGrowthErrors",
     "RequestCost",
     "SessionCost",
     "SimRequest",
     "blocks_from_request",
-    "load_prices",
     "lower_bound",
     "prefixes",
-    "price_for",
     "read_growth_errors",
     "sim_request",
     "simulate",

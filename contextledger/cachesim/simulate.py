@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import msgspec
 
 from contextledger.cachesim.blocks import SimRequest, Ttl, prefixes
-from contextledger.cachesim.pricing import ModelPrice
+from contextledger.prices.tables import ModelPrice
 
 TTL_S: dict[Ttl, int] = {"5m": 300, "1h": 3600}
 ANTHROPIC_BREAKPOINTS = 4

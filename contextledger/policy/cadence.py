@@ -31,7 +31,7 @@ from contextledger.config import Config
 from contextledger.history.projection import History
 from contextledger.policy.compaction import CHUNK_OUTPUT_TOKENS, tail_budget, text_tokens
 from contextledger.policy.overflow import usable
-from contextledger.policy.prices import Price, price_for
+from contextledger.prices.multipliers import Price, price_for
 from contextledger.vocabulary.messages import ModelMessage
 from contextledger.vocabulary.models import Model
 

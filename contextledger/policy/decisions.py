@@ -34,8 +34,8 @@ from contextledger.policy.overflow import (
     pressure_level,
     should_compact_preflight,
 )
-from contextledger.policy.prices import price_for
 from contextledger.policy.prune import Plan, plan_after_turn
+from contextledger.prices.multipliers import price_for
 from contextledger.vocabulary.models import Model
 
 #: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;

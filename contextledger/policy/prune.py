@@ -51,7 +51,7 @@ from contextledger.events.parts import (
 )
 from contextledger.history.estimate import estimate_part_tokens
 from contextledger.history.projection import Message
-from contextledger.policy.prices import DEFAULT_PRICE, Price
+from contextledger.prices.multipliers import DEFAULT_PRICE, Price
 from contextledger.vocabulary.defaults import (
     CHARS_PER_TOKEN,
     PRUNE_MINIMUM_TOKENS,
@@ -406,7 +406,7 @@ def plan_after_turn(
     is the pressure level (``policy.overflow.pressure_level``, used by ``mimo``);
     ``last_finished_ms`` is when the last assistant message finished (None: none has).
     ``cost`` counts the cache warm within ``price.ttl_s`` of it and uses ``prompt_tokens``,
-    ``price`` (``policy.prices.price_for``) and ``part_tokens`` as ``plan_cost`` does.
+    ``price`` (``prices.multipliers.price_for``) and ``part_tokens`` as ``plan_cost`` does.
     """
     if not config.enabled:
         return []

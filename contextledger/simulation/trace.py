@@ -19,7 +19,7 @@ from typing import Final, Literal
 import msgspec
 import trio
 
-from contextledger.cachesim import lower_bound, price_for, simulate
+from contextledger.cachesim import lower_bound, simulate
 from contextledger.cachesim.blocks import SimRequest
 from contextledger.compaction.compactor import CompactionExhausted
 from contextledger.events.catalogue import (
@@ -52,6 +52,7 @@ from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
 from contextledger.importers.detect import import_trace
 from contextledger.ledger import SessionLog
+from contextledger.prices.tables import price_for
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.providers.base import WireFormat
 from contextledger.providers.openai_chat import OpenAIChat

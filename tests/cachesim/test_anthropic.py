@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextledger.cachesim import price_for, simulate
+from contextledger.cachesim import simulate
+from contextledger.prices.tables import price_for
 from tests.cachesim.conftest import blocks, names, req
 
 SONNET = price_for("claude-sonnet-4-20250514")

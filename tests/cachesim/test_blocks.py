@@ -4,8 +4,9 @@ import math
 
 import msgspec
 
-from contextledger.cachesim import blocks_from_request, price_for, sim_request, simulate
+from contextledger.cachesim import blocks_from_request, sim_request, simulate
 from contextledger.events.parts import ModelRef, ToolSchema
+from contextledger.prices.tables import price_for
 from contextledger.vocabulary.messages import ModelMessage, ModelText, ModelToolCall
 from contextledger.vocabulary.requests import CacheMark, Request
 

@@ -5,15 +5,9 @@ import re
 
 import pytest
 
-from contextledger.cachesim import (
-    FAMILIES,
-    load_prices,
-    lower_bound,
-    price_for,
-    read_growth_errors,
-    simulate,
-)
+from contextledger.cachesim import lower_bound, read_growth_errors, simulate
 from contextledger.cachesim.blocks import Ttl
+from contextledger.prices.tables import FAMILIES, load_prices, price_for
 from tests.cachesim.conftest import blocks, names, req
 
 SONNET = price_for("claude-sonnet-4")

@@ -3,7 +3,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from contextledger.cachesim import price_for, simulate
+from contextledger.cachesim import simulate
+from contextledger.prices.tables import price_for
 from tests.cachesim.conftest import blocks, req
 
 GPT_4O = price_for("gpt-4o-2024-08-06")

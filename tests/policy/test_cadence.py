@@ -20,7 +20,7 @@ from contextledger.policy.cadence import (
     step_growth,
 )
 from contextledger.policy.compaction import MIN_TAIL_TOKENS
-from contextledger.policy.prices import DEFAULT_PRICE, Price, price_for
+from contextledger.prices.multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing.builder import SessionBuilder
 from tests.strategies._sessions import MODEL, history, session, view_of
 

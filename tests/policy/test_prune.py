@@ -37,7 +37,6 @@ from contextledger.history.projection import Message
 from contextledger.history.validation import SessionIndex
 from contextledger.history.view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
 from contextledger.policy.overflow import pressure_level
-from contextledger.policy.prices import DEFAULT_PRICE, Price, price_for
 from contextledger.policy.prune import (
     PROTECTED_TURNS,
     CostComparison,
@@ -56,6 +55,7 @@ from contextledger.policy.prune import (
     prune_candidates,
     prune_pays,
 )
+from contextledger.prices.multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
 from contextledger.vocabulary.messages import ModelMessage, ModelToolResult

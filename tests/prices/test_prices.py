@@ -1,11 +1,10 @@
-"""``contextledger.policy.prices``: the bundled price tables as cache multipliers."""
+"""``contextledger.prices``: the bundled price tables as cache multipliers."""
 
 from __future__ import annotations
 
 import pytest
 
-from contextledger.cachesim.pricing import FAMILIES, load_prices
-from contextledger.policy.prices import (
+from contextledger.prices.multipliers import (
     DEFAULT_PRICE,
     FAMILY_DEFAULTS,
     PROVIDER_FAMILIES,
@@ -13,6 +12,7 @@ from contextledger.policy.prices import (
     from_table,
     price_for,
 )
+from contextledger.prices.tables import FAMILIES, load_prices
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """What prompt-cache reads and writes cost, as multiples of the input price, for the policies
 that weigh a prefix change against the cache (the cost-aware prune, the default strategy).
 
-The figures are those of the bundled price tables (``contextledger/cachesim/prices/*.json``,
+The figures are those of the bundled price tables (``contextledger/prices/*.json``,
 each entry with its source, date and confidence tag); this module only restates an entry as
 multipliers. ``price_for(provider_id, model_id)`` takes the first table entry whose glob the
 model id matches, then the provider's family (``PROVIDER_FAMILIES`` and ``FAMILY_DEFAULTS``),
@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Final, Literal
+from typing import Final
 
 import msgspec
 
-from contextledger.cachesim.pricing import Family, ModelPrice
-from contextledger.cachesim.pricing import price_for as table_price
-
-Confidence = Literal["O", "S", "M"]
+from contextledger.prices.tables import Confidence, Family, ModelPrice
+from contextledger.prices.tables import price_for as table_price
 
 
 class Price(msgspec.Struct, frozen=True, kw_only=True):

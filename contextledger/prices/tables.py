@@ -18,6 +18,8 @@ import msgspec
 
 Family = Literal["anthropic", "openai", "gemini", "deepseek"]
 FAMILIES: tuple[Family, ...] = ("anthropic", "openai", "gemini", "deepseek")
+#: How far a figure was checked: ``O`` official, ``S`` secondary, ``M`` not re-verified.
+Confidence = Literal["O", "S", "M"]
 
 
 class ModelPrice(msgspec.Struct, frozen=True, kw_only=True):
@@ -33,7 +35,7 @@ class ModelPrice(msgspec.Struct, frozen=True, kw_only=True):
     ttl_s: int
     date: str
     source: str
-    confidence: Literal["O", "S", "M"]
+    confidence: Confidence
     family: Family = "anthropic"
 
 
@@ -46,7 +48,7 @@ class _Table(msgspec.Struct, frozen=True):
 @cache
 def load_prices(family: Family) -> tuple[ModelPrice, ...]:
     """The entries of ``family``'s table, in match order."""
-    raw = resources.files("contextledger.cachesim.prices").joinpath(f"{family}.json")
+    raw = resources.files("contextledger.prices").joinpath(f"{family}.json")
     table = msgspec.json.decode(raw.read_bytes(), type=_Table)
     return tuple(msgspec.structs.replace(m, family=table.family) for m in table.models)
 

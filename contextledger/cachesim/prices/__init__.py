@@ -1,1 +1,0 @@
-"""The bundled price tables (data files)."""

@@ -1,0 +1,31 @@
+"""The price tables, as data: what each provider charges for input, output and the prompt cache.
+
+One table per provider family (``anthropic.json``, ``openai.json``, ``gemini.json``,
+``deepseek.json``), each entry with its date, source and confidence tag. ``tables`` loads them
+(``ModelPrice``, ``load_prices``, ``tables.price_for`` by model id); ``multipliers`` restates
+an entry as multiples of its input price for the policies that weigh a prefix change against
+the cache (``Price``, ``multipliers.price_for`` by provider and model, ``DEFAULT_PRICE``). The
+cache simulator and the policy read the same tables.
+"""
+
+from contextledger.prices.multipliers import (
+    DEFAULT_PRICE,
+    FAMILY_DEFAULTS,
+    PROVIDER_FAMILIES,
+    Price,
+    from_table,
+)
+from contextledger.prices.tables import FAMILIES, Confidence, Family, ModelPrice, load_prices
+
+__all__ = [
+    "DEFAULT_PRICE",
+    "FAMILIES",
+    "FAMILY_DEFAULTS",
+    "PROVIDER_FAMILIES",
+    "Confidence",
+    "Family",
+    "ModelPrice",
+    "Price",
+    "from_table",
+    "load_prices",
+]
