@@ -49,7 +49,7 @@ from contextledger.events.parts import (
     is_media,
 )
 from contextledger.history.projection import History, Message
-from contextledger.policy.truncate import truncate_for_view, truncate_tool_output
+from contextledger.history.truncate import truncate_for_view, truncate_tool_output
 from contextledger.vocabulary.messages import (
     ModelContent,
     ModelFile,

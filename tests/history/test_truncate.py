@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from contextledger.events import LedgerError, RecordedEvent
 from contextledger.events.parts import ToolCompleted, ToolPart
 from contextledger.history import History
-from contextledger.policy.truncate import (
+from contextledger.history.truncate import (
     Direction,
     ToolOutputUnavailable,
     count_lines,
