@@ -1,1 +1,1 @@
-"""Pure decisions: tokens, overflow and budgets, tool-output truncation."""
+"""Pure decisions: tokens, overflow and budgets, cache breakpoints, pruning, compaction."""

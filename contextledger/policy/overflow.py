@@ -36,10 +36,11 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
+from contextledger.config import Config
 from contextledger.events.parts import ToolSchema, Usage
 from contextledger.vocabulary.defaults import (
     DEFAULT_TRIGGER_RATIO,
@@ -61,9 +62,6 @@ from contextledger.vocabulary.quantities import (
     parse_quantity,
     parse_trigger_ratio,
 )
-
-if TYPE_CHECKING:
-    from contextledger.config import Config
 
 # --- constants -----------------------------------------------------------------------------
 
