@@ -1,11 +1,12 @@
 """History: the projection of a session's events, and the model view built on it.
 
-The view lives in ``contextledger.history.view`` (``model_view``, ``ViewOptions``) and
-``contextledger.history.live_view`` (``LiveView``); they depend on the config, which depends
-on this package, so they are not re-exported here.
+``History`` folds events into a projection; ``model_view(history, ViewOptions(...))`` is what
+the model is sent, and ``LiveView`` keeps that view up to date incrementally. Tool-output
+truncation and paging live in ``contextledger.history.truncate``.
 """
 
 from contextledger.history.estimate import estimate_part_tokens, part_chars
+from contextledger.history.live_view import LiveView
 from contextledger.history.projection import (
     SNAPSHOT_SCHEMA,
     Compaction,
@@ -16,17 +17,21 @@ from contextledger.history.projection import (
     TokenEstimator,
 )
 from contextledger.history.validation import SessionIndex, validate_events
+from contextledger.history.view import ViewOptions, model_view
 
 __all__ = [
     "SNAPSHOT_SCHEMA",
     "Compaction",
     "History",
     "HistoryState",
+    "LiveView",
     "Message",
     "PinnedPrefix",
     "SessionIndex",
     "TokenEstimator",
+    "ViewOptions",
     "estimate_part_tokens",
+    "model_view",
     "part_chars",
     "validate_events",
 ]
