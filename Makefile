@@ -15,6 +15,7 @@ test: $(STAMP)
 	$(BIN)/ruff check contextledger tests
 	$(BIN)/ruff format --check contextledger tests
 	$(BIN)/mypy --strict contextledger
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
