@@ -51,6 +51,7 @@ from contextledger.events.parts import (
     ToolRunning,
     Usage,
 )
+from contextledger.prices.tables import price_for
 
 # --- the measured shape --------------------------------------------------------------------
 
@@ -124,8 +125,15 @@ USER_SECONDS: Final = (10.0, 180.0)
 #: The first call's prompt (system prompt and tool table), in tokens: the traces' first
 #: ``cache_creation_input_tokens`` is 14,410.
 SYSTEM_TOKENS: Final = 14_000
-#: US$ per million tokens: input, output, cache read, cache write (Claude Sonnet 4 list prices).
-PRICES: Final = (3.0, 15.0, 0.3, 3.75)
+_SONNET_4: Final = price_for("claude-sonnet-4", "anthropic")
+#: US$ per million tokens: input, output, cache read, cache write (Claude Sonnet 4's entry in
+#: the price tables).
+PRICES: Final = (
+    _SONNET_4.input,
+    _SONNET_4.output,
+    _SONNET_4.cache_read,
+    _SONNET_4.cache_write or _SONNET_4.input,
+)
 
 MODELS: Final = (
     ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-20250514"),
