@@ -10,4 +10,69 @@ A leaf package: it imports nothing of contextledger but ``contextledger.events``
 - ``quantities``: token quantities and ratios as a config writes them (``"300K"``, ``"75%"``).
 - ``defaults``: the thresholds the config's defaults and the policy's functions share, each
   defined once with its reason and precedent.
+
+The types and parsers are re-exported here; the defaults are read from their module.
 """
+
+from contextledger.vocabulary.messages import (
+    ModelContent,
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelRole,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary.options import (
+    OutputBudgetRule,
+    OverflowVariant,
+    TemplateName,
+    TokenCountRule,
+)
+from contextledger.vocabulary.quantities import (
+    Quantity,
+    is_reset_budget,
+    parse_quantity,
+    parse_trigger_ratio,
+)
+from contextledger.vocabulary.requests import (
+    CacheMark,
+    CacheMode,
+    CachePolicy,
+    CacheTTL,
+    MarkTarget,
+    MessageTarget,
+    Request,
+    ToolChoice,
+)
+
+__all__ = [
+    "CacheMark",
+    "CacheMode",
+    "CachePolicy",
+    "CacheTTL",
+    "MarkTarget",
+    "MessageTarget",
+    "Model",
+    "ModelContent",
+    "ModelFile",
+    "ModelLimits",
+    "ModelMessage",
+    "ModelReasoning",
+    "ModelRole",
+    "ModelText",
+    "ModelToolCall",
+    "ModelToolResult",
+    "OutputBudgetRule",
+    "OverflowVariant",
+    "Quantity",
+    "Request",
+    "TemplateName",
+    "TokenCountRule",
+    "ToolChoice",
+    "is_reset_budget",
+    "parse_quantity",
+    "parse_trigger_ratio",
+]
