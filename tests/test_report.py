@@ -14,7 +14,7 @@ import msgspec
 import pytest
 import trio
 
-from contextledger import report_check
+from contextledger.cli import report_check
 from contextledger.report import (
     DATA_ID,
     cache_hit_ratios,
@@ -31,7 +31,7 @@ from contextledger.simulation import (
     TraceResult,
     simulate_trace_async,
 )
-from contextledger.synthetic import synthetic_session
+from contextledger.simulation.synthetic import synthetic_session
 
 WINDOW = 60_000
 # ``compact-at-20000`` acts on this session (its prompt reaches about 60,000 tokens), so the

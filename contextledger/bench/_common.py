@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from contextledger.events.catalogue import Event
-from contextledger.synthetic import synthetic_session
+from contextledger.simulation.synthetic import synthetic_session
 
 
 class Options(NamedTuple):

@@ -5,10 +5,10 @@ Sessions live on one SQLite file (``SQLiteStore``, default durability). Each ses
 trio task that runs its turns; a turn is: the user's message, a request built, a model step
 with its text and one or two tool calls and their outputs (finished as ``tool-calls``), a
 request built, and the final answer (finished as ``stop``). Sizes follow
-``contextledger.synthetic`` (user and assistant text, Read/Bash/Grep/Edit outputs, capped at
-``OUTPUT_CAP`` characters so 50 turns stay inside a 200,000-token window); usage is reported
-on every step, so the runtime checks its compaction limit before each request (it is never
-reached: no compaction runs).
+``contextledger.simulation.synthetic`` (user and assistant text, Read/Bash/Grep/Edit outputs,
+capped at ``OUTPUT_CAP`` characters so 50 turns stay inside a 200,000-token window); usage is
+reported on every step, so the runtime checks its compaction limit before each request (it is
+never reached: no compaction runs).
 
 * **runtime**: ``Runtime.open(store, model=...)``, one ``SessionHandle`` per session:
   ``add_user``, ``build_request``, ``record_assistant`` (text, tool calls and results,
@@ -82,8 +82,13 @@ from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.prepare import prepare_request
 from contextledger.request.system import SystemSegments, family_prompt
 from contextledger.request.turn import user_message_events
+from contextledger.simulation.synthetic import (
+    ASSISTANT_TEXT_CHARS,
+    TOOLS,
+    USER_TEXT_CHARS,
+    draw_size,
+)
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.synthetic import ASSISTANT_TEXT_CHARS, TOOLS, USER_TEXT_CHARS, draw_size
 from contextledger.vocabulary.models import Model, ModelLimits
 
 MODEL: Final = Model(

@@ -1,6 +1,6 @@
 """The ledger benchmark: ``SQLiteStore`` appends and replay against their floors and a peer.
 
-On events shaped like the traces' (``contextledger.synthetic``), measured in one run:
+On events shaped like the traces' (``contextledger.simulation.synthetic``), measured in one run:
 
 - ours: ``SQLiteStore`` (durability ``"normal"``): single-event appends (one ``append`` and one
   commit each), batched appends (``BATCH`` events per ``append``), replay (``store.read`` plus

@@ -41,8 +41,8 @@ from contextledger.importers.claude_code import import_claude_code
 from contextledger.providers.anthropic import AnthropicMessages
 from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt
+from contextledger.simulation.synthetic import synthetic_session
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.synthetic import synthetic_session
 
 MODEL: Final = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 EXTENDED: Final = 5_000

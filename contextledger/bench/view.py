@@ -25,7 +25,7 @@ from contextledger.events.parts import ModelRef
 from contextledger.history.live_view import LiveView
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view
-from contextledger.synthetic import synthetic_session
+from contextledger.simulation.synthetic import synthetic_session
 from contextledger.vocabulary.messages import (
     ModelMessage,
     ModelText,

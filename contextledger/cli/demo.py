@@ -7,8 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from contextledger.cli.output import Progress, emit_json, emit_table, emit_text
-from contextledger.demo import (
+from contextledger.cli.demo_session import (
     DEMO_SEED,
     DEMO_TURNS,
     TABLE_COLUMNS,
@@ -20,6 +19,7 @@ from contextledger.demo import (
     totals,
     turn_rows,
 )
+from contextledger.cli.output import Progress, emit_json, emit_table, emit_text
 from contextledger.report import render_report, write_report
 from contextledger.store.sqlite import SQLiteStore
 

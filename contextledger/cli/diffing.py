@@ -1,5 +1,5 @@
 """``diff``: the model view before and after a context strategy at one model call of a stored
-session, as a coloured line diff (see ``contextledger.viewdiff``)."""
+session, as a coloured line diff (see ``contextledger.simulation.viewdiff``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from contextledger.cli.output import emit_diff, emit_json, emit_text
 from contextledger.simulation import DEFAULT_WINDOW, PROVIDERS, Provider
+from contextledger.simulation.viewdiff import TurnViews, collapse, summarize, turn_views
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.viewdiff import TurnViews, collapse, summarize, turn_views
 
 
 def add_strategy_options(parser: argparse.ArgumentParser, *, required: bool) -> None:

@@ -32,7 +32,7 @@ import trio
 from contextledger.bench import BENCHMARKS
 from contextledger.cli import analysis, benching, commands, diffing, maintenance, reporting
 from contextledger.cli.demo import demo as demo_command
-from contextledger.demo import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
+from contextledger.cli.demo_session import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events.errors import LedgerError
 from contextledger.logging import LEVELS, configure_logging
 from contextledger.vocabulary.defaults import OUTPUT_TOKEN_MAX

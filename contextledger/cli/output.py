@@ -11,7 +11,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
-from contextledger.viewdiff import DiffLine, Elided
+from contextledger.simulation.viewdiff import DiffLine, Elided
 
 _json = msgspec.json.Encoder()
 

@@ -1,6 +1,14 @@
-"""Compaction: the summarizers that write a compacted head's summary, and the facts a summary
-must keep."""
+"""Compaction and pruning as a session runs them: ``compact`` (request, plan, summarise,
+complete or roll back), ``compact_while_due`` (what a session does before a request),
+``prune`` (the after-turn prune), the summarizers that write a compacted head's summary and
+the facts a summary must keep."""
 
+from contextledger.compaction.compactor import (
+    CompactionExhausted,
+    CompactionResult,
+    compact,
+    compact_while_due,
+)
 from contextledger.compaction.facts import (
     CommandRun,
     FileChange,
@@ -11,6 +19,7 @@ from contextledger.compaction.facts import (
     exact_strings,
     extract_facts,
 )
+from contextledger.compaction.pruning import prune
 from contextledger.compaction.summarizers import (
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -22,6 +31,8 @@ from contextledger.compaction.summarizers import (
 
 __all__ = [
     "CommandRun",
+    "CompactionExhausted",
+    "CompactionResult",
     "ExtractiveSummarizer",
     "FileChange",
     "FileRead",
@@ -31,8 +42,11 @@ __all__ = [
     "SessionFacts",
     "Summarizer",
     "SummaryInput",
+    "compact",
+    "compact_while_due",
     "exact_strings",
     "extract_facts",
     "extractive_summary",
+    "prune",
     "response_text",
 ]

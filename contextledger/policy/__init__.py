@@ -1,1 +1,104 @@
-"""Pure decisions: tokens, overflow and budgets, cache breakpoints, pruning, compaction."""
+"""Pure decisions: every choice about a session's context, as functions of the history, the
+model, the config and the caller's clock, with no I/O.
+
+``decisions`` is where the runtime, the strategies, the simulation and the CLI decide:
+``compaction_due`` before a request, ``prune_plans`` after a turn. The planners they use are
+here too, for those who want only the core: overflow and budgets (``overflow``), the
+economic cadence (``cadence``), compaction selection (``compaction``), prunes (``prune``),
+cache breakpoints (``cache``), provider errors (``errors``) and view transforms
+(``transform``).
+"""
+
+from contextledger.policy.cache import place_marks
+from contextledger.policy.cadence import (
+    early_compaction_due,
+    economic_threshold,
+    estimate_view_tokens,
+)
+from contextledger.policy.compaction import CompactionPlan, plan_compaction, tail_budget
+from contextledger.policy.decisions import (
+    CompactionReason,
+    SliceFacts,
+    after_compaction,
+    compaction_due,
+    latest_answer,
+    prune_plans,
+    reported_prompt,
+    slice_facts,
+    slice_pressure,
+)
+from contextledger.policy.errors import ErrorDecision, classify_error, decide_error
+from contextledger.policy.overflow import (
+    PreflightDecision,
+    PreflightMeasure,
+    Window,
+    compaction_limit,
+    context_window,
+    is_overflow,
+    measure_preflight,
+    output_budget,
+    pressure_level,
+    should_compact_preflight,
+    usable,
+)
+from contextledger.policy.prune import (
+    Plan,
+    PrunePlan,
+    StripPlan,
+    TrimPlan,
+    plan_after_turn,
+    plan_events,
+    plan_prune,
+)
+from contextledger.policy.transform import (
+    StrategyError,
+    Transform,
+    TransformContext,
+    apply_transform,
+    load_transform,
+)
+
+__all__ = [
+    "CompactionPlan",
+    "CompactionReason",
+    "ErrorDecision",
+    "Plan",
+    "PreflightDecision",
+    "PreflightMeasure",
+    "PrunePlan",
+    "SliceFacts",
+    "StrategyError",
+    "StripPlan",
+    "Transform",
+    "TransformContext",
+    "TrimPlan",
+    "Window",
+    "after_compaction",
+    "apply_transform",
+    "classify_error",
+    "compaction_due",
+    "compaction_limit",
+    "context_window",
+    "decide_error",
+    "early_compaction_due",
+    "economic_threshold",
+    "estimate_view_tokens",
+    "is_overflow",
+    "latest_answer",
+    "load_transform",
+    "measure_preflight",
+    "output_budget",
+    "place_marks",
+    "plan_after_turn",
+    "plan_compaction",
+    "plan_events",
+    "plan_prune",
+    "pressure_level",
+    "prune_plans",
+    "reported_prompt",
+    "should_compact_preflight",
+    "slice_facts",
+    "slice_pressure",
+    "tail_budget",
+    "usable",
+]

@@ -5,8 +5,8 @@ Before each request: must the agent's slice be compacted first, and why
 (``after_compaction``). After each turn: which prune plans to carry out (``prune_plans``).
 The runtime's actors, the strategies, the simulation, the CLI's ``compact`` and ``prune`` and
 the benchmarks all decide through these functions, and every input they need is derived from
-the history here (``slice_facts``), so no two callers can see a different "last usage" or
-"last finished step". Pure: the clock is an argument, nothing is read or written.
+the history here (``slice_facts``, ``latest_answer``), so no two callers can see a different
+"last usage" or "last finished step". Pure: the clock is an argument, nothing is read or written.
 """
 
 from __future__ import annotations
@@ -75,13 +75,7 @@ class SliceFacts:
 def slice_facts(history: History, config: Config, agent_id: str) -> SliceFacts:
     """The ``SliceFacts`` of ``agent_id``'s slice of ``history`` under ``config``."""
     messages = view_messages(history, ViewOptions.from_config(config, agent_id=agent_id))
-    answer = _latest_answer(history, agent_id)
-    compacted_since = answer is not None and any(
-        c.status == "completed"
-        and c.request_message_id > answer.id
-        and history.message(c.request_message_id).agent_id == agent_id
-        for c in history.state.compactions.values()
-    )
+    answer = latest_answer(history, agent_id)
     finished = next(
         (
             m.finished_ms
@@ -90,10 +84,13 @@ def slice_facts(history: History, config: Config, agent_id: str) -> SliceFacts:
         ),
         None,
     )
-    return SliceFacts(agent_id, messages, answer, compacted_since, finished)
+    return SliceFacts(
+        agent_id, messages, answer, _compacted_since(history, answer, agent_id), finished
+    )
 
 
-def _latest_answer(history: History, agent_id: str) -> Message | None:
+def latest_answer(history: History, agent_id: str) -> Message | None:
+    """The agent's latest answer that reported usage (see ``SliceFacts``)."""
     for message in reversed(history.messages):
         if (
             message.role == "assistant"
@@ -104,6 +101,15 @@ def _latest_answer(history: History, agent_id: str) -> Message | None:
         ):
             return message
     return None
+
+
+def _compacted_since(history: History, answer: Message | None, agent_id: str) -> bool:
+    return answer is not None and any(
+        c.status == "completed"
+        and c.request_message_id > answer.id
+        and history.message(c.request_message_id).agent_id == agent_id
+        for c in history.state.compactions.values()
+    )
 
 
 def compaction_due(
@@ -122,9 +128,13 @@ def compaction_due(
     (the view with ``system`` and ``tools``) would reach it; else, under
     ``compaction.cadence = "economic"``, ``economic`` when the view has passed its threshold,
     unless the slice's last early compaction was rolled back and no step finished since."""
-    facts = slice_facts(history, config, agent_id)
-    usage = facts.usage
-    if usage is not None and not facts.compacted_since and is_overflow(model, usage, config):
+    answer = latest_answer(history, agent_id)
+    if (
+        answer is not None
+        and answer.usage is not None
+        and not _compacted_since(history, answer, agent_id)
+        and is_overflow(model, answer.usage, config)
+    ):
         return "overflow"
     preflight = preflight_enabled(model, config)
     if not preflight and config.compaction.cadence != "economic":

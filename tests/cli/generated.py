@@ -11,8 +11,8 @@ import trio
 from contextledger.cli.main import main
 from contextledger.events.catalogue import Event, MessageAdded
 from contextledger.ledger import SessionLog
+from contextledger.simulation.synthetic import synthetic_session
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.synthetic import synthetic_session
 
 
 def write_generated(path: Path, session_id: str, *, turns: int, seed: int = 7) -> None:

@@ -18,8 +18,8 @@ from contextledger.request.builder import RequestBuilder, RequestInputs
 from contextledger.request.prepare import prepare_request
 from contextledger.request.system import SystemSegments
 from contextledger.simulation import DEFAULT_STRATEGIES
+from contextledger.simulation.synthetic import synthetic_session
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.synthetic import synthetic_session
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 

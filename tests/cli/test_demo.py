@@ -14,7 +14,7 @@ from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import is_real_user
 from contextledger.store.sqlite import SQLiteStore
 from tests.cli.generated import run_cli as _run
-from tests.test_demo import write_claude_code_session
+from tests.cli.test_demo_session import write_claude_code_session
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "claude-code-jsonl"
 SUMMED = ("calls", "cache_read", "cache_write", "uncached")

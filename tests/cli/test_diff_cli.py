@@ -10,9 +10,9 @@ import trio
 
 from contextledger.cli.output import emit_diff
 from contextledger.ledger import SessionLog
+from contextledger.simulation.synthetic import synthetic_session
+from contextledger.simulation.viewdiff import DiffLine, Elided
 from contextledger.store.sqlite import SQLiteStore
-from contextledger.synthetic import synthetic_session
-from contextledger.viewdiff import DiffLine, Elided
 from tests.cli.generated import run_cli as _run
 
 SESSION = "ses_diff_cli"

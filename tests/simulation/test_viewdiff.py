@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 
 from contextledger.events.catalogue import Event, MessageAdded
 from contextledger.simulation import recorded_turns, strategy_steps
-from contextledger.strategies import TRUNCATED_MARKER, estimate_view_tokens, strategy
-from contextledger.synthetic import synthetic_session
-from contextledger.viewdiff import (
+from contextledger.simulation.synthetic import synthetic_session
+from contextledger.simulation.viewdiff import (
     DiffLine,
     Elided,
     collapse,
@@ -23,6 +22,7 @@ from contextledger.viewdiff import (
     turn_views,
     view_lines,
 )
+from contextledger.strategies import TRUNCATED_MARKER, estimate_view_tokens, strategy
 from contextledger.vocabulary.messages import (
     ModelFile,
     ModelMessage,

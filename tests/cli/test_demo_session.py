@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from contextledger.demo import (
+from contextledger.cli.demo_session import (
     RUNTIME_SERIES,
     Replay,
     claude_code_sessions,
@@ -31,8 +31,8 @@ from contextledger.importers.errors import TraceImportError
 from contextledger.ledger import SessionLog
 from contextledger.policy.compaction import is_real_user
 from contextledger.policy.prune import PrunePlan
+from contextledger.simulation.synthetic import synthetic_session
 from contextledger.store.memory import MemoryStore
-from contextledger.synthetic import synthetic_session
 
 MODEL_ID = "claude-sonnet-4-20250514"
 

@@ -23,8 +23,7 @@ from contextledger.events import (
 )
 from contextledger.history import SessionIndex, validate_events
 from contextledger.ledger import SessionLog
-from contextledger.store import MemoryStore
-from contextledger.synthetic import (
+from contextledger.simulation.synthetic import (
     ASSISTANT_TEXT_CHARS,
     QUANTILES,
     TOOLS,
@@ -33,6 +32,7 @@ from contextledger.synthetic import (
     iter_synthetic_session,
     synthetic_session,
 )
+from contextledger.store import MemoryStore
 
 P25, P75 = QUANTILES.index(0.25), QUANTILES.index(0.75)
 

@@ -1,7 +1,7 @@
 """Build an HTML report from a small input and, where Chromium is installed, render it to PNG
 with headless Chromium, to look at the charts (``make report-check``).
 
-``python -m contextledger.report_check [--out report.html] [--png report.png] [TRACE...]``
+``python -m contextledger.cli.report_check [--out report.html] [--png report.png] [TRACE...]``
 simulates the transcripts given, or without any a generated session
 (``synthetic_session``), under the default strategies on both providers, writes the report
 and screenshots it. Without Chromium it says so on stderr and exits 0 after writing the HTML.
@@ -30,7 +30,7 @@ from contextledger.simulation import (
     simulate_paths_async,
     simulate_trace_async,
 )
-from contextledger.synthetic import synthetic_session
+from contextledger.simulation.synthetic import synthetic_session
 
 CHROMIUM_NAMES: Final = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # Wide enough for three charts side by side, tall enough for the first trace's summary table
@@ -87,7 +87,7 @@ async def _results(traces: Sequence[Path]) -> Results:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the report and its screenshot; return the exit code (0 also without Chromium)."""
-    parser = argparse.ArgumentParser(prog="python -m contextledger.report_check")
+    parser = argparse.ArgumentParser(prog="python -m contextledger.cli.report_check")
     parser.add_argument("traces", nargs="*", type=Path, help="transcripts (default: generated)")
     parser.add_argument("--out", type=Path, default=Path("report.html"))
     parser.add_argument("--png", type=Path, default=Path("report.png"))

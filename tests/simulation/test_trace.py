@@ -27,12 +27,12 @@ from contextledger.simulation import (
     sized_model,
     strategy_steps,
 )
+from contextledger.simulation.synthetic import synthetic_session
+from contextledger.simulation.viewdiff import turn_views
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import StrategyError, strategy
-from contextledger.synthetic import synthetic_session
 from contextledger.testing import check_history, check_tool_pairs
 from contextledger.testing.strategies import session_events
-from contextledger.viewdiff import turn_views
 
 EVENTS = synthetic_session("ses_sim", seed=7, turns=2)
 
@@ -127,7 +127,7 @@ async def test_replayed_usage_is_the_prompt_the_strategy_sent() -> None:
     assert len(sent) > 10
 
 
-CLAUDE_CODE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "claude-code-jsonl"
+CLAUDE_CODE = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "claude-code-jsonl"
 #: A long Claude Code trace (90 calls) where the margin over truncate-500 is among the smallest.
 LONG_TRACE = "vsla_d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"
 

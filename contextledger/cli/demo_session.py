@@ -46,9 +46,9 @@ from contextledger.simulation import (
     sized_model,
     trace_result,
 )
+from contextledger.simulation.synthetic import synthetic_session
 from contextledger.store.protocol import EventStore
 from contextledger.strategies import strategy
-from contextledger.synthetic import synthetic_session
 
 DEMO_WINDOW: Final = 32_000
 #: Turns of the generated session: about 240 model calls, replayed and simulated in seconds.

@@ -1,0 +1,66 @@
+"""The public surface: every exported name resolves, and an application gets through a turn
+with the top-level names alone."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import contextledger as cl
+
+PACKAGES = [
+    "contextledger",
+    "contextledger.actors",
+    "contextledger.cachesim",
+    "contextledger.cli",
+    "contextledger.compaction",
+    "contextledger.events",
+    "contextledger.history",
+    "contextledger.importers",
+    "contextledger.policy",
+    "contextledger.prices",
+    "contextledger.providers",
+    "contextledger.report",
+    "contextledger.request",
+    "contextledger.simulation",
+    "contextledger.store",
+    "contextledger.strategies",
+    "contextledger.testing",
+    "contextledger.vocabulary",
+]
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_every_exported_name_resolves(name: str) -> None:
+    package = importlib.import_module(name)
+    exported = package.__all__
+    assert exported, f"{name} exports nothing"
+    assert len(set(exported)) == len(exported)
+    missing = [n for n in exported if not hasattr(package, n)]
+    assert missing == []
+
+
+async def test_a_turn_with_the_top_level_names_only() -> None:
+    model = cl.Model(
+        provider_id="anthropic",
+        model_id="claude-sonnet-4-5",
+        limits=cl.ModelLimits(context=200_000, output=32_000),
+    )
+    inputs = cl.RequestInputs(
+        model=cl.ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+        segments=cl.SystemSegments(prompt="You are a coding agent.", environment="<env>\n</env>"),
+    )
+    async with cl.Runtime.open(cl.MemoryStore(), model=model, config=cl.Config()) as runtime:
+        session = await runtime.session("ses_api")
+        user = await session.add_user("Fix the failing test in src/app.py")
+        built = await session.build_request(inputs)
+        assert built.request.messages[-1].role == "user"
+        await session.record_assistant(
+            user,
+            tool_calls=[("read", {"path": "src/app.py"}, "def app(): ...")],
+            usage=cl.Usage(input=1_200, output=80),
+        )
+        again = await session.build_request(inputs)
+        assert len(again.request.messages) > len(built.request.messages)
+        assert await session.replay()
