@@ -1,10 +1,10 @@
 """``retention``: how many of the facts a session needs again survive its compactions.
 
 Every transcript in the traces folder (Claude Code, SWE-agent, OpenHands, mini-swe-agent;
-every run of a multi-run file) is replayed into a session log with a 32,000-token window
-(``--full``: also 64,000). Before each model step, when the view's estimated size is over
-the usable window, the session is compacted by the compactor with
-the ``ExtractiveSummarizer`` (no model), exactly as the runtime would. For each compaction,
+every run of a multi-run file) is replayed with a 32,000-token window (``--full``: also
+64,000) by the simulation (``simulation.strategy_steps``: its recorded turns in a
+``LocalSession``, which decides through ``policy.decisions`` as the runtime does and compacts
+with the ``ExtractiveSummarizer``, no model). For each compaction,
 the *needed* facts are the exact strings (``compaction.facts.exact_strings``: file paths,
 error lines, commands, identifiers) of the compacted head that the rest of the session uses
 again: that the user or the assistant writes, or the assistant passes to a tool, later on. A
@@ -12,8 +12,9 @@ fact is *retained* when it appears in the summary or in the kept tail. Tool outp
 merely print a string again (a build log listing the same font files) do not make it needed;
 ``retention_with_outputs`` counts them too, for comparison.
 
-Each trace is replayed twice: compacting at the window (the default ``Config``), and under the
-``default`` strategy's economic cadence (``CADENCES``), which compacts earlier and more often.
+Each trace is replayed twice (``CADENCES``): under the ``runtime`` strategy (the runtime's policy
+with the default ``Config``: compaction when the reported usage reaches the usable window),
+and under the ``default`` strategy's economic cadence, which compacts earlier and more often.
 
 Keys, per trace (under ``traces``; ``@economic`` appended for the second replay): ``cadence``,
 ``compactions``, ``needed``, ``retained``, ``retention`` (retained / needed), ``missed`` (a
@@ -29,7 +30,7 @@ A session that never outgrows the window has no compaction and no retention figu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,10 +39,7 @@ import trio
 
 from contextledger.bench._common import Options, table
 from contextledger.bench.estimation import DEFAULT_TRACES
-from contextledger.compaction.compactor import compact
 from contextledger.compaction.facts import exact_strings, strings_in
-from contextledger.compaction.summarizers import ExtractiveSummarizer
-from contextledger.config import Config
 from contextledger.events.catalogue import (
     Event,
     MessageAdded,
@@ -49,7 +47,6 @@ from contextledger.events.catalogue import (
     PartUpdated,
     ToolStateChanged,
 )
-from contextledger.events.ids import format_id, is_id, parse_id
 from contextledger.events.parts import (
     Part,
     ReasoningPart,
@@ -60,44 +57,22 @@ from contextledger.events.parts import (
     ToolState,
 )
 from contextledger.history.projection import History, Message
-from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.importers.detect import import_trace
 from contextledger.importers.errors import TraceImportError
-from contextledger.ledger import SessionLog
-from contextledger.policy.cadence import early_compaction_due
-from contextledger.policy.overflow import usable
-from contextledger.store.memory import MemoryStore
-from contextledger.strategies import strategy
+from contextledger.simulation import raw_events, recorded_turns, strategy_steps
+from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
-from contextledger.vocabulary.models import Model, ModelLimits
 
 WINDOWS: Final = (32_000,)
 WINDOWS_FULL: Final = (32_000, 64_000)
-#: When the replay compacts: at the window (the runtime's default configuration), and at the
-#: economic threshold of the ``default`` strategy (more often, with a 2,000-token tail).
-CADENCES: Final = {"window": Config(), "economic": strategy("default").configure(Config())}
-OUTPUT_TOKENS: Final = 4_096
+#: When the replay compacts: at the window (the runtime's own policy under the default
+#: ``Config``), and at the economic threshold of the ``default`` strategy (more often, with a
+#: 2,000-token tail).
+CADENCES: Final = {"window": strategy("runtime"), "economic": strategy("default")}
+#: The model the replay is sized and priced for (its output limit: a quarter of the window).
+MODEL_ID: Final = "claude-sonnet-4-5"
 TARGET: Final = 0.90
-#: Ids are spread apart by this factor, so compaction messages fit between a trace's ids.
-ID_GAP: Final = 64
 MISSED_SHOWN: Final = 12
-
-
-def respaced(events: Sequence[Event]) -> list[Event]:
-    """``events`` with every message and part id's counter multiplied by ``ID_GAP``: the
-    same order, with room after each id for the ones a compaction adds."""
-
-    def respace(value: Any) -> Any:
-        if isinstance(value, str) and is_id(value):
-            kind, time_ms, counter = parse_id(value)
-            return format_id(kind, time_ms, counter * ID_GAP)  # type: ignore[arg-type]
-        if isinstance(value, dict):
-            return {k: respace(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [respace(v) for v in value]
-        return value
-
-    return [msgspec.convert(respace(msgspec.to_builtins(e)), type(e)) for e in events]
 
 
 def message_text(message: Message) -> str:
@@ -121,35 +96,28 @@ def _facts(messages: Iterable[Message]) -> set[str]:
     return exact_strings("\n".join(message_text(m) for m in messages))
 
 
-async def _replay(events: list[Event], window: int, config: Config) -> _Measure:
-    """Replay ``events`` with compactions at ``window`` (and, under ``config``'s economic
-    cadence, earlier); measure what each one keeps."""
-    model = Model(
-        provider_id="anthropic",
-        model_id="claude-sonnet-4-5",
-        limits=ModelLimits(context=window, output=OUTPUT_TOKENS),
-    )
-    limit = usable(model, config)
-    log = await SessionLog.open(MemoryStore(), events[0].session_id)
-    starts = [i for i, e in enumerate(events) if isinstance(e, MessageAdded)]
+async def _replay(events: list[Event], window: int, chosen: Strategy) -> _Measure:
+    """Replay ``events`` under ``chosen`` at ``window`` (the simulation's ``LocalSession``:
+    the runtime's decisions) and measure what each of its compactions keeps."""
+    conversation = raw_events(events)
+    calls = [call for turn in recorded_turns(conversation) for call in turn.calls]
+    at = {e.message_id: i for i, e in enumerate(events) if isinstance(e, MessageAdded)}
     pending: list[tuple[set[str], str, int]] = []  # head facts, kept text, event index
     sizes = [0, 0, 0]  # head and summary characters, the largest summary
-    done = 0
-    for step in [i for i in starts if _role(events[i]) == "assistant"] + [len(events)]:
-        await log.append(events[done:step])
-        done = step
-        if step == len(events):
-            continue
-        if _view_tokens(log.history) <= limit and not early_compaction_due(
-            model_view(log.history), model, config
-        ):
-            continue
-        head, kept, head_chars, summary_chars = await _compact(log, model, config)
-        if head:
-            pending.append((head, kept, step))
-            sizes[0] += head_chars
-            sizes[1] += summary_chars
-            sizes[2] = max(sizes[2], summary_chars)
+    measured: set[str] = set()
+    steps = strategy_steps(conversation, chosen, model_id=MODEL_ID, window=window)
+    async for call in steps:
+        history = call.history
+        for request_id, compaction in history.state.compactions.items():
+            if request_id in measured or compaction.status != "completed":
+                continue
+            measured.add(request_id)
+            head, kept, head_chars, summary_chars = _kept(history, request_id)
+            if head:
+                pending.append((head, kept, at[calls[call.call].message_id]))
+                sizes[0] += head_chars
+                sizes[1] += summary_chars
+                sizes[2] = max(sizes[2], summary_chars)
     measure = _Measure(
         compactions=len(pending),
         head_chars=sizes[0],
@@ -166,16 +134,6 @@ async def _replay(events: list[Event], window: int, config: Config) -> _Measure:
         measure.needed_any += len(needed_any)
         measure.retained_any += sum(s in kept for s in needed_any)
     return measure
-
-
-def _role(event: Event) -> str:
-    return event.role if isinstance(event, MessageAdded) else ""
-
-
-def _view_tokens(history: History) -> int:
-    return sum(
-        history.part_tokens(p.id) for m in view_messages(history, ViewOptions()) for p in m.parts
-    )
 
 
 def _later_facts(events: Sequence[Event], *, outputs: bool) -> set[str]:
@@ -212,20 +170,16 @@ def _state_text(state: ToolState, outputs: bool = True) -> str:
     return text
 
 
-async def _compact(log: SessionLog, model: Model, config: Config) -> tuple[set[str], str, int, int]:
-    """Compact now; return the head's facts, the text that keeps them (summary + tail), and
-    the sizes in characters of the head and of the summary."""
-    history = log.history
-    clock = _id_clock(history)
-    result = await compact(log, ExtractiveSummarizer(), model=model, config=config, clock=clock)
-    if result.outcome != "completed":
-        return set(), "", 0, 0
-    projection = history.state.compactions[result.request_message_id].projection
+def _kept(history: History, request_id: str) -> tuple[set[str], str, int, int]:
+    """For the completed compaction ``request_id``: the head's facts, the text that keeps
+    them (summary + tail), and the sizes in characters of the head and of the summary."""
+    compaction = history.state.compactions[request_id]
+    projection = compaction.projection
     assert projection is not None
     head_ids = _head_ids(history, projection.head_first_id, projection.head_last_id)
     head = [history.message(i) for i in head_ids]
-    tail = _tail(history, result.tail_start_id, result.request_message_id)
-    summary = message_text(history.message(result.summary_message_id or ""))
+    tail = _tail(history, compaction.tail_start_id, request_id)
+    summary = "\n".join(message_text(history.message(i)) for i in compaction.summary_message_ids)
     kept = "\n".join([summary, *(message_text(m) for m in tail)])
     head_chars = sum(len(message_text(m)) for m in head)
     return _facts(head), kept, head_chars, len(summary)
@@ -243,15 +197,6 @@ def _tail(history: History, start: str | None, request: str) -> list[Message]:
     return [m for m in history.messages if start <= m.id < request]
 
 
-def _id_clock(history: History) -> Callable[[], int]:
-    """A clock at the older of the newest message and part ids' times: new ids then take
-    the next counter value, inside the room ``respaced`` left."""
-    last_message = history.messages[-1].id
-    last_part = history.index.last_part_id or last_message
-    now = min(parse_id(last_message)[1], parse_id(last_part)[1])
-    return lambda: now
-
-
 def _traces(traces: Path) -> list[Path]:
     """Every transcript under ``traces`` (all formats), in name order."""
     if not traces.is_dir():
@@ -260,7 +205,7 @@ def _traces(traces: Path) -> list[Path]:
 
 
 def _sessions(paths: Sequence[Path]) -> tuple[list[tuple[str, list[Event]]], list[str]]:
-    """``(name, respaced events)`` of every session (main threads) of every transcript the
+    """``(name, events)`` of every session (main threads) of every transcript the
     importers read, and the names of the transcripts they do not (left out, and reported)."""
     named: list[tuple[str, list[Event]]] = []
     unread: list[str] = []
@@ -273,7 +218,7 @@ def _sessions(paths: Sequence[Path]) -> tuple[list[tuple[str, list[Event]]], lis
             continue
         for i, session in enumerate(sessions):
             suffix = f"#{i + 1}" if len(sessions) > 1 else ""
-            named.append((name + suffix, respaced(session.events)))
+            named.append((name + suffix, session.events))
     return named, unread
 
 
@@ -289,8 +234,8 @@ def run(options: Options) -> dict[str, Any]:
         if options.events:
             events = events[: max(50, options.events)]
         for window in windows:
-            for cadence, config in CADENCES.items():
-                measure = trio.run(_replay, events, window, config)
+            for cadence, chosen in CADENCES.items():
+                measure = trio.run(_replay, events, window, chosen)
                 key = name if len(windows) == 1 else f"{name}@{window}"
                 per_trace[key if cadence == "window" else f"{key}@{cadence}"] = {
                     "window": window,
@@ -377,7 +322,9 @@ def render(result: dict[str, Any]) -> str:
         if r["missed"]:
             text += f"  missed in {name}: {', '.join(r['missed'][:6])}\n"
     if result["unread"]:
-        text += f"left out, in formats the importers do not read: {', '.join(result['unread'])}\n"
+        folders = Counter(name.split("/")[0] for name in result["unread"])
+        shown = ", ".join(f"{folder} ({n})" for folder, n in sorted(folders.items()))
+        text += f"left out, in formats the importers do not read: {shown}\n"
     return text
 
 

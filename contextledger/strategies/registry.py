@@ -25,6 +25,7 @@ from contextledger.strategies.turns import (
     DefaultStrategy,
     MimoTiers,
     OpencodeDefault,
+    RuntimePolicy,
     Strategy,
     TransformStrategy,
 )
@@ -43,6 +44,7 @@ STRATEGIES: Final[dict[str, StrategyFactory]] = {
     ),
     "compact-at-N": CompactAt,
     "compact-at-N-structured": CompactOnce,
+    "runtime": RuntimePolicy,
     "opencode": OpencodeDefault,
     "kilo": OpencodeDefault,
     "mimo-tiers": MimoTiers,

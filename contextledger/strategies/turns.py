@@ -194,6 +194,19 @@ class PolicyStrategy:
 
 
 @dataclass(frozen=True)
+class RuntimePolicy(PolicyStrategy):
+    """``runtime``: the runtime's own decisions under the caller's configuration, unchanged
+    (with the default ``Config``: compaction at the usable window, no after-turn prune)."""
+
+    name: str = "runtime"
+    transform: Transform | None = None
+
+    def configure(self, config: Config) -> Config:
+        """The config unchanged."""
+        return config
+
+
+@dataclass(frozen=True)
 class OpencodeDefault(PolicyStrategy):
     """Kilo Code / opencode: compact when the last reported usage reaches the usable window
     (``kilo`` variant), with the post-compaction prune; the after-turn prune is Kilo's opt-in
