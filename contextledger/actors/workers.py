@@ -90,6 +90,7 @@ class RequestBuilderActor:
                 self._config,
                 agent_id=agent,
                 usable_tokens=usable(self._model, self._config),
+                model=self._model,
             )
         built = await prepare_request(
             self._writer,

@@ -16,8 +16,8 @@ never reached: no compaction runs).
   asked, off by default).
 * **core**: the same events through ``SessionLog`` (``user_message_events``, the assistant's
   events built directly, one append per runtime command) and ``prepare_request`` with a
-  ``RequestBuilder`` per session, plus the compaction-limit check (``is_overflow`` on the last
-  reported usage) the runtime makes before each request.
+  ``RequestBuilder`` per session, plus the decision the runtime makes before each request
+  (``policy.decisions.compaction_due``).
 
 Before every model step (the user's message, each assistant message) a session waits for a
 simulated model answering after 1 to 6 simulated seconds (``Timeline``): the waits take no
@@ -56,6 +56,7 @@ from contextledger.actors import Runtime, SessionHandle
 from contextledger.bench._common import Options, ratio, table, temp_dir
 from contextledger.config import Config
 from contextledger.events.catalogue import (
+    MAIN_AGENT,
     AssistantFinished,
     Event,
     MessageAdded,
@@ -76,9 +77,10 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import is_overflow
+from contextledger.policy.decisions import compaction_due
+from contextledger.policy.overflow import usable
 from contextledger.providers.registry import wire_format
-from contextledger.request.builder import RequestBuilder, RequestInputs
+from contextledger.request.builder import RequestBuilder, RequestInputs, system_for
 from contextledger.request.prepare import prepare_request
 from contextledger.request.system import SystemSegments, family_prompt
 from contextledger.request.turn import user_message_events
@@ -312,8 +314,9 @@ class _CoreSession:
         self.session_id = log.session_id
         self.clock = clock
         self.config = config
-        self.builder = RequestBuilder(wire_format(WIRE), config)
-        self.last_usage: Usage | None = None
+        self.builder = RequestBuilder(
+            wire_format(WIRE), config, usable_tokens=usable(MODEL, config), model=MODEL
+        )
         self._messages = IdGenerator("msg")
         self._parts = IdGenerator("prt")
 
@@ -346,9 +349,11 @@ class _CoreSession:
         return message_id
 
     async def build(self) -> int:
-        """The runtime's compaction-limit check, then ``prepare_request``; the body size."""
-        usage = self.last_usage
-        if usage is not None and is_overflow(MODEL, usage, self.config):
+        """The runtime's decision (``compaction_due``), then ``prepare_request``; the body
+        size."""
+        history = self.log.history
+        system = system_for(history, INPUTS.segments)
+        if compaction_due(history, MODEL, self.config, agent_id=MAIN_AGENT, system=system):
             raise RuntimeError("the benchmark's sessions never reach the compaction limit")
         built = await prepare_request(self.log, self.builder, INPUTS, time_ms=self.clock())
         return len(built.encoded.body)
@@ -422,7 +427,6 @@ class _CoreSession:
                 session_id=sid, time_ms=now, message_id=message_id, finish=finish, usage=usage
             ),
         )
-        self.last_usage = usage
 
 
 async def _drive_core(

@@ -2,11 +2,14 @@
 
 Before each request: must the agent's slice be compacted first, and why
 (``compaction_due``); after a compaction: send, check again or give up
-(``after_compaction``). After each turn: which prune plans to carry out (``prune_plans``).
+(``after_compaction``); how much output the request asks for (``output_cap``). After each
+turn: which prune plans to carry out (``prune_plans``).
+
 The runtime's actors, the strategies, the simulation, the CLI's ``compact`` and ``prune`` and
 the benchmarks all decide through these functions, and every input they need is derived from
 the history here (``slice_facts``, ``latest_answer``), so no two callers can see a different
-"last usage" or "last finished step". Pure: the clock is an argument, nothing is read or written.
+"last usage" or "last finished step". Pure: the clock is an argument, nothing is read or
+written.
 """
 
 from __future__ import annotations
@@ -28,8 +31,11 @@ from contextledger.policy.cadence import (
 )
 from contextledger.policy.compaction import EXHAUSTED_DETAIL
 from contextledger.policy.overflow import (
+    PreflightMeasure,
     is_overflow,
+    max_output_tokens,
     measure_preflight,
+    output_budget,
     preflight_enabled,
     pressure_level,
     should_compact_preflight,
@@ -218,3 +224,21 @@ def prune_plans(
             else None
         ),
     )
+
+
+def output_cap(model: Model, config: Config, *, requested: int | None, prompt_tokens: int) -> int:
+    """The output a request asks for: ``requested`` (else the model's default,
+    ``max_output_tokens``), lowered by ``output.budget_rule`` (``output_budget``) so that the
+    prompt (``prompt_tokens``, an estimate that does not under-count) plus the output fit the
+    window, never below ``output.min``; unchanged when the window is unknown or when the prompt
+    alone fills it (the provider's overflow error then leads to a compaction)."""
+    wanted = (
+        requested
+        if requested is not None
+        else max_output_tokens(model.limits, config.output.max_tokens)
+    )
+    # The output budget reads only the normalized size and the media count of the measure.
+    measure = PreflightMeasure(
+        normalized=prompt_tokens, raw=prompt_tokens, tail=0, overhead=0, continuation=False, media=0
+    )
+    return output_budget(model, wanted, measure, config) or wanted

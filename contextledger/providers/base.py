@@ -155,6 +155,15 @@ class WireFormat(ABC):
         self._fragments.trim(request, marks)
         return EncodedRequest(b"".join(parts), tuple(offsets), size)
 
+    def reclose(self, encoded: EncodedRequest, request: Request) -> EncodedRequest:
+        """``encoded`` with the closing of ``request`` instead of its own: the same messages,
+        with what follows them (the output cap, tool choice, options) taken from ``request``.
+        The messages are not encoded again."""
+        head = encoded.body[: encoded.messages_end + 1]  # up to and with the array's "]"
+        return EncodedRequest(
+            head + self.closing(request), encoded.message_offsets, encoded.messages_end
+        )
+
     @abstractmethod
     def opening(self, request: Request) -> bytes:
         """The body up to the message array: ``{"model":...,"messages":`` and the like."""

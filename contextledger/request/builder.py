@@ -13,6 +13,7 @@ to append, which ``prepare_request`` does.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 import msgspec
@@ -30,6 +31,7 @@ from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, view_messages
 from contextledger.policy.cache import place_marks
 from contextledger.policy.compaction import is_real_user
+from contextledger.policy.decisions import output_cap
 from contextledger.policy.prune import plan_prune
 from contextledger.policy.transform import (
     Transform,
@@ -43,6 +45,7 @@ from contextledger.request.instructions import InstructionFile, render_system_in
 from contextledger.request.prefix import PrefixDecision, decide_prefix
 from contextledger.request.system import SystemSegments, system_blocks
 from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
+from contextledger.vocabulary.models import Model
 from contextledger.vocabulary.requests import CacheMark, Request, ToolChoice
 
 _DEFAULT_CONFIG = Config()
@@ -132,7 +135,15 @@ def system_for(history: History, segments: SystemSegments) -> tuple[str, ...]:
 class RequestBuilder:
     """Builds one session's (or one agent slice's) requests for one wire format."""
 
-    __slots__ = ("_agent_id", "_config", "_transform", "_usable_tokens", "_views", "_wire")
+    __slots__ = (
+        "_agent_id",
+        "_config",
+        "_model",
+        "_transform",
+        "_usable_tokens",
+        "_views",
+        "_wire",
+    )
 
     def __init__(
         self,
@@ -142,9 +153,13 @@ class RequestBuilder:
         agent_id: str | None = None,
         transform: Transform | None = None,
         usable_tokens: int = 0,
+        model: Model | None = None,
     ) -> None:
         """``transform`` (else the one ``config.view.transform`` names) is applied to every
-        view before encoding, told ``usable_tokens`` (0: unknown) in its context."""
+        view before encoding, told ``usable_tokens`` (0: unknown) in its context. With
+        ``model`` (its limits), every request asks for ``policy.decisions.output_cap``
+        output tokens; without, for what its inputs ask."""
+        self._model = model
         self._wire = wire
         self._config = config
         self._agent_id = agent_id
@@ -225,6 +240,22 @@ class RequestBuilder:
             options=inputs.options,
         )
         encoded = self._wire.encode(request)
+        if self._model is not None:
+            # The messages' bytes at the configured characters per token, inflated as
+            # preflight inflates its estimate: never under the prompt the provider will count.
+            tokens = self._config.tokens
+            prompt = math.ceil(
+                encoded.messages_end / tokens.chars_per_token * tokens.preflight_factor
+            )
+            cap = output_cap(
+                self._model,
+                self._config,
+                requested=inputs.max_output_tokens,
+                prompt_tokens=prompt,
+            )
+            if cap != request.max_output_tokens:
+                request = msgspec.structs.replace(request, max_output_tokens=cap)
+                encoded = self._wire.reclose(encoded, request)
         over = len(encoded.body) > self._config.request.payload_limit_bytes
         return BuiltRequest(
             request=request,

@@ -107,6 +107,7 @@ class LocalSession(SessionApi):
                 agent_id=None if agent_id == MAIN_AGENT else agent_id,
                 transform=self.strategy.transform,
                 usable_tokens=usable(self.model, self.config),
+                model=self.model,
             )
         return await prepare_request(
             self.log,

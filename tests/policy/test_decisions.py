@@ -11,11 +11,13 @@ from contextledger.policy.compaction import EXHAUSTED_DETAIL
 from contextledger.policy.decisions import (
     after_compaction,
     compaction_due,
+    output_cap,
     prune_plans,
     slice_facts,
 )
 from contextledger.policy.overflow import usable
 from contextledger.testing.strategies import session_events
+from contextledger.vocabulary import Model, ModelLimits
 from tests.strategies._sessions import MODEL, history, session
 
 #: Prune settings that make the few small outputs of a test session candidates.
@@ -107,3 +109,21 @@ def test_decisions_are_pure_functions_of_the_history(events: list[Event]) -> Non
         prune_plans(history(events), MODEL, config, agent_id=MAIN_AGENT, now_ms=10**13),
     )
     assert once == again
+
+
+SMALL = Model(
+    provider_id="anthropic",
+    model_id="claude-sonnet-4-5",
+    limits=ModelLimits(context=32_000, output=32_000),
+)
+
+
+def test_the_output_cap_leaves_room_for_the_prompt() -> None:
+    config = Config()
+    lowered = output_cap(SMALL, config, requested=None, prompt_tokens=10_000)
+    assert lowered == 32_000 - 10_000 - config.output.safety
+    big = Model(provider_id="x", model_id="y", limits=ModelLimits(context=200_000, output=8_000))
+    assert output_cap(big, config, requested=None, prompt_tokens=10_000) == 8_000
+    assert output_cap(SMALL, config, requested=2_000, prompt_tokens=10_000) == 2_000
+    # A prompt that fills the window alone is left to the provider's overflow error.
+    assert output_cap(SMALL, config, requested=None, prompt_tokens=40_000) == 32_000
