@@ -7,8 +7,11 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from contextledger.cli.diffing import stored_turn_views
 from contextledger.cli.output import emit_json, emit_table, emit_text
+from contextledger.config import Config
 from contextledger.events.parts import (
     FilePart,
     ModelRef,
@@ -109,7 +112,8 @@ async def view(args: argparse.Namespace) -> None:
             model = ModelRef(provider_id=provider, model_id=model_id)
         async with SQLiteStore.open(args.db, create=False) as store:
             projection = await _projection(store, args.session, args.at)
-        messages = model_view(projection, ViewOptions(model=model, agent_id=args.agent))
+        options = ViewOptions.from_config(Config(), model)  # what the runtime sends, by default
+        messages = model_view(projection, msgspec.structs.replace(options, agent_id=args.agent))
         seq, extra, title = projection.seq, {}, f"at seq {projection.seq}"
     if args.json:
         emit_json({"session_id": args.session, "seq": seq, **extra, "messages": messages})
