@@ -13,6 +13,7 @@ from contextledger.actors import (
     EmbeddedRuntimeClosed,
     Runtime,
     RuntimeBridge,
+    SessionApi,
     SessionHandle,
     embed_in_asyncio,
 )
@@ -28,7 +29,7 @@ from contextledger.events import Event, LedgerError, ModelRef, ToolSchema, Usage
 from contextledger.history import History, ViewOptions, model_view
 from contextledger.importers import ImportedSession, TraceImportError, import_trace
 from contextledger.ledger import SessionLog
-from contextledger.request import BuiltRequest, RequestInputs, SessionApi, SystemSegments
+from contextledger.request import BuiltRequest, RequestInputs, SystemSegments
 from contextledger.simulation import (
     LocalSession,
     TraceResult,

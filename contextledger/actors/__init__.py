@@ -3,6 +3,7 @@ writer of its events) and the ``RequestBuilder``, ``Compactor`` and ``Pruner`` a
 work for it, all trio tasks with bounded mailboxes and typed commands; ``embed_in_asyncio``
 runs it inside an asyncio application through trio's guest mode."""
 
+from contextledger.actors.api import SessionApi
 from contextledger.actors.guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
 from contextledger.actors.runtime import (
     Runtime,
@@ -16,6 +17,7 @@ __all__ = [
     "EmbeddedRuntimeClosed",
     "Runtime",
     "RuntimeBridge",
+    "SessionApi",
     "SessionHandle",
     "embed_in_asyncio",
     "wall_clock_ms",

@@ -19,6 +19,7 @@ import msgspec
 import structlog
 import trio
 
+from contextledger.actors.api import SessionApi
 from contextledger.actors.commands import Seq
 from contextledger.actors.session import Session, SessionWriter
 from contextledger.actors.workers import (
@@ -43,11 +44,10 @@ from contextledger.ledger import SessionLog
 from contextledger.policy.decisions import CompactionReason, compaction_due
 from contextledger.policy.prune import Plan
 from contextledger.policy.transform import load_transform
-from contextledger.providers.errors import ProviderError
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import BuiltRequest, RequestInputs, system_for
 from contextledger.request.instructions import InstructionFile
-from contextledger.request.recording import Finish, RecordingCommand, SessionApi
+from contextledger.request.recording import RecordingCommand
 from contextledger.store.protocol import EventStore
 from contextledger.vocabulary.messages import ModelMessage
 from contextledger.vocabulary.models import Model
@@ -336,18 +336,6 @@ class SessionHandle(SessionApi):
         return plans
 
     # --- recording ----------------------------------------------------------------------------
-
-    async def record_error(
-        self, message_id: str, error: ProviderError, *, agent_id: str = MAIN_AGENT
-    ) -> CompactionResult | None:
-        """A model call failed: the assistant message ends with the error. A context
-        overflow is answered with a compaction that replays the request."""
-        await self._record(
-            Finish(message_id=message_id, finish="error", error=error.error, agent_id=agent_id)
-        )
-        if error.error.name != "ContextOverflowError":
-            return None
-        return await self.compact(trigger="overflow", agent_id=agent_id)
 
     # --- requests, compaction, pruning ----------------------------------------------------------
 

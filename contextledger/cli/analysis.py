@@ -169,7 +169,12 @@ async def run_simulation(
     try:
         with Progress(label) as bar:
             results = await simulate_paths_async(
-                args.paths, strategies, providers, window, on_progress=bar.update
+                args.paths,
+                strategies,
+                providers,
+                window,
+                on_progress=bar.update,
+                summarizer=args.summarizer,
             )
     except StrategyError as exc:
         raise ValueError(str(exc)) from exc
@@ -209,8 +214,12 @@ async def simulate(args: argparse.Namespace) -> None:
             "calls",
             "peak_prompt",
             "billed_input_cost",
+            "summary_cost",
+            "cost",
             "lower_bound",
             "cost_vs_lower_bound",
+            "compactions",
+            "over_window_calls",
             "failed_at",
         ],
     )

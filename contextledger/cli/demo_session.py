@@ -200,7 +200,7 @@ async def replay_session(
         store, model=sized_model("anthropic", model_id, window), config=config, clock=clock
     ) as runtime:
         session = await runtime.session(session_id, title=session_title(events))
-        replay = TurnReplay(session, turns, inputs, clock)
+        replay = TurnReplay(session, turns, inputs, clock, context=window)
         async for call in replay.calls():
             if on_progress is not None and (not calls or calls[-1].turn != call.turn):
                 on_progress(call.turn, len(turns), f"turn {call.turn + 1}")

@@ -145,6 +145,12 @@ def _parser() -> argparse.ArgumentParser:
         "--provider", action="append", choices=["anthropic", "openai"], default=None
     )
     simulation.add_argument("--window", type=int, default=analysis.DEFAULT_WINDOW)
+    simulation.add_argument(
+        "--summarizer",
+        choices=["extractive", "model"],
+        default="extractive",
+        help="what writes compaction summaries; model: each summary priced as a model call",
+    )
     simulation.add_argument("--json", action="store_true")
     sub.add_parser("simulate", parents=[simulation], help="price context strategies on transcripts")
     reported = sub.add_parser(

@@ -452,30 +452,9 @@ class ModelSummarizer:
         self.max_input_tokens = max_input_tokens
 
     def request(self, task: SummaryInput) -> Request:
-        """The summary request of ``task``. Without ``task.messages`` the transcript (when
-        there is one: a chunk's prompt carries its own) and the instruction go as one user
-        message, and message marks are dropped."""
-        model = task.model or self.model
-        if model is None:
-            raise ValueError("ModelSummarizer needs a model: give one to it or in the task")
-        prompt = ModelText(text=task.prompt, synthetic=True)
-        if task.messages:
-            messages = (*task.messages, _user(prompt))
-            marks = task.marks
-        else:
-            transcript = ModelText(text=task.transcript, synthetic=True)
-            messages = (_user(transcript, prompt) if task.transcript else _user(prompt),)
-            marks = tuple(m for m in task.marks if m.target != "message")
-        return Request(
-            model=model,
-            session_id=task.session_id,
-            system=task.system,
-            tools=task.tools,
-            messages=messages,
-            marks=marks,
-            max_output_tokens=task.max_output_tokens or self.max_output_tokens,
-            tool_choice="none",
-        )
+        """The summary request of ``task`` (``summary_request`` with this summarizer's model
+        and output cap)."""
+        return summary_request(task, model=self.model, max_output_tokens=self.max_output_tokens)
 
     async def summarize(self, task: SummaryInput) -> str:
         """The model's summary of ``task``, or ``""`` when its answer has no text."""
@@ -490,6 +469,38 @@ class ModelSummarizer:
             attempts=response.attempts,
         )
         return text
+
+
+def summary_request(
+    task: SummaryInput, *, model: ModelRef | None = None, max_output_tokens: int
+) -> Request:
+    """The request a model summarizer sends for ``task``: the session's pinned system blocks,
+    tool table and cache marks, the head as model messages, then the instruction as the last
+    user message, ``tool_choice="none"``. Without ``task.messages`` the transcript (when there
+    is one: a chunk's prompt carries its own) and the instruction go as one user message, and
+    message marks are dropped. ``task.model`` wins over ``model``; raises ``ValueError`` when
+    neither names one."""
+    chosen = task.model or model
+    if chosen is None:
+        raise ValueError("a summary request needs a model: give one to it or in the task")
+    prompt = ModelText(text=task.prompt, synthetic=True)
+    if task.messages:
+        messages = (*task.messages, _user(prompt))
+        marks = task.marks
+    else:
+        transcript = ModelText(text=task.transcript, synthetic=True)
+        messages = (_user(transcript, prompt) if task.transcript else _user(prompt),)
+        marks = tuple(m for m in task.marks if m.target != "message")
+    return Request(
+        model=chosen,
+        session_id=task.session_id,
+        system=task.system,
+        tools=task.tools,
+        messages=messages,
+        marks=marks,
+        max_output_tokens=task.max_output_tokens or max_output_tokens,
+        tool_choice="none",
+    )
 
 
 def _user(*content: ModelText) -> ModelMessage:

@@ -34,8 +34,12 @@ SUMMARY_COLUMNS: Final = (
     "calls",
     "peak_prompt",
     "billed_input_cost",
+    "summary_cost",
+    "cost",
     "lower_bound",
     "cost_vs_lower_bound",
+    "compactions",
+    "over_window_calls",
     "failed_at",
 )
 
@@ -129,10 +133,12 @@ def strategy_colours(results: Results) -> dict[str, str]:
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
 
 
-def _cell(column: str, value: float | int | None) -> str:
+def _cell(column: str, value: float | int | str | None) -> str:
     if value is None:
         text = "n/a"
-    elif column in ("billed_input_cost", "lower_bound"):
+    elif isinstance(value, str):
+        text = escape(value)
+    elif column in ("billed_input_cost", "summary_cost", "cost", "lower_bound"):
         text = f"${value:,.4f}"
     elif column == "cost_vs_lower_bound":
         text = f"{value:.3f}"

@@ -3,20 +3,16 @@
 A recording command says what the user or the model did (``AddUser``, ``StartAssistant``,
 ``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``); ``Recorder.record``
 appends its events to one session's log, with ids issued from the clock in increasing order,
-and answers with what the command's docstring names. ``SessionApi`` is a session's API
-with its recording half on top of it, shared by the runtime's ``SessionHandle`` (whose
-commands go through the ``Session`` actor) and the simulation's ``LocalSession`` (which
-records in-process), so both record a turn identically.
+and answers with what the command's docstring names. The runtime's ``Session`` actor records
+through it, and so does the simulation's ``LocalSession``, so both record a turn identically.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
-import structlog
 
 from contextledger.events.catalogue import (
     MAIN_AGENT,
@@ -41,17 +37,11 @@ from contextledger.events.parts import (
     ToolPending,
     Usage,
 )
-from contextledger.history.projection import History
 from contextledger.ledger import EventLog
-from contextledger.policy.prune import Plan
-from contextledger.request.builder import BuiltRequest, RequestInputs
 from contextledger.request.context import EditorState
-from contextledger.request.instructions import InstructionFile
 from contextledger.request.turn import user_message_events
 
 Clock = Callable[[], int]
-
-_log = structlog.get_logger(__name__)
 
 
 class Command(msgspec.Struct, frozen=True, kw_only=True):
@@ -171,9 +161,7 @@ class Recorder:
     async def _write(self, events: Sequence[Event]) -> int:
         """Append ``events``; the new seq."""
         await self.log.append(events)
-        seq = self.log.history.seq
-        _log.debug("recorded", session_id=self.session_id, seq=seq, events=len(events))
-        return seq
+        return self.log.history.seq
 
     def _stamp(self, agent_id: str) -> dict[str, Any]:
         return {"session_id": self.session_id, "agent_id": agent_id, "time_ms": self._clock()}
@@ -314,165 +302,3 @@ class Recorder:
             )
         )
         return await self._write(events)
-
-
-class SessionApi(ABC):
-    """What every session offers: the recording half of its API (what the user and the
-    model did), implemented here once, plus ``build_request`` and ``history``. Subclasses say
-    where a command goes (``_record``) and what runs when a turn ends (``_turn_ended``: the
-    after-turn prune)."""
-
-    @abstractmethod
-    async def _record(self, command: RecordingCommand) -> Any:
-        """Record ``command``; its reply."""
-
-    @abstractmethod
-    async def _turn_ended(self, agent_id: str) -> list[Plan]:
-        """Run the after-turn prune of ``agent_id``'s slice; the plans carried out."""
-
-    @abstractmethod
-    async def build_request(
-        self,
-        inputs: RequestInputs,
-        *,
-        memory: str | None = None,
-        instructions: Sequence[InstructionFile] = (),
-        agent_id: str = MAIN_AGENT,
-    ) -> BuiltRequest:
-        """The next request, after whatever compaction the session decides on first."""
-
-    @abstractmethod
-    async def history(self) -> History:
-        """The projection, once every command sent before is applied (read it only)."""
-
-    async def add_user(
-        self,
-        text: str,
-        *,
-        agent: str = "build",
-        agent_id: str = MAIN_AGENT,
-        files: Sequence[tuple[str, str, str | None]] = (),
-        editor: EditorState | None = None,
-        plan_path: str | None = None,
-        plan_exists: bool = False,
-    ) -> str:
-        """Record a user message; return its id."""
-        command = AddUser(
-            text=text,
-            agent=agent,
-            agent_id=agent_id,
-            files=tuple(files),
-            editor=editor,
-            plan_path=plan_path,
-            plan_exists=plan_exists,
-        )
-        message_id: str = await self._record(command)
-        return message_id
-
-    async def start_assistant(
-        self, parent_id: str, *, agent: str = "build", agent_id: str = MAIN_AGENT
-    ) -> str:
-        """Open an assistant message answering ``parent_id`` (streamed recording)."""
-        message_id: str = await self._record(
-            StartAssistant(parent_id=parent_id, agent=agent, agent_id=agent_id)
-        )
-        return message_id
-
-    async def start_step(self, message_id: str, *, agent_id: str = MAIN_AGENT) -> str:
-        """A further model step of an assistant message."""
-        part_id: str = await self._record(StartStep(message_id=message_id, agent_id=agent_id))
-        return part_id
-
-    async def add_text(
-        self,
-        message_id: str,
-        text: str,
-        *,
-        reasoning: bool = False,
-        metadata: dict[str, Any] | None = None,
-        agent_id: str = MAIN_AGENT,
-    ) -> str:
-        """Text or reasoning the model wrote."""
-        command = AddText(
-            message_id=message_id,
-            text=text,
-            reasoning=reasoning,
-            metadata=metadata or {},
-            agent_id=agent_id,
-        )
-        part_id: str = await self._record(command)
-        return part_id
-
-    async def call_tool(
-        self,
-        message_id: str,
-        tool: str,
-        tool_input: dict[str, Any] | None = None,
-        *,
-        call_id: str | None = None,
-        agent_id: str = MAIN_AGENT,
-    ) -> str:
-        """A tool call the model made; return its part id."""
-        command = CallTool(
-            message_id=message_id,
-            tool=tool,
-            input=tool_input or {},
-            call_id=call_id,
-            agent_id=agent_id,
-        )
-        part_id: str = await self._record(command)
-        return part_id
-
-    async def record_tool_result(
-        self, part_id: str, output: str, *, error: bool = False, agent_id: str = MAIN_AGENT
-    ) -> None:
-        """The result (or, with ``error``, the error) of a tool call."""
-        await self._record(
-            ToolResult(part_id=part_id, output=output, error=error, agent_id=agent_id)
-        )
-
-    async def finish(
-        self,
-        message_id: str,
-        *,
-        finish: str = "stop",
-        usage: Usage | None = None,
-        error: MessageError | None = None,
-        agent_id: str = MAIN_AGENT,
-    ) -> list[Plan]:
-        """End an assistant message. When the turn is over (not ``tool-calls``, no error),
-        the after-turn prune runs; return what it did."""
-        await self._record(
-            Finish(
-                message_id=message_id, finish=finish, usage=usage, error=error, agent_id=agent_id
-            )
-        )
-        if finish == "tool-calls" or error is not None:
-            return []
-        return await self._turn_ended(agent_id)
-
-    async def record_assistant(
-        self,
-        parent_id: str,
-        *,
-        text: str = "",
-        tool_calls: Sequence[tuple[str, dict[str, Any], str]] = (),
-        usage: Usage | None = None,
-        agent: str = "build",
-        agent_id: str = MAIN_AGENT,
-    ) -> str:
-        """A whole assistant step: its text, its tool calls with their outputs
-        (``(tool, input, output)``), finished as ``tool-calls`` when it called any."""
-        message_id = await self.start_assistant(parent_id, agent=agent, agent_id=agent_id)
-        if text:
-            await self.add_text(message_id, text, agent_id=agent_id)
-        for tool, tool_input, output in tool_calls:
-            part_id = await self.call_tool(message_id, tool, tool_input, agent_id=agent_id)
-            await self.record_tool_result(part_id, output, agent_id=agent_id)
-        await self.finish(
-            message_id,
-            finish="tool-calls" if tool_calls else "stop",
-            usage=usage,
-            agent_id=agent_id,
-        )
-        return message_id

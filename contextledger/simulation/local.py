@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contextledger.actors.api import SessionApi
 from contextledger.compaction.compactor import CompactionResult, compact, compact_while_due
 from contextledger.compaction.pruning import prune
 from contextledger.compaction.summarizers import ExtractiveSummarizer, Summarizer
@@ -29,7 +30,7 @@ from contextledger.providers.base import WireFormat
 from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs, system_for
 from contextledger.request.instructions import InstructionFile
 from contextledger.request.prepare import prepare_request
-from contextledger.request.recording import Recorder, RecordingCommand, SessionApi
+from contextledger.request.recording import Recorder, RecordingCommand
 from contextledger.strategies.turns import Strategy
 from contextledger.vocabulary.models import Model
 

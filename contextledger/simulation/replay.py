@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from contextledger.actors.api import SessionApi
 from contextledger.cachesim import sim_request
 from contextledger.cachesim.blocks import SimRequest
 from contextledger.events.catalogue import MAIN_AGENT, Event, RecordedEvent
@@ -39,8 +40,9 @@ from contextledger.events.parts import (
 from contextledger.history.projection import History, Message
 from contextledger.policy.compaction import compaction_part
 from contextledger.policy.prune import Plan, PrunePlan, StripPlan, TrimPlan
+from contextledger.providers.errors import ProviderError
 from contextledger.request.builder import BuiltRequest, RequestInputs
-from contextledger.request.recording import SessionApi
+from contextledger.vocabulary.requests import Request
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,9 @@ class ReplayedCall:
     the session did right before it (``compactions``: each outcome, ``"compacted"`` or
     ``"compaction rolled back"``; ``pruned``: the after-turn prune since the call before), the
     projection it was built from (read it, do not change it), the request and that request
-    as the cache simulator sees it (with the recorded output tokens)."""
+    as the cache simulator sees it (with the recorded output tokens), and how many times the
+    provider refused it as over the window before (each answered by an overflow
+    compaction)."""
 
     call: int
     turn: int
@@ -147,6 +151,7 @@ class ReplayedCall:
     history: History
     built: BuiltRequest
     sim: SimRequest
+    refused: int = 0
 
     @property
     def actions(self) -> str:
@@ -186,10 +191,41 @@ def _new_compactions(before: dict[str, str], history: History) -> tuple[str, ...
     return tuple(said)
 
 
+#: How many times one call is sent again after the provider refused it as over the window
+#: (each refusal is answered with an overflow compaction): Kilo's ``MAX_COMPACTION_ATTEMPTS``.
+#: A session's own guard (``compaction.max_attempts``) usually gives up first.
+OVERFLOW_RETRIES: Final = 3
+#: What the simulated provider answers a request over the window with.
+OVERFLOW_ERROR: Final = MessageError(
+    name="ContextOverflowError", message="prompt is too long: the request exceeds the window"
+)
+
+
+class ReplayFailed(RuntimeError):
+    """The session could not send call ``call`` (from 0): its request stayed over the window
+    after every overflow compaction it could make; the provider refused it ``refused``
+    times."""
+
+    def __init__(self, call: int, detail: str, *, refused: int) -> None:
+        super().__init__(f"call {call + 1}: {detail}")
+        self.call = call
+        self.refused = refused
+
+
+def over_window(sim: SimRequest, request: Request, context: int) -> bool:
+    """The provider's rule: a request is refused when its prompt (``sim.prompt_tokens``, as
+    the provider counts it) and the output it asks for do not fit in ``context`` tokens
+    (0: unknown, never refused)."""
+    return context > 0 and sim.prompt_tokens + (request.max_output_tokens or 0) > context
+
+
 class TurnReplay:
     """Drives ``session`` through ``turns`` (see the module docstring); ``calls`` yields each
-    model call as it is sent. ``trailing_pruned`` is the after-turn prune that followed the
-    last call."""
+    model call as it is sent. A request over ``context`` tokens (``over_window``) is refused
+    as a provider would refuse it: the session records the overflow error (``record_error``,
+    which compacts) and builds the call again, up to ``OVERFLOW_RETRIES`` times; a call that
+    cannot be sent raises ``ReplayFailed``. ``refused`` counts the requests refused so far;
+    ``trailing_pruned`` is the after-turn prune that followed the last call."""
 
     def __init__(
         self,
@@ -197,15 +233,19 @@ class TurnReplay:
         turns: Sequence[RecordedTurn],
         inputs: RequestInputs,
         clock: ReplayClock,
+        *,
+        context: int = 0,
     ) -> None:
         self.session = session
         self.turns = turns
         self.inputs = inputs
         self.clock = clock
+        self.context = context
+        self.refused = 0
         self.trailing_pruned: tuple[Plan, ...] = ()
 
     async def calls(self) -> AsyncIterator[ReplayedCall]:
-        """Replay the turns, yielding each call once its request is built."""
+        """Replay the turns, yielding each call once its request is built and accepted."""
         session, clock = self.session, self.clock
         pruned: tuple[Plan, ...] = ()
         number = 0
@@ -215,14 +255,43 @@ class TurnReplay:
             for call in turn.calls:
                 clock.at(call.time_ms)
                 before = _compaction_statuses(await session.history())
-                built = await session.build_request(self.inputs)
+                built, sim, refused = await self._send(number, user_id, call)
                 history = await session.history()
-                sim = sim_request(built.request, call.time_ms / 1000, call.output_tokens)
                 compacted = _new_compactions(before, history)
-                yield ReplayedCall(number, index, compacted, pruned, history, built, sim)
+                yield ReplayedCall(
+                    number, index, compacted, pruned, history, built, sim, refused=refused
+                )
                 number += 1
                 pruned = tuple(await _record_call(session, user_id, call, sim.prompt_tokens, clock))
         self.trailing_pruned = pruned
+
+    async def _send(
+        self, number: int, user_id: str, call: RecordedCall
+    ) -> tuple[BuiltRequest, SimRequest, int]:
+        """Build call ``number`` until the provider accepts it; the request, as simulated,
+        and how many times it was refused."""
+        session = self.session
+        for refused in range(OVERFLOW_RETRIES + 1):
+            built = await session.build_request(self.inputs)
+            sim = sim_request(built.request, call.time_ms / 1000, call.output_tokens)
+            if not over_window(sim, built.request, self.context):
+                return built, sim, refused
+            self.refused += 1
+            if refused == OVERFLOW_RETRIES:
+                break
+            message_id = await session.start_assistant(user_id)
+            error = ProviderError("simulated", OVERFLOW_ERROR, status=400)
+            result = await session.record_error(message_id, error)
+            if result is None or result.outcome != "completed":
+                detail = result.detail if result is not None else ""
+                raise ReplayFailed(
+                    number, f"over the window; the compaction failed: {detail}", refused=refused + 1
+                )
+        raise ReplayFailed(
+            number,
+            f"still over the window after {OVERFLOW_RETRIES} compactions",
+            refused=OVERFLOW_RETRIES + 1,
+        )
 
 
 async def _record_call(

@@ -22,6 +22,7 @@ import trio
 from contextledger.cachesim import lower_bound, simulate
 from contextledger.cachesim.blocks import SimRequest
 from contextledger.compaction.compactor import CompactionExhausted
+from contextledger.compaction.summarizers import Summarizer
 from contextledger.events.catalogue import (
     AssistantFinished,
     CompactionCompleted,
@@ -59,7 +60,14 @@ from contextledger.providers.openai_chat import OpenAIChat
 from contextledger.request.builder import RequestInputs
 from contextledger.request.system import SystemSegments, family_prompt
 from contextledger.simulation.local import LocalSession
-from contextledger.simulation.replay import ReplayClock, ReplayedCall, TurnReplay, recorded_turns
+from contextledger.simulation.replay import (
+    ReplayClock,
+    ReplayedCall,
+    ReplayFailed,
+    TurnReplay,
+    recorded_turns,
+)
+from contextledger.simulation.summaries import PricedSummarizer, SummarizerName
 from contextledger.store.memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary.defaults import OUTPUT_TOKEN_MAX
@@ -101,7 +109,14 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     (from 1) the strategy could not make: it was still over the window after
     ``compaction.max_attempts`` compactions (``CompactionExhausted``, as a runtime raises), so
     the replay stopped there and the figures cover the calls before it; None when every call
-    was made."""
+    was made. ``over_window_calls`` counts the requests the provider refused as over the
+    window (``replay.over_window``): not priced, each answered by an overflow compaction.
+    ``compactions`` counts the compactions that completed; ``summarizer`` is what wrote their
+    summaries, and under ``model`` each summary was a model call (``summaries.PricedSummarizer``):
+    ``summary_calls`` of them, ``summary_input_tokens`` read and ``summary_output_tokens``
+    written, costing ``summary_cost`` (USD, input and output), priced through the cache
+    simulator in time order with the session's calls. ``cost`` is the billed input cost plus
+    the summaries'."""
 
     strategy: str
     provider: Provider
@@ -116,6 +131,18 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     peak_prompt: int
     lower_bound: float
     failed_at: int | None = None
+    over_window_calls: int = 0
+    compactions: int = 0
+    summarizer: SummarizerName = "extractive"
+    summary_calls: int = 0
+    summary_input_tokens: int = 0
+    summary_output_tokens: int = 0
+    summary_cost: float = 0.0
+
+    @property
+    def cost(self) -> float:
+        """What the session cost: its calls' input and its summary calls (USD)."""
+        return self.billed_input_cost + self.summary_cost
 
     @property
     def calls(self) -> int:
@@ -124,10 +151,10 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def cost_vs_lower_bound(self) -> float | None:
-        """``billed_input_cost / lower_bound``; None when the lower bound is zero."""
-        return self.billed_input_cost / self.lower_bound if self.lower_bound else None
+        """``cost / lower_bound`` (summaries included); None when the lower bound is zero."""
+        return self.cost / self.lower_bound if self.lower_bound else None
 
-    def summary(self) -> dict[str, float | int | None]:
+    def summary(self) -> dict[str, float | int | str | None]:
         """The headline figures, as ``simulate --json`` prints them."""
         return {
             "billed_input_cost": self.billed_input_cost,
@@ -136,6 +163,14 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
             "cost_vs_lower_bound": self.cost_vs_lower_bound,
             "calls": self.calls,
             "failed_at": self.failed_at,
+            "over_window_calls": self.over_window_calls,
+            "compactions": self.compactions,
+            "summarizer": self.summarizer,
+            "summary_calls": self.summary_calls,
+            "summary_input_tokens": self.summary_input_tokens,
+            "summary_output_tokens": self.summary_output_tokens,
+            "summary_cost": self.summary_cost,
+            "cost": self.cost,
         }
 
 
@@ -275,10 +310,12 @@ async def strategy_steps(
     provider: Provider = "anthropic",
     model_id: str | None = None,
     window: int = DEFAULT_WINDOW,
+    summarizer: Summarizer | None = None,
 ) -> AsyncIterator[ReplayedCall]:
     """Replay the recorded turns of ``events`` (``recorded_turns``) in a ``LocalSession``
     under ``chosen``, yielding each model call (see the module docstring). ``model_id``
-    defaults to the one ``simulate`` prices the provider with."""
+    defaults to the one ``simulate`` prices the provider with; ``summarizer`` (the
+    extractive one by default) writes the compactions' summaries."""
     if not events:
         return
     model_id = model_id or priced_model(provider, events)
@@ -286,9 +323,11 @@ async def strategy_steps(
     log = SessionLog(MemoryStore(), History(events[0].session_id))
     model = sized_model(provider, model_id, window)
     await log.append([_started(events, model_id, provider, clock())])
-    session = LocalSession(log, chosen, model=model, wire=_wire(provider), clock=clock)
+    session = LocalSession(
+        log, chosen, model=model, wire=_wire(provider), clock=clock, summarizer=summarizer
+    )
     inputs = request_inputs(events, provider, model_id)
-    replay = TurnReplay(session, recorded_turns(events), inputs, clock)
+    replay = TurnReplay(session, recorded_turns(events), inputs, clock, context=window)
     async for call in replay.calls():
         yield call
 
@@ -312,26 +351,46 @@ def trace_result(
     actions: Sequence[str],
     *,
     failed_at: int | None = None,
+    over_window_calls: int = 0,
+    compactions: int = 0,
+    summarizer: SummarizerName = "extractive",
+    summaries: Sequence[SimRequest] = (),
 ) -> TraceResult:
-    """``requests`` (one per call, ``actions`` what preceded each) simulated and priced with
-    ``model_id``'s entry for ``provider``."""
+    """``requests`` (one per call, ``actions`` what preceded each) and the ``summaries`` (one
+    per summary call) simulated together in time order (a summary sent at the time of a call
+    goes first: it is what the call waited for) and priced with ``model_id``'s entry for
+    ``provider``."""
     price = price_for(model_id, provider)
-    cost = simulate(requests, price)
+    order = sorted(
+        [(r.at, 0, i) for i, r in enumerate(summaries)]
+        + [(r.at, 1, i) for i, r in enumerate(requests)]
+    )
+    sent = [summaries[i] if kind == 0 else requests[i] for _, kind, i in order]
+    priced = simulate(sent, price).requests
+    calls = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 1]
+    summary_costs = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 0]
     prompts = tuple(r.prompt_tokens for r in requests)
     return TraceResult(
         strategy=strategy_name,
         provider=provider,
         model=model_id,
         prompt_tokens=prompts,
-        uncached=tuple(r.uncached for r in cost.requests),
-        cache_write=tuple(r.cache_write for r in cost.requests),
-        cache_read=tuple(r.cache_read for r in cost.requests),
-        input_cost=tuple(r.input_cost for r in cost.requests),
+        uncached=tuple(r.uncached for r in calls),
+        cache_write=tuple(r.cache_write for r in calls),
+        cache_read=tuple(r.cache_read for r in calls),
+        input_cost=tuple(r.input_cost for r in calls),
         actions=tuple(actions),
-        billed_input_cost=cost.total.input_cost,
+        billed_input_cost=sum(r.input_cost for r in calls),
         peak_prompt=max(prompts, default=0),
         lower_bound=lower_bound(requests, price, output=False),
         failed_at=failed_at,
+        over_window_calls=over_window_calls,
+        compactions=compactions,
+        summarizer=summarizer,
+        summary_calls=len(summaries),
+        summary_input_tokens=sum(r.prompt_tokens for r in summaries),
+        summary_output_tokens=sum(r.output_tokens for r in summaries),
+        summary_cost=sum(c.input_cost + c.output_cost for c in summary_costs),
     )
 
 
@@ -341,6 +400,7 @@ async def simulate_trace_async(
     strategy_name: str,
     window: int = DEFAULT_WINDOW,
     provider_family: Provider = "anthropic",
+    summarizer: SummarizerName = "extractive",
 ) -> TraceResult:
     """``simulate_trace`` inside a running trio loop."""
     if window < 1:
@@ -350,19 +410,45 @@ async def simulate_trace_async(
     chosen = strategy(strategy_name)
     events = raw_events(events)
     model_id = priced_model(provider_family, events)
+    priced = PricedSummarizer() if summarizer == "model" else None
     requests: list[SimRequest] = []
     actions: list[str] = []
+    summaries: list[SimRequest] = []
+    compactions = 0
     failed_at: int | None = None
+    refused = 0
+    steps = strategy_steps(
+        events,
+        chosen,
+        provider=provider_family,
+        model_id=model_id,
+        window=window,
+        summarizer=priced,
+    )
     try:
-        async for call in strategy_steps(
-            events, chosen, provider=provider_family, model_id=model_id, window=window
-        ):
+        async for call in steps:
             requests.append(call.sim)
             actions.append(call.actions)
-    except CompactionExhausted:
+            refused += call.refused
+            compactions += call.compactions.count("compacted")
+            if priced is not None:  # the summaries written while this call was built
+                summaries.extend(c.sim(call.sim.at) for c in priced.calls[len(summaries) :])
+    except (CompactionExhausted, ReplayFailed) as exc:
         failed_at = len(requests) + 1
+        refused += exc.refused if isinstance(exc, ReplayFailed) else 0
+        if priced is not None and requests:  # written for the call that failed
+            summaries.extend(c.sim(requests[-1].at) for c in priced.calls[len(summaries) :])
     return trace_result(
-        chosen.name, provider_family, model_id, requests, actions, failed_at=failed_at
+        chosen.name,
+        provider_family,
+        model_id,
+        requests,
+        actions,
+        failed_at=failed_at,
+        over_window_calls=refused,
+        compactions=compactions,
+        summarizer=summarizer,
+        summaries=summaries,
     )
 
 
@@ -372,13 +458,19 @@ def simulate_trace(
     strategy_name: str,
     window: int = DEFAULT_WINDOW,
     provider_family: Provider = "anthropic",
+    summarizer: SummarizerName = "extractive",
 ) -> TraceResult:
     """Replay ``events`` under ``strategy_name`` and simulate its calls on ``provider_family``
-    (see the module docstring). Raises ``StrategyError`` for an unknown strategy and
+    (see the module docstring), its compactions summarised by ``summarizer`` (``model``: each
+    summary priced as a model call). Raises ``StrategyError`` for an unknown strategy and
     ``ValueError`` for a bad window or provider."""
     return trio.run(
         lambda: simulate_trace_async(
-            events, strategy_name=strategy_name, window=window, provider_family=provider_family
+            events,
+            strategy_name=strategy_name,
+            window=window,
+            provider_family=provider_family,
+            summarizer=summarizer,
         )
     )
 
@@ -418,6 +510,7 @@ async def simulate_paths_async(
     providers: Sequence[Provider],
     window: int = DEFAULT_WINDOW,
     on_progress: Callable[[int, int, str], None] | None = None,
+    summarizer: SummarizerName = "extractive",
 ) -> dict[str, dict[str, dict[str, TraceResult]]]:
     """``simulate_paths`` inside a running trio loop."""
     for name in strategies:
@@ -438,6 +531,7 @@ async def simulate_paths_async(
                     strategy_name=strategy_name,
                     window=window,
                     provider_family=provider,
+                    summarizer=summarizer,
                 )
                 done += 1
     if on_progress is not None:
@@ -451,9 +545,14 @@ def simulate_paths(
     providers: Sequence[Provider],
     window: int = DEFAULT_WINDOW,
     on_progress: Callable[[int, int, str], None] | None = None,
+    summarizer: SummarizerName = "extractive",
 ) -> dict[str, dict[str, dict[str, TraceResult]]]:
     """``{trace: {strategy: {provider: TraceResult}}}`` for every session of every transcript
     at ``paths`` (a folder stands for the transcripts under it). ``on_progress(done, total,
     label)``, when given, is called before each (session, strategy, provider) simulation with
     the number finished so far and what runs next, and once at the end with ``done == total``."""
-    return trio.run(lambda: simulate_paths_async(paths, strategies, providers, window, on_progress))
+    return trio.run(
+        lambda: simulate_paths_async(
+            paths, strategies, providers, window, on_progress, summarizer=summarizer
+        )
+    )

@@ -31,6 +31,7 @@ from contextledger.strategies.turns import (
     RuntimePolicy,
     Strategy,
     TransformStrategy,
+    pi_overflow,
     strategy_view,
     transform_context,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "estimate_view_tokens",
     "load_transform",
     "per_tool_keep_last",
+    "pi_overflow",
     "shorten",
     "strategy",
     "strategy_view",

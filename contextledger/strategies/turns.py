@@ -69,6 +69,15 @@ def _view(history: History, config: Config, agent_id: str) -> list[ModelMessage]
     return model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
 
 
+def pi_overflow(config: Config) -> Config:
+    """pi's answer to a context overflow (``_checkCompaction``): one compaction with its
+    structured summary (the continuation template) and one retry; a second overflow before a
+    step succeeds is an error. So at most one compaction attempt per step."""
+    return _replace_section(
+        config, "compaction", template="continuation", max_attempts=1, attempts_per="step"
+    )
+
+
 def _replace_section(config: Config, section: str, **changes: object) -> Config:
     current = getattr(config, section)
     return msgspec.structs.replace(config, **{section: msgspec.structs.replace(current, **changes)})
@@ -79,14 +88,15 @@ def _replace_section(config: Config, section: str, **changes: object) -> Config:
 
 @dataclass(frozen=True)
 class TransformStrategy:
-    """A view transform only; ``after_turn`` appends nothing."""
+    """A view transform, run as pi's agent runs it: it never compacts on its own; a request
+    the provider refuses as over the window is answered as pi answers it (``pi_overflow``)."""
 
     name: str
     transform: Transform | None
 
     def configure(self, config: Config) -> Config:
-        """The config unchanged."""
-        return config
+        """``pi_overflow``."""
+        return pi_overflow(config)
 
     def compaction_due(
         self,
@@ -150,8 +160,8 @@ class CompactOnce:
         return f"compact-at-{self.chars}-structured"
 
     def configure(self, config: Config) -> Config:
-        """The continuation template."""
-        return _replace_section(config, "compaction", template="continuation")
+        """``pi_overflow`` (the continuation template)."""
+        return pi_overflow(config)
 
     def compaction_due(
         self,

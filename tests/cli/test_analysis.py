@@ -189,6 +189,14 @@ def test_simulate_json_has_the_figures_per_trace_strategy_and_provider(
         "cost_vs_lower_bound",
         "calls",
         "failed_at",
+        "over_window_calls",
+        "compactions",
+        "summarizer",
+        "summary_calls",
+        "summary_input_tokens",
+        "summary_output_tokens",
+        "summary_cost",
+        "cost",
     }
     assert figures["anthropic"]["calls"] == 2
     assert figures["anthropic"]["failed_at"] is None

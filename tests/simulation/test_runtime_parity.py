@@ -40,7 +40,8 @@ async def _through_runtime(events: list[Event], model_id: str, window: int) -> l
     async with Runtime.open(MemoryStore(), model=model, config=config, clock=clock) as runtime:
         session = await runtime.session(events[0].session_id)
         inputs = request_inputs(events, "anthropic", model_id)
-        async for call in TurnReplay(session, recorded_turns(events), inputs, clock).calls():
+        replay = TurnReplay(session, recorded_turns(events), inputs, clock, context=window)
+        async for call in replay.calls():
             calls.append(call)
     return calls
 

@@ -1,0 +1,89 @@
+"""Every strategy replays under the constraints a provider enforces, with every cost counted:
+a request over the window is refused (not priced) and answered by an overflow compaction, a
+strategy that cannot get under the window fails at that call, and a model summarizer's calls
+are priced like any other."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextledger.cachesim import sim_request
+from contextledger.events.parts import ModelRef
+from contextledger.simulation import simulate_trace, trace_result
+from contextledger.simulation.replay import over_window
+from contextledger.simulation.synthetic import synthetic_session
+from contextledger.vocabulary.messages import ModelMessage, ModelText
+from contextledger.vocabulary.requests import Request
+
+EVENTS = synthetic_session("ses_limits", seed=7, turns=8)
+REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
+
+
+def _request(text: str, max_output: int | None) -> Request:
+    message = ModelMessage(role="user", content=(ModelText(text=text),), source_id="msg_1")
+    return Request(
+        model=REF,
+        session_id="s",
+        system=(),
+        tools=(),
+        messages=(message,),
+        max_output_tokens=max_output,
+    )
+
+
+def test_a_request_is_over_the_window_when_prompt_and_output_do_not_fit() -> None:
+    request = _request("x" * 4_000, 500)
+    sim = sim_request(request, 0.0)
+    assert not over_window(sim, request, sim.prompt_tokens + 500)
+    assert over_window(sim, request, sim.prompt_tokens + 499)
+    assert not over_window(sim, request, 0)  # an unknown window refuses nothing
+
+
+def test_without_compaction_of_its_own_a_strategy_meets_the_window_through_overflows() -> None:
+    baseline = simulate_trace(EVENTS, strategy_name="baseline", window=32_000)
+    assert baseline.over_window_calls > 0  # refused, answered by an overflow compaction
+    assert baseline.compactions >= baseline.over_window_calls - 1
+    assert baseline.failed_at is None
+    assert baseline.peak_prompt <= 32_000
+    roomy = simulate_trace(EVENTS, strategy_name="baseline", window=1_000_000)
+    assert roomy.over_window_calls == 0 and roomy.compactions == 0
+
+
+def test_default_never_sends_over_the_window() -> None:
+    ours = simulate_trace(EVENTS, strategy_name="default", window=32_000)
+    assert ours.over_window_calls == 0 and ours.failed_at is None
+    assert ours.compactions > 0
+
+
+def test_a_strategy_that_cannot_get_under_the_window_fails_at_that_call() -> None:
+    # At 12k, Kilo's window (context - output - 20,000 reserved) leaves nothing usable.
+    failed = simulate_trace(EVENTS, strategy_name="opencode", window=12_000)
+    assert failed.failed_at is not None
+    assert failed.calls == failed.failed_at - 1
+
+
+@pytest.mark.parametrize("name", ["compact-at-12000-structured", "default"])
+def test_model_summaries_are_priced_like_any_call(name: str) -> None:
+    free = simulate_trace(EVENTS, strategy_name=name, window=32_000)
+    paid = simulate_trace(EVENTS, strategy_name=name, window=32_000, summarizer="model")
+    assert (
+        free.summary_calls == 0 and free.summary_cost == 0 and free.cost == free.billed_input_cost
+    )
+    assert paid.compactions == free.compactions > 0
+    assert paid.summary_calls >= paid.compactions
+    assert paid.summary_input_tokens > 0 and paid.summary_output_tokens > 0
+    assert paid.summary_cost > 0
+    assert paid.cost == pytest.approx(paid.billed_input_cost + paid.summary_cost)
+    assert paid.cost_vs_lower_bound is not None and free.cost_vs_lower_bound is not None
+    assert paid.cost_vs_lower_bound > free.cost_vs_lower_bound
+
+
+def test_a_summary_is_priced_before_the_call_that_waited_for_it() -> None:
+    shared = "y" * 20_000
+    call = sim_request(_request(shared + " and the question", 100), 10.0, 50)
+    summary = sim_request(_request(shared, 100), 10.0, 500)
+    alone = trace_result("s", "anthropic", "claude-sonnet-4-5", [call], [""])
+    both = trace_result("s", "anthropic", "claude-sonnet-4-5", [call], [""], summaries=[summary])
+    assert both.summary_calls == 1 and both.summary_output_tokens == 500
+    assert both.summary_cost > 0
+    assert both.prompt_tokens == alone.prompt_tokens
