@@ -21,6 +21,7 @@ from contextledger.cli.demo_session import (
 )
 from contextledger.cli.output import Progress, emit_json, emit_table, emit_text
 from contextledger.report import render_report, write_report
+from contextledger.simulation import TraceResult
 from contextledger.store.sqlite import SQLiteStore
 
 
@@ -97,12 +98,11 @@ async def demo(args: argparse.Namespace) -> None:
             f"note: the peak prompt ({total['peak_prompt']:,} tokens) exceeds the window: a "
             "single message or step was larger than any compaction can shrink"
         )
-    compared = ", ".join(
-        f"{name} {r.billed_input_cost:.2f}"
-        + (f" (could not get under the window at call {r.failed_at})" if r.failed_at else "")
-        for name, r in simulated.items()
+    compared = ", ".join(f"{name} {_outcome(r)}" for name, r in simulated.items())
+    emit_text(
+        "the same session simulated under each strategy (cost, USD; requests the provider "
+        f"refused as over the window in brackets): {compared}"
     )
-    emit_text(f"the same session simulated under each strategy (input cost, USD): {compared}")
     emit_text(f"report (the default policy against other strategies): {report}")
     emit_text(f"inspect the session: contextledger history {args.db} --session {session_id}")
 
@@ -110,3 +110,14 @@ async def demo(args: argparse.Namespace) -> None:
 def _usd(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its cost to four decimals (small turns cost fractions of a cent)."""
     return {**row, "input_cost_usd": f"{row['input_cost_usd']:.4f}"}
+
+
+def _outcome(result: TraceResult) -> str:
+    """``1.23``, ``1.23 (4 refused)``, or with the call it could not make."""
+    said = f"{result.cost:.2f}"
+    notes = []
+    if result.over_window_calls:
+        notes.append(f"{result.over_window_calls} refused")
+    if result.failed_at:
+        notes.append(f"could not get under the window at call {result.failed_at}")
+    return said + (f" ({'; '.join(notes)})" if notes else "")
