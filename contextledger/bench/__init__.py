@@ -19,6 +19,7 @@ BENCHMARKS: dict[str, str] = {
     "cachesim": "contextledger.bench.cachesim",
     "actors": "contextledger.bench.actors",
     "strategies": "contextledger.bench.strategies",
+    "simulate_scaling": "contextledger.bench.simulate_scaling",
 }
 
 
