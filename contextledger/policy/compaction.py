@@ -41,6 +41,7 @@ from contextledger.events.errors import LedgerError
 from contextledger.events.parts import (
     CompactionPart,
     CompactionTrigger,
+    FilePart,
     Part,
     TextPart,
     ToolCompleted,
@@ -619,7 +620,14 @@ def plan_compaction(
         previous_summary=selection.previous_summary,
         replay_id=None if replay is None else replay.id,
         replay_parts=() if replay is None else replay_parts(replay),
-        continue_text=continue_text(part.overflow) if resume else None,
+        continue_text=(
+            continue_text(
+                part.overflow,
+                media=any(isinstance(p, FilePart) for m in head for p in m.parts),
+            )
+            if resume
+            else None
+        ),
         transcript=transcript,
         prompt=prompt,
         head_tokens=head_tokens,

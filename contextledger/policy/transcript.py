@@ -53,11 +53,18 @@ CONTINUE_TEXT: Final = (
     "Continue if you have next steps, or stop and ask for clarification if you are unsure "
     "how to proceed."
 )
-#: Put before ``CONTINUE_TEXT`` when the compaction answered a provider overflow.
+#: Put before ``CONTINUE_TEXT`` when the compaction answered a provider overflow and media
+#: was among what it summarised (opencode's notice).
 OVERFLOW_NOTICE: Final = (
     "The previous request exceeded the provider's size limit, most likely because of large "
     "media attachments, so the attached media has been taken out of the conversation. Tell "
     "the user the files were too large to process and suggest sending smaller or fewer files."
+)
+#: Put before ``CONTINUE_TEXT`` when the compaction answered a provider overflow without
+#: media among what it summarised: the conversation itself had outgrown the window.
+OVERFLOW_CONTEXT_NOTICE: Final = (
+    "The previous request exceeded the model's context window, so the earlier part of the "
+    "conversation was condensed into the summary above."
 )
 
 #: The sentence opening a wrapped summary, and the two that say what follows it.
@@ -177,10 +184,14 @@ def merge_prompt(
 # --- after the summary ----------------------------------------------------------------------
 
 
-def continue_text(overflow: bool) -> str:
+def continue_text(overflow: bool, *, media: bool) -> str:
     """The synthetic user text that lets the model carry on after an automatic compaction;
-    after an overflow it first says the media was removed and why."""
-    return f"{OVERFLOW_NOTICE}\n\n{CONTINUE_TEXT}" if overflow else CONTINUE_TEXT
+    after an overflow it first names the cause: the media that was taken out when ``media``
+    (media was among what the compaction summarised), else the conversation's length."""
+    if not overflow:
+        return CONTINUE_TEXT
+    notice = OVERFLOW_NOTICE if media else OVERFLOW_CONTEXT_NOTICE
+    return f"{notice}\n\n{CONTINUE_TEXT}"
 
 
 def replay_parts(message: Message) -> tuple[str, ...]:

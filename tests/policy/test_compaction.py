@@ -66,7 +66,12 @@ from contextledger.policy.compaction import (
 )
 from contextledger.policy.overflow import usable
 from contextledger.policy.templates import OPENCODE, render_summary
-from contextledger.policy.transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, wrap_summary
+from contextledger.policy.transcript import (
+    CONTINUE_TEXT,
+    OVERFLOW_CONTEXT_NOTICE,
+    OVERFLOW_NOTICE,
+    wrap_summary,
+)
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing.builder import SessionBuilder
 from contextledger.vocabulary.models import Model, ModelLimits
@@ -826,3 +831,11 @@ def test_a_completed_plan_is_valid_and_its_view_is_request_summary_and_tail(
     completed = _history(after)
     assert [m.id for m in view_messages(completed, ViewOptions())] == [request, summary, *tail]
     check_tool_pairs(model_view(completed))
+
+
+def test_an_overflow_without_media_blames_the_conversation_not_media() -> None:
+    b = SessionBuilder()
+    current = b.user("current, a long question without attachments")
+    plan = _plan(b, b.request_compaction(trigger="overflow", parent_id=current))
+    assert plan.replay_id is None and plan.continue_text is not None
+    assert plan.continue_text == f"{OVERFLOW_CONTEXT_NOTICE}\n\n{CONTINUE_TEXT}"

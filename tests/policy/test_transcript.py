@@ -18,6 +18,7 @@ from contextledger.policy.templates import CONTINUATION
 from contextledger.policy.transcript import (
     CONTINUE_TEXT,
     MANIFEST_INTRO,
+    OVERFLOW_CONTEXT_NOTICE,
     OVERFLOW_NOTICE,
     SUMMARY_NO_TAIL,
     SUMMARY_TAIL,
@@ -148,11 +149,13 @@ def test_chunk_and_merge_prompts() -> None:
     assert "## Task Overview" in merged
 
 
-def test_continue_text_with_and_without_overflow() -> None:
-    assert continue_text(False) == CONTINUE_TEXT
-    assert continue_text(True).startswith(OVERFLOW_NOTICE)
-    assert continue_text(True).endswith(CONTINUE_TEXT)
+def test_continue_text_names_the_cause_of_an_overflow() -> None:
+    assert continue_text(False, media=True) == continue_text(False, media=False) == CONTINUE_TEXT
+    assert continue_text(True, media=True).startswith(OVERFLOW_NOTICE)
+    assert continue_text(True, media=True).endswith(CONTINUE_TEXT)
     assert "smaller or fewer files" in OVERFLOW_NOTICE
+    assert continue_text(True, media=False).startswith(OVERFLOW_CONTEXT_NOTICE)
+    assert "media" not in continue_text(True, media=False)
 
 
 def test_replay_parts_are_text_and_placeholders_without_the_ignored() -> None:
