@@ -12,19 +12,24 @@ from contextledger.cachesim.blocks import (
     sim_request,
 )
 from contextledger.cachesim.simulate import (
+    PromptCache,
     RequestCost,
     SessionCost,
     lower_bound,
     simulate,
 )
 from contextledger.cachesim.validate import ReadGrowthErrors, read_growth_errors
+from contextledger.cachesim.wire import blocks_from_anthropic_body, blocks_from_chat_body
 
 __all__ = [
     "Block",
+    "PromptCache",
     "ReadGrowthErrors",
     "RequestCost",
     "SessionCost",
     "SimRequest",
+    "blocks_from_anthropic_body",
+    "blocks_from_chat_body",
     "blocks_from_request",
     "lower_bound",
     "prefixes",

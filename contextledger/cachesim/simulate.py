@@ -181,25 +181,39 @@ def _deepseek(
     return _cost(price, req.prompt_tokens, read, 0, 0, req.output_tokens)
 
 
+class PromptCache:
+    """One provider's prompt cache, charged call by call: ``charge(request)`` applies
+    ``price.family``'s rules to the next call (in time order) and returns its cost, updating
+    what is cached. ``simulate`` is this over a whole session; a server that answers calls as
+    they arrive keeps one per model. ``ttl_s`` overrides
+    the implicit-cache lifetime as in ``simulate``."""
+
+    def __init__(self, price: ModelPrice, *, ttl_s: int | None = None) -> None:
+        self.price = price
+        self.ttl = ttl_s if ttl_s is not None else price.ttl_s
+        self._cache = _Cache()
+        self._seen: set[str] = set()
+
+    def charge(self, request: SimRequest) -> RequestCost:
+        """The cost of ``request`` given every call charged before it."""
+        price = self.price
+        if price.family == "anthropic":
+            return _anthropic(request, self._cache, price)
+        if price.family == "openai":
+            return _implicit(request, self._cache, price, self.ttl, OPENAI_STEP)
+        if price.family == "gemini":
+            return _implicit(request, self._cache, price, self.ttl, 1)
+        return _deepseek(request, self._cache, self._seen, price, self.ttl)
+
+
 def simulate(
     requests: Sequence[SimRequest], price: ModelPrice, *, ttl_s: int | None = None
 ) -> SessionCost:
     """Simulate the session ``requests`` (in time order) under ``price.family``'s rules.
     ``ttl_s`` overrides the implicit-cache lifetime of OpenAI (86,400 for ``"24h"``
     retention), Gemini and DeepSeek; Anthropic lifetimes come from the breakpoints."""
-    ttl = ttl_s if ttl_s is not None else price.ttl_s
-    cache = _Cache()
-    seen: set[str] = set()
-    costs: list[RequestCost] = []
-    for req in requests:
-        if price.family == "anthropic":
-            costs.append(_anthropic(req, cache, price))
-        elif price.family == "openai":
-            costs.append(_implicit(req, cache, price, ttl, OPENAI_STEP))
-        elif price.family == "gemini":
-            costs.append(_implicit(req, cache, price, ttl, 1))
-        else:
-            costs.append(_deepseek(req, cache, seen, price, ttl))
+    cache = PromptCache(price, ttl_s=ttl_s)
+    costs = [cache.charge(req) for req in requests]
     total = sum(costs, RequestCost())
     return SessionCost(requests=tuple(costs), total=total, lower_bound=lower_bound(requests, price))
 
