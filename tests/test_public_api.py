@@ -27,6 +27,7 @@ PACKAGES = [
     "contextledger.store",
     "contextledger.strategies",
     "contextledger.testing",
+    "contextledger.testing.loopback",
     "contextledger.vocabulary",
 ]
 
