@@ -3,7 +3,8 @@ invariants every log, projection and model view must keep (ids increase, increme
 rebuild, snapshots restore, events round-trip, tool calls never split from their results,
 replay determinism, live view == rebuilt view, prefix stability) and ``appends_only`` (the
 events after a step that leave earlier messages alone), for property-testing your own
-strategies."""
+strategies. ``contextledger.testing.loopback`` is a provider on 127.0.0.1 to run an agent loop
+against (scripted tool loops, the APIs' validation, cache usage, faults on demand)."""
 
 from contextledger.testing.invariants import (
     InvariantViolation,
