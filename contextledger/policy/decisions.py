@@ -229,14 +229,19 @@ def prune_plans(
 def output_cap(model: Model, config: Config, *, requested: int | None, prompt_tokens: int) -> int:
     """The output a request asks for: ``requested`` (else the model's default,
     ``max_output_tokens``), lowered by ``output.budget_rule`` (``output_budget``) so that the
-    prompt (``prompt_tokens``, an estimate that does not under-count) plus the output fit the
-    window, never below ``output.min``; unchanged when the window is unknown or when the prompt
-    alone fills it (the provider's overflow error then leads to a compaction)."""
+    prompt (``prompt_tokens``, an estimate) plus the output fit the window, never below
+    ``output.min``; unchanged when the window is unknown. When the estimate leaves no room at
+    all, ``output.min``: asking for the whole output then would make a request the provider
+    refuses even if the estimate was high, and a prompt that really fills the window is
+    refused either way (its overflow leads to a compaction)."""
     wanted = (
         requested
         if requested is not None
         else max_output_tokens(model.limits, config.output.max_tokens)
     )
+    context = model.limits.context
+    if context and prompt_tokens + config.output.safety >= context:
+        return min(wanted, config.output.min)
     # The output budget reads only the normalized size and the media count of the measure.
     measure = PreflightMeasure(
         normalized=prompt_tokens, raw=prompt_tokens, tail=0, overhead=0, continuation=False, media=0

@@ -32,6 +32,8 @@ OVERFLOW_PATTERNS: Final = tuple(
         r"request too large for model",
         r"input is too long",
         r"exceeds the available context size",
+        # Anthropic, when the prompt fits but prompt plus max_tokens does not.
+        r"input length and `?max_tokens`? exceed context limit",
     )
 )
 #: A 400 or 413 with no body: what some gateways answer for an oversized request (opencode).

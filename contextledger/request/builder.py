@@ -242,7 +242,7 @@ class RequestBuilder:
         encoded = self._wire.encode(request)
         if self._model is not None:
             # The messages' bytes at the configured characters per token, inflated as
-            # preflight inflates its estimate: never under the prompt the provider will count.
+            # preflight inflates its estimate (characters / 4 under-counts code and JSON).
             tokens = self._config.tokens
             prompt = math.ceil(
                 encoded.messages_end / tokens.chars_per_token * tokens.preflight_factor

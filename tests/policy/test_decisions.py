@@ -125,5 +125,6 @@ def test_the_output_cap_leaves_room_for_the_prompt() -> None:
     big = Model(provider_id="x", model_id="y", limits=ModelLimits(context=200_000, output=8_000))
     assert output_cap(big, config, requested=None, prompt_tokens=10_000) == 8_000
     assert output_cap(SMALL, config, requested=2_000, prompt_tokens=10_000) == 2_000
-    # A prompt that fills the window alone is left to the provider's overflow error.
-    assert output_cap(SMALL, config, requested=None, prompt_tokens=40_000) == 32_000
+    # A prompt that fills the window alone asks for the least output: the provider refuses it
+    # only if it is really too long (then the overflow compacts).
+    assert output_cap(SMALL, config, requested=None, prompt_tokens=40_000) == config.output.min

@@ -41,6 +41,8 @@ def test_9_3_59_an_openai_server_error_chunk_is_retryable() -> None:
         "400 status code (no body)",
         "413 status code (no body)",
         "This model's maximum context length is 128000 tokens.",
+        "input length and `max_tokens` exceed context limit: 25823 + 32000 > 32000, decrease "
+        "input length or `max_tokens` and try again",
     ],
 )
 def test_9_3_60_provider_overflow_wordings_are_overflows(message: str) -> None:
