@@ -67,6 +67,7 @@ from contextledger.events.parts import (
     is_media,
     struct_tag,
 )
+from contextledger.events.strict import WrongType, strict_copy
 from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
 
 __all__ = [
@@ -131,10 +132,12 @@ __all__ = [
     "UpcasterRegistry",
     "Usage",
     "UsageReported",
+    "WrongType",
     "event_tag",
     "format_id",
     "is_id",
     "is_media",
     "parse_id",
+    "strict_copy",
     "struct_tag",
 ]

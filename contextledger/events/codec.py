@@ -20,8 +20,9 @@ from contextledger.events.catalogue import (
     RecordedEvent,
     event_tag,
 )
-from contextledger.events.errors import EventDecodeError, EventEncodeError
+from contextledger.events.errors import EventDecodeError, EventEncodeError, InvalidEvent
 from contextledger.events.parts import struct_tag
+from contextledger.events.strict import ENCODE_ERRORS, mismatch, unencodable, wrong_type
 from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
 
 
@@ -138,6 +139,50 @@ class EventCodec:
                 self.encode(event)  # raises the typed error naming the event
             raise
         return EncodedBatch(versions, datas, sum(map(len, datas)))
+
+    def typed_copies(self, events: Sequence[object]) -> list[Event]:
+        """``events`` checked against their schemas, strictly, and returned as the copies
+        decoded back from their encodings: what a read of them will give.
+
+        Structs check no types when they are built, so this is where ``bytes`` given for a
+        ``str``, ``None`` for a finish reason, ``"admin"`` for a role or ``"yesterday"`` for
+        ``time_ms`` are caught, before anything is written. Raises ``InvalidEvent`` naming
+        the first bad event's index in ``events`` and its field (``part.text``); a ``dict``
+        given for a struct, and an object that is not an event of this codec, are refused
+        the same way (see ``events.strict``). A well-typed batch (the common case) is
+        encoded, decoded and encoded again in C (``map``); only a batch whose copies do not
+        encode to the same bytes is looked at event by event.
+        """
+        versions, encode = self._versions, self._encoder.encode
+        if versions.keys() >= set(map(type, events)):
+            try:
+                datas = list(map(encode, events))
+                copies: list[Event] = list(map(self._decoder.decode, datas))
+                # A dict given for a struct decodes too; its copy then encodes differently.
+                if list(map(encode, copies)) == datas:
+                    return copies
+            except (msgspec.ValidationError, *ENCODE_ERRORS):
+                pass  # find which event, and which of its fields, below
+        copies = []
+        for index, event in enumerate(events):
+            if type(event) not in versions:
+                name = type(event).__name__
+                raise InvalidEvent(index, name, "not an event type of this codec")
+            tag = struct_tag(event)  # type: ignore[arg-type]
+            try:
+                data = self._encoder.encode(event)
+            except ENCODE_ERRORS as exc:
+                wrong = unencodable(event, exc)
+                raise InvalidEvent(index, tag, wrong.reason, field=wrong.field) from None
+            try:
+                copy = self._decoder.decode(data)
+            except msgspec.ValidationError as exc:
+                wrong = wrong_type(exc)
+                raise InvalidEvent(index, tag, wrong.reason, field=wrong.field) from None
+            if encode(copy) != data and (found := mismatch(event, copy)) is not None:
+                raise InvalidEvent(index, tag, found.reason, field=found.field)
+            copies.append(copy)
+        return copies
 
     def decode_stream(
         self, stream: str, rows: Iterable[tuple[int, int, int, bytes]]

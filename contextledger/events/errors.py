@@ -29,13 +29,20 @@ class EventEncodeError(LedgerError):
 
 
 class InvalidEvent(LedgerError):
-    """An event that would make the session inconsistent; nothing was written.
+    """An event that would make the session inconsistent, or that does not match its
+    schema; nothing was written.
 
-    ``index`` is the event's position in the rejected batch.
+    ``index`` is the event's position in the rejected batch; ``field`` the dotted path of
+    the field whose value has the wrong type (``part.text``), or None when the event is well
+    typed but may not follow the session.
     """
 
-    def __init__(self, index: int, event_type: str, reason: str) -> None:
-        super().__init__(f"invalid {event_type} at batch index {index}: {reason}")
+    def __init__(
+        self, index: int, event_type: str, reason: str, *, field: str | None = None
+    ) -> None:
+        where = f"{field}: " if field else ""
+        super().__init__(f"invalid {event_type} at batch index {index}: {where}{reason}")
         self.index = index
         self.event_type = event_type
         self.reason = reason
+        self.field = field
