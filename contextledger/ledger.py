@@ -1,10 +1,12 @@
 """``SessionLog``: one session's stream in a store together with its live projection.
 
-It is the only sanctioned way to write a session: each batch is validated against the
-projection (``InvalidEvent``, nothing written), appended with the projection's version as the
-expected version (``ConcurrencyError`` if another writer got there first, nothing written),
-then applied. Loading starts from the latest projection snapshot and replays only the events
-after it; a snapshot is written every ``snapshot_every`` events.
+It is the only sanctioned way to write a session: each batch is type-checked against the
+event schemas and validated against the projection (``InvalidEvent``, nothing written),
+appended with the projection's version as the expected version (``ConcurrencyError`` if
+another writer got there first, nothing written), then applied. Loading starts from the
+latest projection snapshot and replays only the events after it; a snapshot is written every
+``snapshot_every`` events. Once a batch has committed, applying it cannot fail: it was
+checked and validated before it was written.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import structlog
 import trio
 
 from contextledger.events.catalogue import Event, RecordedEvent
+from contextledger.events.codec import DEFAULT_CODEC
 from contextledger.events.errors import LedgerError
 from contextledger.history.projection import SNAPSHOT_SCHEMA, History
 from contextledger.store.protocol import EventStore, Snapshot
@@ -87,13 +90,18 @@ class SessionLog:
         return log
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
-        """Validate, append and apply ``events`` as one atomic batch.
+        """Type-check, validate, append and apply ``events`` as one atomic batch.
 
-        Raises ``InvalidEvent`` or ``ConcurrencyError`` with nothing written and the
-        projection unchanged.
+        Each event is first checked against its schema, strictly (``EventCodec.typed_copies``:
+        bytes are not text, None is not a finish reason, a role is one of the roles); the
+        checked copies are what is validated, written, applied and returned, so the projection
+        holds exactly what a later read of the store gives. Raises ``InvalidEvent`` (naming
+        the event's index in ``events`` and, for a wrong type, its field) or
+        ``ConcurrencyError`` with nothing written and the projection unchanged.
         """
-        self.history.validate(events)
-        recorded = await self.store.append(self.session_id, self.history.seq, events)
+        typed = DEFAULT_CODEC.typed_copies(events)
+        self.history.validate(typed)
+        recorded = await self.store.append(self.session_id, self.history.seq, typed)
         self.history.apply_all(recorded)
         if self.history.seq - self._snapshot_seq >= self._snapshot_every:
             # The batch is committed; a snapshot is only a shortcut for loading, so neither a

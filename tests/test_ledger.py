@@ -1,14 +1,22 @@
-"""SessionLog: validated appends, optimistic concurrency, snapshot + tail loading."""
+"""SessionLog: type-checked and validated appends, optimistic concurrency, snapshot + tail
+loading."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
+from typing import Any
 
-from contextledger.events import InvalidEvent, MessageAdded
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextledger.events import Event, InvalidEvent, MemoryPinned, MessageAdded
 from contextledger.history import SNAPSHOT_SCHEMA, History
 from contextledger.ledger import SessionLog
-from contextledger.store import ConcurrencyError, MemoryStore, Snapshot
+from contextledger.store import ConcurrencyError, MemoryStore, Snapshot, SQLiteStore
 from contextledger.testing.builder import SessionBuilder
+from contextledger.testing.strategies import session_events
 
 
 def _turns(b: SessionBuilder, n: int) -> None:
@@ -91,3 +99,126 @@ async def test_a_snapshot_of_another_schema_is_ignored() -> None:
 def test_snapshot_every_must_be_positive() -> None:
     with pytest.raises(ValueError, match="snapshot_every"):
         SessionLog(MemoryStore(), History("s"), snapshot_every=0)
+
+
+# --- every event is type-checked before it is written -------------------------------------
+
+_WRONG_VALUES: tuple[object, ...] = (b"bytes", 1.5, "text", 7, True, ["x"], {"key": "value"}, None)
+
+
+def _fits(value: object, kind: msgspec.inspect.Type) -> bool:
+    """Whether ``value`` has the Python type ``kind`` declares (written out by hand, so the
+    test does not ask msgspec what msgspec will be asked)."""
+    match kind:
+        case msgspec.inspect.AnyType():
+            return True
+        case msgspec.inspect.NoneType():
+            return value is None
+        case msgspec.inspect.StrType():
+            return type(value) is str
+        case msgspec.inspect.BoolType():
+            return type(value) is bool
+        case msgspec.inspect.IntType():
+            return type(value) is int
+        case msgspec.inspect.FloatType():
+            return type(value) in (int, float)
+        case msgspec.inspect.LiteralType(values=values):
+            return any(type(value) is type(v) and value == v for v in values)
+        case msgspec.inspect.UnionType(types=types):
+            return any(_fits(value, t) for t in types)
+        case msgspec.inspect.DictType(key_type=key, value_type=item):
+            return type(value) is dict and all(
+                _fits(k, key) and _fits(v, item) for k, v in value.items()
+            )
+        case (
+            msgspec.inspect.VarTupleType(item_type=item) | msgspec.inspect.ListType(item_type=item)
+        ):
+            return type(value) in (list, tuple) and all(_fits(v, item) for v in value)  # type: ignore[attr-defined]
+        case msgspec.inspect.TupleType(item_types=items):
+            return (
+                type(value) in (list, tuple)
+                and len(value) == len(items)  # type: ignore[arg-type]
+                and all(_fits(v, t) for v, t in zip(value, items, strict=True))  # type: ignore[call-overload]
+            )
+    return False  # a struct: none of the wrong values is one
+
+
+def _fields(value: msgspec.Struct, prefix: str = "") -> list[tuple[str, msgspec.inspect.Type]]:
+    """Every field of ``value`` and of the structs inside it, by dotted path, with its type."""
+    info = msgspec.inspect.type_info(type(value))
+    assert isinstance(info, msgspec.inspect.StructType)
+    found: list[tuple[str, msgspec.inspect.Type]] = []
+    for field in info.fields:
+        path = f"{prefix}{field.name}"
+        found.append((path, field.type))
+        inner = getattr(value, field.name)
+        if isinstance(inner, msgspec.Struct):
+            found.extend(_fields(inner, f"{path}."))
+    return found
+
+
+def _replaced(value: msgspec.Struct, path: str, new: object) -> Any:
+    """``value`` with the field at dotted ``path`` set to ``new`` (unchecked, as a caller
+    building a struct by hand would)."""
+    name, _, rest = path.partition(".")
+    inner = new if not rest else _replaced(getattr(value, name), rest, new)
+    return msgspec.structs.replace(value, **{name: inner})
+
+
+@st.composite
+def _wrongly_typed(draw: st.DrawFn) -> tuple[list[Event], list[Event], int, str]:
+    """A valid session cut in two, the second part with one field of one event set to a
+    value of the wrong type: (the first part, the bad batch, the bad event's index, the
+    field's path)."""
+    events = draw(session_events(max_moves=6))
+    cut = draw(st.integers(1, len(events)))
+    head, rest = events[:cut], events[cut:]
+    if not rest:
+        rest = [MemoryPinned(session_id=events[0].session_id, text="pinned")]
+    index = draw(st.integers(0, len(rest) - 1))
+    choices = [
+        (path, value)
+        for path, kind in _fields(rest[index])
+        for value in _WRONG_VALUES
+        if not _fits(value, kind)
+    ]
+    path, value = draw(st.sampled_from(choices))
+    batch = [*rest[:index], _replaced(rest[index], path, value), *rest[index + 1 :]]
+    return head, batch, index, path
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_wrongly_typed())
+async def test_a_wrongly_typed_field_is_refused_with_nothing_written(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[list[Event], list[Event], int, str]
+) -> None:
+    head, batch, index, path = case
+    session_id = head[0].session_id
+    async with SQLiteStore.open(tmp_path_factory.mktemp("db") / "x.db") as store:
+        log = await SessionLog.open(store, session_id)
+        await log.append(head)
+        before = log.history.snapshot()
+
+        with pytest.raises(InvalidEvent) as caught:
+            await log.append(batch)
+
+        assert (caught.value.index, caught.value.field) == (index, path)
+        assert log.history.snapshot() == before
+        assert await store.stream_version(session_id) == len(head)
+        reopened = await SessionLog.open(store, session_id)
+        assert reopened.history == log.history
+
+
+async def test_the_projection_holds_what_a_read_of_the_store_gives(tmp_path: Path) -> None:
+    # Tuples inside untyped fields read back as lists, an int cost as a float: the live
+    # projection holds the checked copies, so it equals one rebuilt from the store.
+    b = SessionBuilder()
+    reply = b.assistant(b.user("hi"))
+    call = b.tool_call(reply, "bash", {"argv": ("ls", "-l")})
+    b.tool_result(call, "ok")
+    b.finish(reply, "tool-calls")
+    async with SQLiteStore.open(tmp_path / "x.db") as store:
+        log = await SessionLog.open(store, b.session_id)
+        await log.append(b.events)
+        rebuilt = History.rebuild(b.session_id, await store.read(b.session_id))
+    assert log.history == rebuilt
