@@ -25,12 +25,16 @@ from contextledger.request.instructions import InstructionFile
 from contextledger.request.recording import (
     AddText,
     AddUser,
+    AssistantStep,
     CallTool,
     Finish,
+    InvalidCommand,
     RecordingCommand,
     StartAssistant,
     StartStep,
     ToolResult,
+    as_tuple,
+    checked,
 )
 
 
@@ -70,7 +74,11 @@ class SessionApi(ABC):
         self, message_id: str, error: ProviderError, *, agent_id: str = MAIN_AGENT
     ) -> CompactionResult | None:
         """A model call failed: the assistant message ends with the error. A context
-        overflow is answered with a compaction that replays the request."""
+        overflow is answered with a compaction that replays the request. Raises
+        ``InvalidCommand`` (nothing written) when ``error`` is not a ``ProviderError``."""
+        if not isinstance(error, ProviderError):
+            reason = f"expected a ProviderError, got {type(error).__name__}"
+            raise InvalidCommand("record_error", "error", reason)
         await self._record(
             Finish(message_id=message_id, finish="error", error=error.error, agent_id=agent_id)
         )
@@ -94,7 +102,7 @@ class SessionApi(ABC):
             text=text,
             agent=agent,
             agent_id=agent_id,
-            files=tuple(files),
+            files=as_tuple(files),
             editor=editor,
             plan_path=plan_path,
             plan_exists=plan_exists,
@@ -130,7 +138,7 @@ class SessionApi(ABC):
             message_id=message_id,
             text=text,
             reasoning=reasoning,
-            metadata=metadata or {},
+            metadata={} if metadata is None else metadata,
             agent_id=agent_id,
         )
         part_id: str = await self._record(command)
@@ -149,7 +157,7 @@ class SessionApi(ABC):
         command = CallTool(
             message_id=message_id,
             tool=tool,
-            input=tool_input or {},
+            input={} if tool_input is None else tool_input,
             call_id=call_id,
             agent_id=agent_id,
         )
@@ -195,17 +203,29 @@ class SessionApi(ABC):
         agent_id: str = MAIN_AGENT,
     ) -> str:
         """A whole assistant step: its text, its tool calls with their outputs
-        (``(tool, input, output)``), finished as ``tool-calls`` when it called any."""
-        message_id = await self.start_assistant(parent_id, agent=agent, agent_id=agent_id)
-        if text:
-            await self.add_text(message_id, text, agent_id=agent_id)
-        for tool, tool_input, output in tool_calls:
+        (``(tool, input, output)``), finished as ``tool-calls`` when it called any. Every
+        argument is type-checked before the first event is written (``InvalidCommand``)."""
+        step = checked(
+            AssistantStep(
+                parent_id=parent_id,
+                text=text,
+                tool_calls=as_tuple(tool_calls),
+                usage=usage,
+                agent=agent,
+                agent_id=agent_id,
+            )
+        )
+        agent_id = step.agent_id
+        message_id = await self.start_assistant(step.parent_id, agent=step.agent, agent_id=agent_id)
+        if step.text:
+            await self.add_text(message_id, step.text, agent_id=agent_id)
+        for tool, tool_input, output in step.tool_calls:
             part_id = await self.call_tool(message_id, tool, tool_input, agent_id=agent_id)
             await self.record_tool_result(part_id, output, agent_id=agent_id)
         await self.finish(
             message_id,
-            finish="tool-calls" if tool_calls else "stop",
-            usage=usage,
+            finish="tool-calls" if step.tool_calls else "stop",
+            usage=step.usage,
             agent_id=agent_id,
         )
         return message_id

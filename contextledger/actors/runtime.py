@@ -47,7 +47,12 @@ from contextledger.policy.transform import load_transform
 from contextledger.providers.registry import wire_format
 from contextledger.request.builder import BuiltRequest, RequestInputs, system_for
 from contextledger.request.instructions import InstructionFile
-from contextledger.request.recording import RecordingCommand
+from contextledger.request.recording import (
+    InvalidCommand,
+    RecordingCommand,
+    as_tuple,
+    checked,
+)
 from contextledger.store.protocol import EventStore
 from contextledger.vocabulary.messages import ModelMessage
 from contextledger.vocabulary.models import Model
@@ -192,7 +197,11 @@ class Runtime:
         parent_session_id: str | None = None,
     ) -> SessionHandle:
         """The handle of ``session_id``, starting its actors (and the session itself, when
-        the store has none of its events) as needed."""
+        the store has none of its events) as needed. Raises ``InvalidCommand`` for a
+        ``session_id`` that is not text (``InvalidEvent`` for a wrongly typed ``title``)."""
+        if type(session_id) is not str:
+            reason = f"expected a str, got {type(session_id).__name__}"
+            raise InvalidCommand("session", "session_id", reason)
         while session_id not in self._running:
             waiting = self._changing.get(session_id)
             if waiting is not None:
@@ -351,8 +360,18 @@ class SessionHandle(SessionApi):
         compaction limit, preflight says so, or under ``compaction.cadence = "economic"`` the
         view has passed its economic threshold), compact first, at most
         ``compaction.max_attempts`` times per turn (per step with ``attempts_per = "step"``);
-        raise ``CompactionExhausted`` after."""
+        raise ``CompactionExhausted`` after. Raises ``InvalidCommand`` (nothing written)
+        for wrongly typed arguments."""
         runtime = self.runtime
+        command = checked(
+            Build(
+                inputs=inputs,
+                memory=memory,
+                instructions=as_tuple(instructions),
+                agent_id=agent_id,
+            )
+        )
+        inputs, agent_id = command.inputs, command.agent_id
 
         async def due() -> CompactionReason | None:
             # This caller's earlier commands are applied (each was answered); others' may
@@ -372,9 +391,6 @@ class SessionHandle(SessionApi):
             lambda: self.compact(trigger="auto", agent_id=agent_id),
             max_attempts=runtime.config.compaction.max_attempts,
         )
-        command = Build(
-            inputs=inputs, memory=memory, instructions=tuple(instructions), agent_id=agent_id
-        )
         built: BuiltRequest = await runtime.ask(self.session_id, "builder", command)
         return built
 
@@ -382,17 +398,15 @@ class SessionHandle(SessionApi):
         self, *, trigger: CompactionTrigger = "manual", agent_id: str = MAIN_AGENT
     ) -> CompactionResult:
         """Compact the agent's slice now (the session keeps taking commands meanwhile)."""
-        result: CompactionResult = await self.runtime.ask(
-            self.session_id, "compactor", Compact(trigger=trigger, agent_id=agent_id)
-        )
+        command = checked(Compact(trigger=trigger, agent_id=agent_id))
+        result: CompactionResult = await self.runtime.ask(self.session_id, "compactor", command)
         return result
 
     async def prune(self, *, agent_id: str = MAIN_AGENT) -> list[Plan]:
         """Prune the agent's slice now, by the configured mode (even if the after-turn prune
         is off)."""
-        plans: list[Plan] = await self.runtime.ask(
-            self.session_id, "pruner", Prune(agent_id=agent_id, force=True)
-        )
+        command = checked(Prune(agent_id=agent_id, force=True))
+        plans: list[Plan] = await self.runtime.ask(self.session_id, "pruner", command)
         return plans
 
     # --- reading --------------------------------------------------------------------------------

@@ -17,9 +17,11 @@ from contextledger.request.prepare import prepare_request
 from contextledger.request.recording import (
     AddText,
     AddUser,
+    AssistantStep,
     CallTool,
     Command,
     Finish,
+    InvalidCommand,
     Recorder,
     RecordingCommand,
     StartAssistant,
@@ -31,6 +33,7 @@ from contextledger.request.system import Skill, SystemSegments, family_prompt, s
 __all__ = [
     "AddText",
     "AddUser",
+    "AssistantStep",
     "BuiltRequest",
     "CallTool",
     "Command",
@@ -38,6 +41,7 @@ __all__ = [
     "Finish",
     "InstructionFile",
     "InstructionPathError",
+    "InvalidCommand",
     "Recorder",
     "RecordingCommand",
     "RequestBuilder",

@@ -2,15 +2,16 @@
 
 A recording command says what the user or the model did (``AddUser``, ``StartAssistant``,
 ``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``); ``Recorder.record``
-appends its events to one session's log, with ids issued from the clock in increasing order,
-and answers with what the command's docstring names. The runtime's ``Session`` actor records
-through it, and so does the simulation's ``LocalSession``, so both record a turn identically.
+type-checks it (``InvalidCommand``, nothing written), appends its events to one session's
+log, with ids issued from the clock in increasing order, and answers with what the command's
+docstring names. The runtime's ``Session`` actor records through it, and so does the
+simulation's ``LocalSession``, so both record a turn identically.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -22,6 +23,7 @@ from contextledger.events.catalogue import (
     PartAdded,
     ToolStateChanged,
 )
+from contextledger.events.errors import LedgerError
 from contextledger.events.ids import IdGenerator
 from contextledger.events.parts import (
     MessageError,
@@ -37,17 +39,47 @@ from contextledger.events.parts import (
     ToolPending,
     Usage,
 )
+from contextledger.events.strict import WrongType, strict_copy
 from contextledger.ledger import EventLog
 from contextledger.request.context import EditorState
 from contextledger.request.turn import user_message_events
 
 Clock = Callable[[], int]
+C = TypeVar("C", bound=msgspec.Struct)
+
+
+class InvalidCommand(LedgerError):
+    """A command whose arguments do not match their types (bytes given as text, None as a
+    finish reason, a number as an agent id); nothing was written. ``command`` names the
+    command, ``field`` the argument (a dotted path into it: ``usage.input``)."""
+
+    def __init__(self, command: str, field: str, reason: str) -> None:
+        super().__init__(f"invalid {command}: {field + ': ' if field else ''}{reason}")
+        self.command = command
+        self.field = field
+        self.reason = reason
 
 
 class Command(msgspec.Struct, frozen=True, kw_only=True):
     """A command about one agent's slice of a session."""
 
     agent_id: str = MAIN_AGENT
+
+
+def checked(command: C) -> C:
+    """``command`` with every argument checked against its declared type, strictly
+    (``events.strict``); raises ``InvalidCommand`` naming the first that does not match."""
+    try:
+        return strict_copy(command)
+    except WrongType as exc:
+        raise InvalidCommand(type(command).__name__, exc.field, exc.reason) from None
+
+
+def as_tuple(values: Sequence[Any]) -> Any:
+    """``values`` as a tuple for a command's field, or as given when it is not a sequence at
+    all, so that the command's type check (``checked``) names the argument instead of
+    ``tuple()`` failing with a ``TypeError`` first."""
+    return tuple(values) if isinstance(values, Sequence) else values
 
 
 class AddUser(Command, frozen=True):
@@ -120,6 +152,18 @@ class Finish(Command, frozen=True):
 RecordingCommand = AddUser | StartAssistant | StartStep | AddText | CallTool | ToolResult | Finish
 
 
+class AssistantStep(Command, frozen=True):
+    """The arguments of ``SessionApi.record_assistant``, a whole assistant step recorded as
+    several commands: checked together before the first of them is sent, so that a bad one
+    writes nothing. Not a command the ``Recorder`` takes."""
+
+    parent_id: str
+    text: str = ""
+    tool_calls: tuple[tuple[str, dict[str, Any], str], ...] = ()
+    usage: Usage | None = None
+    agent: str = "build"
+
+
 class Recorder:
     """Records one session's commands into its log (see the module docstring)."""
 
@@ -138,7 +182,12 @@ class Recorder:
         return self.log.session_id
 
     async def record(self, command: RecordingCommand) -> str | int:
-        """Append ``command``'s events; its reply (an id, or the session's new seq)."""
+        """Append ``command``'s events; its reply (an id, or the session's new seq).
+
+        The command is type-checked first (``checked``: ``InvalidCommand``), and its events
+        again when appended (``InvalidEvent``); either way nothing is written."""
+        if isinstance(command, Command):
+            command = checked(command)
         match command:
             case AddUser():
                 return await self._add_user(command)
