@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import count, repeat
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import apsw
 import structlog
@@ -97,6 +97,7 @@ _INSERT: Final = "INSERT INTO events (position, stream, seq, v, data) VALUES (?,
 _log = structlog.get_logger("contextledger.store.sqlite")
 
 Row = tuple[str, int, str, int, bytes]
+T = TypeVar("T")
 
 
 class _Write:
@@ -507,27 +508,42 @@ class SQLiteStore:
         return _open_reader(self.path)
 
     def _release(self, conn: apsw.Connection) -> None:
+        """Put ``conn`` back in the pool, unless the store is closed or a read transaction
+        is still open on it (then it is closed instead: pooled, it would serve an old
+        snapshot of the data to every later read and hold back every checkpoint)."""
         with self._readers_lock:
-            if self._closed:
-                conn.close()
-            else:
+            if not self._closed and conn.txn_state() == apsw.SQLITE_TXN_NONE:
                 self._readers.append(conn)
+                return
+        conn.close()
 
-    def _query(
-        self, decode: Callable[[Any], list[RecordedEvent]], sql: str, args: tuple[Any, ...]
-    ) -> list[RecordedEvent]:
-        conn = self._reader()
+    def _query(self, run: Callable[[apsw.Cursor], T]) -> T:
+        """Run ``run`` with a cursor of a pooled reader connection (on a worker thread).
+
+        Whatever happens, the cursor is closed before the connection goes back: a read that
+        fails half-way (an event that does not decode) leaves its statement, and with it a
+        read transaction, open, and that connection would otherwise serve every later read
+        from an old snapshot and keep the WAL from being checkpointed past it."""
+        conn: apsw.Connection | None = None
+        cursor: apsw.Cursor | None = None
         try:
-            return decode(conn.cursor().execute(sql, args))
+            conn = self._reader()
+            cursor = conn.cursor()
+            return run(cursor)
         finally:
-            self._release(conn)
+            if cursor is not None:
+                cursor.close(force=True)
+            if conn is not None:
+                self._release(conn)
 
     async def _read(
         self, decode: Callable[[Any], list[RecordedEvent]], sql: str, args: tuple[Any, ...]
     ) -> list[RecordedEvent]:
         if self._closed:
             raise StoreClosedError("the store is closed")
-        return await trio.to_thread.run_sync(self._query, decode, sql, args)
+        return await trio.to_thread.run_sync(
+            self._query, lambda cursor: decode(cursor.execute(sql, args))
+        )
 
     async def read(
         self, stream: str, from_seq: int = 1, limit: int | None = None
@@ -572,14 +588,9 @@ class SQLiteStore:
         if self._closed:
             raise StoreClosedError("the store is closed")
 
-        def query() -> Any:
-            conn = self._reader()
-            try:
-                return conn.cursor().execute(sql, args).fetchall()
-            finally:
-                self._release(conn)
-
-        return await trio.to_thread.run_sync(query)
+        return await trio.to_thread.run_sync(
+            self._query, lambda cursor: cursor.execute(sql, args).fetchall()
+        )
 
     async def stream_version(self, stream: str) -> int:
         """See ``EventStore.stream_version``."""

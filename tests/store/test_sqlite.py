@@ -1,6 +1,7 @@
 """What the SQLite store promises beyond the ``EventStore`` contract: durability modes, where
-commits run, group commit, several stores on one file, checkpoints, and reading rows that
-are corrupt or were written under an older event schema."""
+commits run, group commit, several stores on one file, checkpoints, reading rows that are
+corrupt or were written under an older event schema, and reads that fail without holding
+anything open."""
 
 from __future__ import annotations
 
@@ -628,3 +629,52 @@ async def test_appends_queued_behind_a_lock_that_outlasts_the_wait_all_fail_type
         assert outcomes == {"a": "busy", "b": "busy", "c": "busy"}
         assert await store.stream_version("a") == 0
         await store.append("a", 0, [note("later", stream="a")])
+
+
+# --- a read that fails leaves nothing open ------------------------------------------------
+
+
+def wal_size(path: Path) -> int:
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+@pytest.mark.parametrize("read", ["read", "read_all"])
+async def test_a_read_that_fails_to_decode_does_not_hold_back_later_reads_or_checkpoints(
+    db: Path, read: str
+) -> None:
+    async with SQLiteStore.open(db) as store:
+        await store.append("s", 0, [note("fine")])
+        insert_row(db, "s", 1, b"\xc1\xc1\xc1")
+        with pytest.raises(EventDecodeError):
+            await (store.read("s") if read == "read" else store.read_all())
+
+        # The reader connection that failed is the one the next read gets from the pool: it
+        # must see what was committed after the failure, not the data as it was then.
+        await store.append("t", 0, [note("later", stream="t")])
+        assert texts(await store.read("t")) == ["later"]
+        assert await store.stream_version("t") == 1
+
+        # And no read transaction holds the WAL: a checkpoint copies all of it and empties it.
+        assert wal_size(db) > 0
+        conn = raw_connection(db)
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.close()
+        assert busy == 0
+        assert wal_size(db) == 0
+        assert events_in_database_file(db) == 3
+
+
+async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(db: Path) -> None:
+    async with SQLiteStore.open(db) as store:
+        await store.append("s", 0, [note("a"), note("b")])
+        conn = store._reader()
+        rows = conn.cursor().execute("SELECT data FROM events")
+        next(rows)  # a statement half-way through: a read transaction is open
+        store._release(conn)
+        assert conn not in store._readers
+        assert store._readers == [] or all(
+            c.txn_state() == apsw.SQLITE_TXN_NONE for c in store._readers
+        )
