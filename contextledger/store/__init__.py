@@ -4,6 +4,11 @@ from contextledger.store.errors import (
     ConcurrencyError,
     StoreBusyError,
     StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreIOError,
+    StoreReadOnlyError,
     StoreSchemaError,
 )
 from contextledger.store.memory import MemoryStore
@@ -20,5 +25,10 @@ __all__ = [
     "Snapshot",
     "StoreBusyError",
     "StoreClosedError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreFullError",
+    "StoreIOError",
+    "StoreReadOnlyError",
     "StoreSchemaError",
 ]

@@ -22,17 +22,28 @@ Durability. ``"normal"`` (the default) survives a crash of the process at any mo
 acknowledged append is never lost and no partial transaction is ever visible. It can lose the
 last commits on a power failure or an OS crash. ``"full"`` fsyncs the WAL on every commit and
 survives those too, at the cost of an fsync per commit (group commit amortises it).
+
+Errors. No ``apsw`` exception leaves this module: each becomes a ``StoreError`` (corrupt,
+busy, full, read-only, schema, I/O; ``store_error``). A read that fails, whatever the
+reason, ends its read transaction before its connection goes back to the pool.
+
+Read-only files. A store file that cannot be written (no write permission bit, or on a
+read-only mount) is opened for reading only, without creating ``-wal`` or ``-shm`` files:
+as ``immutable`` when no ``-wal`` file exists (nobody has it open; nothing to lock), through
+the existing ``-wal`` otherwise. Writes then raise ``StoreReadOnlyError``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import count, repeat
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 import apsw
 import structlog
@@ -44,6 +55,11 @@ from contextledger.store.errors import (
     ConcurrencyError,
     StoreBusyError,
     StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreIOError,
+    StoreReadOnlyError,
     StoreSchemaError,
 )
 from contextledger.store.protocol import ANY_VERSION, Snapshot
@@ -120,30 +136,97 @@ def _one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, .
     return tuple(row)
 
 
-def _open_writer(path: str, durability: Durability, create: bool) -> apsw.Connection:
-    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints. The file's
-    store schema is checked before any setting is changed (``_check_schema``)."""
-    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+def store_error(exc: apsw.Error, path: str) -> StoreError:
+    """The ``StoreError`` for SQLite's ``exc`` on the store at ``path``: the boundary past
+    which no ``apsw`` exception goes."""
+    reason = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return StoreBusyError(path, BUSY_TIMEOUT_MS)
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        return StoreCorruptError(f"{path} is damaged ({reason})")
+    if isinstance(exc, apsw.FullError):
+        return StoreFullError(f"{path}: the disk or the file size limit is full ({reason})")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreReadOnlyError(f"{path} cannot be written ({reason})")
+    return StoreIOError(f"{path}: {reason}")
+
+
+class _Access(NamedTuple):
+    """How connections open the file: the name passed to SQLite (a path, or a ``file:`` URI
+    for read-only access), the open flags, and whether the store may write."""
+
+    name: str
+    flags: int
+    read_only: bool
+
+
+def file_is_read_only(path: str) -> bool:
+    """Whether the store file at ``path`` exists and can only be read: it has no write
+    permission bit (so even root treats it as read-only), this process may not write it, or
+    it is on a read-only mount."""
     try:
-        conn = apsw.Connection(path, flags=flags)
+        info = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return False
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return True
+    if not os.access(path, os.W_OK):
+        return True
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _access(path: str, create: bool) -> _Access:
+    """Read-write (creating the file when ``create``), or read-only for a file that
+    ``file_is_read_only``. Read-only, SQLite would create ``-wal`` and ``-shm`` files it
+    could never remove; with no ``-wal`` file there is nothing to read from one, and the
+    file is opened ``immutable`` (no locks, no side files). An existing ``-wal`` means the
+    file is open elsewhere or was not closed cleanly: it is read through (``mode=ro``)."""
+    if not file_is_read_only(path):
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        return _Access(path, flags, False)
+    mode = "mode=ro" if os.path.exists(path + "-wal") else "mode=ro&immutable=1"
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?{mode}"
+    return _Access(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, True)
+
+
+def _open_writer(
+    path: str, access: _Access, durability: Durability, create: bool
+) -> apsw.Connection:
+    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints. The file's
+    store schema is checked before any setting is changed (``_check_schema``). Read-only,
+    it changes nothing and only reads."""
+    try:
+        conn = apsw.Connection(access.name, flags=access.flags)
     except apsw.CantOpenError as exc:
         raise StoreSchemaError(f"cannot open {path}: {exc}") from exc
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    except apsw.Error as exc:
+        raise store_error(exc, path) from exc
     try:
-        _check_schema(conn, path, create)
-    except apsw.NotADBError as exc:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        _check_schema(conn, path, create and not access.read_only)
+        if not access.read_only:
+            cur = conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+            cur.execute("PRAGMA wal_autocheckpoint=0")
+    except BaseException as exc:
         conn.close()
-        raise StoreSchemaError(f"{path} is not a SQLite database") from exc
-    cur = conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-    cur.execute("PRAGMA wal_autocheckpoint=0")
+        if isinstance(exc, apsw.NotADBError):
+            raise StoreSchemaError(f"{path} is not a SQLite database") from exc
+        if isinstance(exc, apsw.Error):
+            raise store_error(exc, path) from exc
+        raise
     return conn
 
 
-def _open_reader(path: str) -> apsw.Connection:
+def _open_reader(path: str, access: _Access) -> apsw.Connection:
     """A connection for reads and checkpoints; it changes no database setting."""
-    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    conn = apsw.Connection(access.name, flags=access.flags & ~apsw.SQLITE_OPEN_CREATE)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     return conn
 
@@ -161,7 +244,6 @@ def _check_schema(conn: apsw.Connection, path: str, create: bool) -> None:
             cur.execute(_SCHEMA)
             cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
         return
-    conn.close()
     if found == 0:
         what = "has no contextledger events" if tables == 0 else "is not a contextledger store"
         raise StoreSchemaError(f"{path} {what}")
@@ -188,7 +270,10 @@ class SQLiteStore:
         self.path = os.fspath(path)
         self.durability: Durability = durability
         self._codec = codec
-        self._writer = _open_writer(self.path, durability, create)
+        self._access = _access(self.path, create)
+        #: Whether the file could only be opened for reading (``file_is_read_only``).
+        self.read_only = self._access.read_only
+        self._writer = _open_writer(self.path, self._access, durability, create)
         self._writer.set_busy_timeout(0)
         # stream name -> (its row id in ``streams``, its version), for the writer.
         self._versions: dict[str, tuple[int, int]] = {}
@@ -219,7 +304,8 @@ class SQLiteStore:
     ) -> AsyncIterator[SQLiteStore]:
         """Open the store at ``path`` for the duration of the block, creating it unless
         ``create`` is false. Raises ``StoreSchemaError``, changing nothing, for a file that
-        is not a store of this release."""
+        is not a store of this release. A file that cannot be written is opened read-only
+        (``read_only``; writes raise ``StoreReadOnlyError``)."""
         store = await trio.to_thread.run_sync(
             lambda: cls(path, durability=durability, codec=codec, create=create)
         )
@@ -234,8 +320,7 @@ class SQLiteStore:
         self, stream: str, expected_version: int, events: Sequence[Event]
     ) -> list[RecordedEvent]:
         """See ``EventStore.append``."""
-        if self._closed:
-            raise StoreClosedError("the store is closed")
+        self._check_writable()
         if not events:
             return []
         batch = self._codec.encode_batch(events)
@@ -296,8 +381,7 @@ class SQLiteStore:
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``."""
-        if self._closed:
-            raise StoreClosedError("the store is closed")
+        self._check_writable()
 
         def run(cur: apsw.Cursor) -> None:
             cur.execute(
@@ -306,6 +390,12 @@ class SQLiteStore:
             )
 
         await self._submit(_Write(run, len(snapshot.data)))
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if self.read_only:
+            raise StoreReadOnlyError(f"{self.path} is read-only: the store was opened for reading")
 
     async def _submit(self, write: _Write) -> Any:
         """Queue ``write``, then lead a commit or wait for the leader's. Once queued, a write
@@ -393,7 +483,7 @@ class SQLiteStore:
             _log.warning("append failed: database locked", path=self.path, error=str(exc))
             return
         except apsw.Error as exc:
-            self._fail(batch, exc)
+            self._fail(batch, store_error(exc, self.path))
             return
         finally:
             if wait:
@@ -415,11 +505,15 @@ class SQLiteStore:
             cur.execute("COMMIT")
         except BaseException as exc:
             if not self._writer.getautocommit():
-                cur.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk, an I/O error); a failed
+                # ROLLBACK must not keep the batch's writers from hearing how it ended.
+                with contextlib.suppress(apsw.Error):
+                    cur.execute("ROLLBACK")
             self._data_version = -1  # the caches may hold rolled-back writes: reload them
+            error = store_error(exc, self.path) if isinstance(exc, apsw.Error) else exc
             for write in batch:
                 write.result = None
-                write.error = exc
+                write.error = error
         finally:
             for write in batch:
                 write.done = True
@@ -462,11 +556,16 @@ class SQLiteStore:
         self._checkpoint_wanted.set()
 
     def _checkpoint_loop(self) -> None:
-        conn = _open_reader(self.path)
         try:
+            conn = _open_reader(self.path, self._access)
             # A connection learns that the file is in WAL mode on its first read; before
             # that, a checkpoint request does nothing.
             conn.execute("PRAGMA journal_mode").fetchall()
+        except apsw.Error as exc:
+            # Commits go on without checkpoints (the WAL only grows); the next store retries.
+            _log.warning("checkpointer could not start", path=self.path, error=str(exc))
+            return
+        try:
             while True:
                 self._checkpoint_wanted.wait()
                 self._checkpoint_wanted.clear()
@@ -505,7 +604,7 @@ class SQLiteStore:
         with self._readers_lock:
             if self._readers:
                 return self._readers.pop()
-        return _open_reader(self.path)
+        return _open_reader(self.path, self._access)
 
     def _release(self, conn: apsw.Connection) -> None:
         """Put ``conn`` back in the pool, unless the store is closed or a read transaction
@@ -523,13 +622,16 @@ class SQLiteStore:
         Whatever happens, the cursor is closed before the connection goes back: a read that
         fails half-way (an event that does not decode) leaves its statement, and with it a
         read transaction, open, and that connection would otherwise serve every later read
-        from an old snapshot and keep the WAL from being checkpointed past it."""
+        from an old snapshot and keep the WAL from being checkpointed past it. SQLite's
+        errors leave as ``StoreError``s (``store_error``)."""
         conn: apsw.Connection | None = None
         cursor: apsw.Cursor | None = None
         try:
             conn = self._reader()
             cursor = conn.cursor()
             return run(cursor)
+        except apsw.Error as exc:
+            raise store_error(exc, self.path) from exc
         finally:
             if cursor is not None:
                 cursor.close(force=True)

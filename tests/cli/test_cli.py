@@ -127,6 +127,52 @@ def test_a_file_that_is_not_sqlite_is_refused(
     assert "is not a SQLite database" in err
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["sessions"], ["events", "--session", "ses_demo_001"], ["view", "--session", "ses_demo_001"]],
+)
+def test_a_damaged_database_is_one_line_of_error(
+    demo_db: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    with demo_db.open("r+b") as file:
+        file.truncate(demo_db.stat().st_size // 2)
+    code, _, err = _run(capsys, command[0], str(demo_db), *command[1:])
+    assert code == 1
+    assert err.count("\n") == 1
+    assert err.startswith(f"contextledger: {demo_db} is damaged (CorruptError: ")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["sessions"], ["events", "--session", "ses_demo_001"], ["view", "--session", "ses_demo_001"]],
+)
+def test_a_read_only_database_is_read_and_left_as_it_was(
+    demo_db: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    before = demo_db.read_bytes()
+    demo_db.chmod(0o444)
+    try:
+        code, out, _ = _run(capsys, command[0], str(demo_db), *command[1:], "--json")
+    finally:
+        demo_db.chmod(0o644)
+    assert code == 0
+    assert json.loads(out)
+    assert sorted(p.name for p in demo_db.parent.iterdir()) == ["demo.db"]
+    assert demo_db.read_bytes() == before
+
+
+def test_writing_to_a_read_only_database_is_one_line_of_error(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo_db.chmod(0o444)
+    try:
+        code, _, err = _run(capsys, "compact", str(demo_db), "--session", "ses_demo_001")
+    finally:
+        demo_db.chmod(0o644)
+    assert code == 1
+    assert err == f"contextledger: {demo_db} is read-only: the store was opened for reading\n"
+
+
 def test_a_negative_seq_is_refused(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "view", str(demo_db), "--session", "ses_demo_001", "--at", "-3")
     assert code == 1

@@ -1,12 +1,15 @@
 """What the SQLite store promises beyond the ``EventStore`` contract: durability modes, where
 commits run, group commit, several stores on one file, checkpoints, reading rows that are
-corrupt or were written under an older event schema, and reads that fail without holding
-anything open."""
+corrupt or were written under an older event schema, reads that fail without holding
+anything open, typed errors only, and read-only files."""
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import apsw
@@ -20,18 +23,25 @@ from contextledger.events import (
     EventBase,
     EventCodec,
     EventDecodeError,
+    LedgerError,
     MemoryPinned,
     RecordedEvent,
     UpcasterRegistry,
 )
 from contextledger.store import (
     ConcurrencyError,
+    Durability,
     Snapshot,
     SQLiteStore,
     StoreBusyError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreIOError,
+    StoreReadOnlyError,
     StoreSchemaError,
 )
-from contextledger.store.sqlite import INLINE_COMMIT_BYTES
+from contextledger.store.sqlite import INLINE_COMMIT_BYTES, file_is_read_only, store_error
 
 #: Generous: a test that needs it has hung, it is not slow.
 TIMEOUT = 10
@@ -678,3 +688,175 @@ async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(
         assert store._readers == [] or all(
             c.txn_state() == apsw.SQLITE_TXN_NONE for c in store._readers
         )
+
+
+# --- typed errors: no apsw exception reaches a caller -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (apsw.CorruptError, StoreCorruptError),
+        (apsw.NotADBError, StoreCorruptError),
+        (apsw.BusyError, StoreBusyError),
+        (apsw.LockedError, StoreBusyError),
+        (apsw.FullError, StoreFullError),
+        (apsw.ReadOnlyError, StoreReadOnlyError),
+        (apsw.IOError, StoreIOError),
+        (apsw.CantOpenError, StoreIOError),
+        (apsw.ConstraintError, StoreIOError),
+    ],
+)
+def test_every_sqlite_error_becomes_a_store_error(
+    error: type[apsw.Error], expected: type[StoreError]
+) -> None:
+    typed = store_error(error("what SQLite said"), "/data/x.db")
+    assert type(typed) is expected
+    assert isinstance(typed, StoreError) and isinstance(typed, LedgerError)
+    assert "\n" not in str(typed) and "/data/x.db" in str(typed)
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+async def test_a_full_disk_fails_the_append_typed_and_writes_nothing(
+    db: Path, durability: Durability
+) -> None:
+    async with SQLiteStore.open(db, durability=durability) as store:
+        await store.append("s", 0, [note("first")])
+        # SQLite's page limit stands in for a full disk: the same SQLITE_FULL.
+        pages = pragma(store, "page_count")
+        store._writer.execute(f"PRAGMA max_page_count={pages}")
+        with pytest.raises(StoreFullError):
+            await store.append("s", 1, [note("x" * 100_000)])
+        assert await store.stream_version("s") == 1
+
+        store._writer.execute("PRAGMA max_page_count=4294967294")
+        await store.append("s", 1, [note("after")])
+        assert texts(await store.read("s")) == ["first", "after"]
+
+
+async def damaged_store(path: Path, damage: str) -> None:
+    async with SQLiteStore.open(path) as store:
+        for i in range(50):
+            await store.append("s", i, [note(f"{i:04d}" * 500)])
+    size = path.stat().st_size
+    with path.open("r+b") as file:
+        if damage == "truncated":
+            file.truncate(size // 2)
+        else:  # a page in the middle overwritten with zeros
+            file.seek(size // 2)
+            file.write(bytes(4096))
+
+
+async def test_reading_a_damaged_page_raises_store_corrupt_error(db: Path) -> None:
+    await damaged_store(db, "zeroed")
+    async with SQLiteStore.open(db, create=False) as store:
+        with pytest.raises(StoreCorruptError, match="is damaged"):
+            await store.read_all()
+        with pytest.raises(StoreCorruptError):
+            await store.read("s")
+
+
+async def test_a_truncated_file_raises_store_corrupt_error(db: Path) -> None:
+    await damaged_store(db, "truncated")
+    with pytest.raises(StoreCorruptError, match="is damaged"):
+        async with SQLiteStore.open(db, create=False) as store:
+            await store.read_all()
+
+
+# --- read-only files ----------------------------------------------------------------------
+
+
+def side_files(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
+
+
+@pytest.fixture
+def read_only_db(db: Path) -> Iterator[Path]:
+    """A closed store of two events, then made read-only (no write permission bit: SQLite
+    would still write it as root, so the store must notice the mode itself)."""
+
+    async def fill() -> None:
+        async with SQLiteStore.open(db) as store:
+            await store.append("s", 0, [note("a"), note("b")])
+
+    trio.run(fill)
+    assert side_files(db) == []
+    db.chmod(0o444)
+    yield db
+    db.chmod(0o644)
+
+
+def test_a_read_only_file_opens_for_reading_and_leaves_nothing_behind(read_only_db: Path) -> None:
+    before = read_only_db.read_bytes()
+
+    async def use() -> None:
+        async with SQLiteStore.open(read_only_db) as store:
+            assert store.read_only
+            assert texts(await store.read("s")) == ["a", "b"]
+            assert await store.streams() == ["s"]
+            assert side_files(read_only_db) == []
+            with pytest.raises(StoreReadOnlyError):
+                await store.append("s", 2, [note("c")])
+            with pytest.raises(StoreReadOnlyError):
+                await store.save_snapshot(Snapshot("s", 2, 1, b"x"))
+            assert await store.stream_version("s") == 2
+
+    trio.run(use)
+    assert side_files(read_only_db) == []
+    assert read_only_db.read_bytes() == before
+
+
+def test_a_file_on_a_read_only_mount_opens_read_only(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fill() -> None:
+        async with SQLiteStore.open(db) as store:
+            await store.append("s", 0, [note("a")])
+
+    trio.run(fill)
+    real = os.statvfs
+
+    def statvfs(path: Any) -> Any:
+        result = real(path)
+        flags = result.f_flag | os.ST_RDONLY if Path(path) == db else result.f_flag
+        return SimpleNamespace(f_flag=flags)
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    assert file_is_read_only(str(db))
+
+    async def use() -> None:
+        async with SQLiteStore.open(db) as store:
+            assert store.read_only
+            assert texts(await store.read("s")) == ["a"]
+
+    trio.run(use)
+    assert side_files(db) == []
+
+
+async def test_a_read_only_file_another_store_has_open_is_read_through_its_wal(db: Path) -> None:
+    async with SQLiteStore.open(db) as writer:
+        await writer.append("s", 0, [note("a")])
+        assert events_in_database_file(db) == 0  # committed, but only in the WAL yet
+        db.chmod(0o444)
+        try:
+            async with SQLiteStore.open(db) as reader:
+                assert reader.read_only
+                assert texts(await reader.read("s")) == ["a"]
+                await writer.append("s", 1, [note("b")])
+                assert texts(await reader.read("s")) == ["a", "b"]
+            assert side_files(db) == ["x.db-shm", "x.db-wal"]  # the writer's, still open
+        finally:
+            db.chmod(0o644)
+    assert side_files(db) == []
+
+
+async def test_a_read_only_file_that_is_no_store_is_refused(db: Path) -> None:
+    db.write_bytes(b"")
+    db.chmod(0o444)
+    try:
+        with pytest.raises(StoreSchemaError, match="has no contextledger events"):
+            async with SQLiteStore.open(db):
+                pass
+    finally:
+        db.chmod(0o644)
+    assert side_files(db) == []
