@@ -5,8 +5,8 @@ event schemas and validated against the projection (``InvalidEvent``, nothing wr
 appended with the projection's version as the expected version (``ConcurrencyError`` if
 another writer got there first, nothing written), then applied. Loading starts from the
 latest projection snapshot and replays only the events after it; a snapshot is written every
-``snapshot_every`` events. Once a batch has committed, applying it cannot fail: it was
-checked and validated before it was written.
+``snapshot_every`` events. Once a batch has committed, its append returns: applying a checked
+batch cannot fail, and a snapshot that fails is logged, never raised.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import trio
 
 from contextledger.events.catalogue import Event, RecordedEvent
 from contextledger.events.codec import DEFAULT_CODEC
-from contextledger.events.errors import LedgerError
 from contextledger.history.projection import SNAPSHOT_SCHEMA, History
 from contextledger.store.protocol import EventStore, Snapshot
 
@@ -97,7 +96,10 @@ class SessionLog:
         checked copies are what is validated, written, applied and returned, so the projection
         holds exactly what a later read of the store gives. Raises ``InvalidEvent`` (naming
         the event's index in ``events`` and, for a wrong type, its field) or
-        ``ConcurrencyError`` with nothing written and the projection unchanged.
+        ``ConcurrencyError`` with nothing written and the projection unchanged. Once the
+        batch has committed this returns normally: a snapshot written after it that fails is
+        logged as a warning (``snapshot failed``) and tried again ``snapshot_every`` events
+        later.
         """
         typed = DEFAULT_CODEC.typed_copies(events)
         self.history.validate(typed)
@@ -105,12 +107,20 @@ class SessionLog:
         self.history.apply_all(recorded)
         if self.history.seq - self._snapshot_seq >= self._snapshot_every:
             # The batch is committed; a snapshot is only a shortcut for loading, so neither a
-            # cancellation nor a failure of it may turn this append into an error.
+            # cancellation nor any failure of it may turn this append into an error.
             with trio.CancelScope(shield=True):
                 try:
                     await self.save_snapshot()
-                except LedgerError as exc:
-                    _log.warning("snapshot failed", session_id=self.session_id, error=str(exc))
+                except Exception as exc:
+                    # Not at every append from now on: encoding a snapshot of a long session
+                    # takes tens of milliseconds, and a full disk stays full for a while.
+                    self._snapshot_seq = self.history.seq
+                    _log.warning(
+                        "snapshot failed",
+                        session_id=self.session_id,
+                        seq=self.history.seq,
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
         return recorded
 
     async def refresh(self) -> int:

@@ -1,5 +1,5 @@
 """SessionLog: type-checked and validated appends, optimistic concurrency, snapshot + tail
-loading."""
+loading, snapshots that fail after a commit."""
 
 from __future__ import annotations
 
@@ -8,13 +8,20 @@ from typing import Any
 
 import msgspec
 import pytest
+import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextledger.events import Event, InvalidEvent, MemoryPinned, MessageAdded
 from contextledger.history import SNAPSHOT_SCHEMA, History
 from contextledger.ledger import SessionLog
-from contextledger.store import ConcurrencyError, MemoryStore, Snapshot, SQLiteStore
+from contextledger.store import (
+    ConcurrencyError,
+    MemoryStore,
+    Snapshot,
+    SQLiteStore,
+    StoreFullError,
+)
 from contextledger.testing.builder import SessionBuilder
 from contextledger.testing.strategies import session_events
 
@@ -222,3 +229,75 @@ async def test_the_projection_holds_what_a_read_of_the_store_gives(tmp_path: Pat
         await log.append(b.events)
         rebuilt = History.rebuild(b.session_id, await store.read(b.session_id))
     assert log.history == rebuilt
+
+
+# --- a snapshot that fails after the batch committed ----------------------------------------
+
+
+class SnapshotsFail(MemoryStore):
+    """A store whose snapshot writes fail (as on a full disk)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+        self.attempts = 0
+
+    async def save_snapshot(self, snapshot: Snapshot) -> None:
+        self.attempts += 1
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error", [StoreFullError("disk full"), OSError(28, "No space left on device")]
+)
+async def test_a_failed_snapshot_is_logged_and_the_append_returns(error: Exception) -> None:
+    store = SnapshotsFail(error)
+    b = SessionBuilder()
+    _turns(b, 2)
+    log = await SessionLog.open(store, b.session_id, snapshot_every=5)
+    with structlog.testing.capture_logs() as logs:
+        recorded = await log.append(b.events)
+    assert [r.seq for r in recorded] == list(range(1, len(b.events) + 1))
+    assert log.history.seq == len(b.events)
+    assert await store.stream_version(b.session_id) == len(b.events)
+    assert store.attempts == 1
+    (warning,) = [line for line in logs if line["event"] == "snapshot failed"]
+    assert warning["log_level"] == "warning"
+    assert type(error).__name__ in warning["error"]
+    reopened = await SessionLog.open(store, b.session_id)
+    assert reopened.history == log.history
+
+
+async def test_a_failed_snapshot_is_tried_again_only_after_another_interval() -> None:
+    store = SnapshotsFail(StoreFullError("disk full"))
+    b = SessionBuilder()
+    _turns(b, 4)
+    log = await SessionLog.open(store, b.session_id, snapshot_every=10)
+    for event in b.events:
+        await log.append([event])
+    assert store.attempts == len(b.events) // 10
+
+
+async def test_a_snapshot_sqlite_refuses_to_write_does_not_fail_the_append(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.db"
+    b = SessionBuilder()
+    _turns(b, 2)
+    async with SQLiteStore.open(path) as store:
+        # Every snapshot write is refused inside SQLite, after the events have committed.
+        store._writer.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON snapshots "
+            "BEGIN SELECT RAISE(ABORT, 'no room for snapshots'); END"
+        )
+        log = await SessionLog.open(store, b.session_id, snapshot_every=5)
+        with structlog.testing.capture_logs() as logs:
+            await log.append(b.events)
+        assert [line["event"] for line in logs].count("snapshot failed") == 1
+        assert "no room for snapshots" in next(
+            line["error"] for line in logs if line["event"] == "snapshot failed"
+        )
+        assert await store.stream_version(b.session_id) == len(b.events)
+        assert await store.load_snapshot(b.session_id) is None
+        reopened = await SessionLog.open(store, b.session_id)
+        assert reopened.history == log.history
