@@ -40,6 +40,7 @@ from contextledger.events.parts import CompactionTrigger, ModelRef, TextPart
 from contextledger.history.projection import History
 from contextledger.history.view import ViewOptions, model_view, view_messages
 from contextledger.ledger import EventLog
+from contextledger.logging import mask_secrets
 from contextledger.policy.cache import place_marks
 from contextledger.policy.compaction import (
     CHUNK_OUTPUT_TOKENS,
@@ -475,6 +476,9 @@ class _Run:
         detail: str,
         summary_id: str | None = None,
     ) -> CompactionResult:
+        # The detail is often an exception's text (a summarizer's provider error): a key in
+        # it must not reach the log, nor the result handed back.
+        detail = mask_secrets(detail)
         await self.log.append(
             [
                 CompactionRolledBack(

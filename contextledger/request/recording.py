@@ -41,6 +41,7 @@ from contextledger.events.parts import (
 )
 from contextledger.events.strict import WrongType, strict_copy
 from contextledger.ledger import EventLog
+from contextledger.logging import mask_secrets
 from contextledger.request.context import EditorState
 from contextledger.request.turn import user_message_events
 
@@ -307,8 +308,10 @@ class Recorder:
         started = getattr(part.state, "started_ms", None) or now
         state: ToolCompleted | ToolErrored
         if command.error:
+            # A tool's error is mostly an exception's text: masked before it is stored.
+            error = mask_secrets(command.output)
             state = ToolErrored(
-                input=part.state.input, error=command.output, started_ms=started, ended_ms=now
+                input=part.state.input, error=error, started_ms=started, ended_ms=now
             )
         else:
             state = ToolCompleted(
@@ -328,6 +331,10 @@ class Recorder:
     async def _finish(self, command: Finish) -> int:
         stamp = self._stamp(command.agent_id)
         usage = command.usage
+        error = command.error
+        if error is not None:
+            # A provider's error text may echo a request header: masked before it is stored.
+            error = msgspec.structs.replace(error, message=mask_secrets(error.message))
         events: list[Event] = []
         if usage is not None:
             events.append(
@@ -346,7 +353,7 @@ class Recorder:
                 message_id=command.message_id,
                 finish=command.finish,
                 usage=usage or Usage(),
-                error=command.error,
+                error=error,
                 **stamp,
             )
         )

@@ -428,3 +428,28 @@ async def test_commands_from_several_tasks_are_serialised(autojump_clock: Any) -
     assert [r.seq for r in recorded] == list(range(1, len(recorded) + 1))
     assert history.seq == len(recorded) == 1 + 8 * 8
     assert sum(m.role == "user" for m in history.messages) == 8
+
+
+# --- secrets in stored error texts ------------------------------------------------------------
+
+KEY = "sk-proj-SECRETSECRET123456"
+
+
+async def test_a_finish_error_is_stored_with_its_secrets_masked(running: Running) -> None:
+    reply = await running.ask(StartAssistant(parent_id=await _user(running)))
+    error = MessageError(name="AuthError", message=f"401: invalid api_key={KEY}")
+    await running.ask(Finish(message_id=reply, finish="error", error=error))
+    masked = MessageError(name="AuthError", message="401: invalid api_key=[redacted]")
+    assert running.session.history.message(reply).error == masked
+    assert KEY not in repr(await running.written())
+
+
+async def test_a_tool_error_is_stored_with_its_secrets_masked(running: Running) -> None:
+    reply = await running.ask(StartAssistant(parent_id=await _user(running)))
+    call = await running.ask(CallTool(message_id=reply, tool="bash"))
+    output = f"curl: (22) 403 with header Authorization: Bearer {KEY}"
+    await running.ask(ToolResult(part_id=call, output=output, error=True))
+    part = running.session.history.part(call)
+    assert isinstance(part, ToolPart) and isinstance(part.state, ToolErrored)
+    assert part.state.error == "curl: (22) 403 with header Authorization: Bearer [redacted]"
+    assert KEY not in repr(await running.written())

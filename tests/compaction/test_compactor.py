@@ -819,3 +819,35 @@ async def test_a_second_compaction_keeps_the_facts_of_the_first_summary(
             assert set(_CODE_SPAN.findall(bullet)) <= set(_CODE_SPAN.findall(listed))
         elif bullet not in _bullets(second):
             assert _fact(bullet) in restated, bullet
+
+
+# --- secrets in a failure's text --------------------------------------------------------------
+
+KEY = "sk-ant-api03-SECRETSECRET123"
+
+
+async def _rolled_back_detail(log: SessionLog) -> str:
+    (rolled,) = [
+        r.event
+        for r in await log.store.read("ses_test")
+        if isinstance(r.event, CompactionRolledBack)
+    ]
+    return rolled.detail
+
+
+async def test_a_provider_errors_detail_is_stored_with_its_secrets_masked() -> None:
+    log = await _log(_session().events)
+    error = ProviderError("anthropic", MessageError(name="AuthError"), detail=f"x-api-key: {KEY}")
+    result = await compact(log, Fixed(error=error), model=MODEL, config=Config(), clock=_clock())
+    detail = await _rolled_back_detail(log)
+    assert detail == "x-api-key: [redacted]"
+    assert result.detail == detail
+
+
+async def test_an_unexpected_errors_text_is_stored_with_its_secrets_masked() -> None:
+    log = await _log(_session().events)
+    error = RuntimeError(f"summarizer crashed: Authorization: Bearer {KEY}")
+    with pytest.raises(RuntimeError):
+        await compact(log, Fixed(error=error), model=MODEL, config=Config(), clock=_clock())
+    detail = await _rolled_back_detail(log)
+    assert detail == "RuntimeError('summarizer crashed: Authorization: Bearer [redacted]')"
