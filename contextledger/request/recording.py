@@ -4,7 +4,8 @@ A recording command says what the user or the model did (``AddUser``, ``StartAss
 ``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``); ``Recorder.record``
 type-checks it (``InvalidCommand``, nothing written), appends its events to one session's
 log, with ids issued from the clock in increasing order, and answers with what the command's
-docstring names. The runtime's ``Session`` actor records through it, and so does the
+docstring names. Error texts (a tool's error, an assistant message's error) are stored with
+their secrets masked. The runtime's ``Session`` actor records through it, and so does the
 simulation's ``LocalSession``, so both record a turn identically.
 """
 
