@@ -685,9 +685,13 @@ async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(
         next(rows)  # a statement half-way through: a read transaction is open
         store._release(conn)
         assert conn not in store._readers
-        assert store._readers == [] or all(
-            c.txn_state() == apsw.SQLITE_TXN_NONE for c in store._readers
-        )
+        with pytest.raises(apsw.ConnectionClosedError):
+            conn.txn_state()
+        # A connection whose read ended goes back to the pool.
+        pooled = store._reader()
+        pooled.cursor().execute("SELECT count(*) FROM events").fetchall()
+        store._release(pooled)
+        assert pooled in store._readers
 
 
 # --- typed errors: no apsw exception reaches a caller -------------------------------------
