@@ -1,14 +1,10 @@
-"""Importers: real transcripts into events (Claude Code, SWE-agent, OpenHands, mini-swe-agent,
-OpenAI chat logs; ``import_trace`` picks the format by content)."""
+"""Importers: real transcripts into events (Claude Code, OpenHands, SWE-agent, mini-swe-agent,
+OpenAI chat logs); ``import_trace`` picks the format by content."""
 
-from contextledger.importers.claude_code import (
-    ApiCall,
-    ImportedSession,
-    import_claude_code,
-    import_claude_code_lines,
-)
+from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers.detect import detect_format, import_trace
 from contextledger.importers.errors import TraceImportError
+from contextledger.importers.imported import ApiCall, ImportedSession, LeftOut
 from contextledger.importers.mini_swe_agent import (
     import_mini_swe_agent,
     import_mini_swe_agent_data,
@@ -20,6 +16,7 @@ from contextledger.importers.swe_agent import import_swe_agent, import_swe_agent
 __all__ = [
     "ApiCall",
     "ImportedSession",
+    "LeftOut",
     "TraceImportError",
     "detect_format",
     "import_claude_code",

@@ -29,7 +29,9 @@ own (``IdGenerator`` over the records' timestamps); the originals are kept where
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
 API ``message_id``), ``SessionStarted.config`` the original ``sessionId``. Text holding a lone
 UTF-16 surrogate (which UTF-8 cannot carry) or bytes that are not UTF-8 is sanitised to U+FFFD.
-A malformed record raises ``TraceImportError`` naming the line and the field.
+A malformed record raises ``TraceImportError`` naming the line and the field. Every record or
+block left out (the kinds above) is listed in ``ImportedSession.left_out`` with its line,
+field and reason; ``read`` counts the records by type.
 """
 
 from __future__ import annotations
@@ -68,6 +70,14 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.importers.errors import TraceImportError
+from contextledger.importers.imported import ApiCall, ImportedSession, LeftOut
+
+__all__ = [
+    "ApiCall",
+    "ImportedSession",
+    "import_claude_code",
+    "import_claude_code_lines",
+]
 
 #: Every message of a Claude Code transcript comes from Anthropic's API.
 PROVIDER_ID: Final = "anthropic"
@@ -97,6 +107,19 @@ SUBAGENT: Final = "subagent"
 #: Where the metadata this importer keeps sits in a part's ``metadata``.
 METADATA_KEY: Final = "claude_code"
 
+#: Why each kind of input is left out (``ImportedSession.left_out``).
+SUMMARY_REASON: Final = (
+    "a resume-picker title of a conversation leaf, never sent to the model "
+    "(kept in ImportedSession.summaries)"
+)
+SYSTEM_REASON: Final = "a CLI notice (system record), not part of the conversation"
+OTHER_RECORD_REASON: Final = "a record type that is neither a user nor an assistant message"
+DUPLICATE_RECORD: Final = "a record whose uuid was seen before"
+DUPLICATE_TOOL_USE: Final = "a tool_use whose id was seen before"
+ORPHAN_RESULT: Final = "a tool_result for a call that was never made"
+DUPLICATE_RESULT: Final = "a second result for the same call"
+UNREAD_BLOCK: Final = "a content block of a type the importer does not read"
+
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -104,43 +127,6 @@ _KNOWN_TYPES: Final = frozenset({"user", "assistant"})
 _MSGSPEC_PATH: Final = re.compile(r"at `\$(?P<path>[^`]*)`")
 _MSGSPEC_MISSING: Final = re.compile(r"missing required field `(?P<field>[^`]+)`")
 _T = TypeVar("_T")
-
-
-class ApiCall(msgspec.Struct, frozen=True, kw_only=True):
-    """One API call of a transcript: the assistant message we made of it, the provider's
-    ``message.id``, the model and the usage it reported (counted once)."""
-
-    message_id: str
-    api_message_id: str
-    model: str
-    usage: Usage
-    line: int
-    time_ms: int
-
-
-class ImportedSession(msgspec.Struct, kw_only=True):
-    """A session imported from a transcript: its events (valid for ``validate_events``), its API
-    calls in order, its sub-agent ``children``, and what was skipped (record or block kind →
-    count). ``parent_call_id`` is the ``Task`` call a child answers."""
-
-    session_id: str
-    events: list[Event]
-    calls: list[ApiCall]
-    children: list[ImportedSession] = []
-    skipped: dict[str, int] = {}
-    summaries: list[str] = []
-    source_session_id: str | None = None
-    parent_call_id: str | None = None
-
-    def sessions(self) -> Iterator[ImportedSession]:
-        """This session and its children, depth first."""
-        yield self
-        for child in self.children:
-            yield from child.sessions()
-
-    def all_calls(self) -> list[ApiCall]:
-        """Every API call of this session and its children."""
-        return [call for session in self.sessions() for call in session.calls]
 
 
 def import_claude_code(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
@@ -392,6 +378,7 @@ class _Thread:
         self.events: list[Event] = []
         self.calls: list[ApiCall] = []
         self.skipped: Counter[str] = Counter()
+        self.left_out: list[LeftOut] = []
         self.model: str | None = None
         self.first_prompt: str | None = None
         self.tool_calls: dict[str, _ToolCall] = {}
@@ -447,7 +434,7 @@ class _Thread:
                 media = _convert(block, _Media, self.source, line.number, at)
                 files.append(_media_file(media.source, kind))
             else:
-                self.skipped[f"block:{kind}"] += 1
+                self._leave(line.number, f"block:{kind}", UNREAD_BLOCK, at)
         if texts or files:
             self._user_message(texts, files, record, now, meta)
 
@@ -502,6 +489,8 @@ class _Thread:
         children: list[ImportedSession],
         summaries: list[str],
         skipped: Counter[str],
+        left_out: list[LeftOut] | None = None,
+        read: Counter[str] | None = None,
         parent_call_id: str | None = None,
         agent: str = "main",
     ) -> ImportedSession:
@@ -526,6 +515,8 @@ class _Thread:
             children=children,
             skipped=dict(sorted((skipped + self.skipped).items())),
             summaries=summaries,
+            read=dict(sorted((read or Counter()).items())),
+            left_out=sorted([*(left_out or []), *self.left_out], key=_position),
             source_session_id=self.source_session_id,
             parent_call_id=parent_call_id,
         )
@@ -534,6 +525,10 @@ class _Thread:
 
     def _add(self, event: Event) -> None:
         self.events.append(event)
+
+    def _leave(self, line: int, kind: str, reason: str, field: str = "") -> None:
+        self.skipped[kind] += 1
+        self.left_out.append(LeftOut(line=line, kind=kind, reason=reason, field=field))
 
     def _part(self, part: Any, now: int) -> None:
         self._add(PartAdded(session_id=self.session_id, time_ms=now, part=part))
@@ -591,7 +586,7 @@ class _Thread:
             elif kind == "tool_use":
                 use = _convert(block, _ToolUse, self.source, line.number, at)
                 if use.id in self.tool_calls:
-                    self.skipped["duplicate_tool_use"] += 1
+                    self._leave(line.number, "duplicate_tool_use", DUPLICATE_TOOL_USE, at)
                     continue
                 part_id = self._part_ids.next(now)
                 self.tool_calls[use.id] = _ToolCall(message_id, part_id, use.name, use.input, now)
@@ -608,7 +603,7 @@ class _Thread:
                 if call is not None:
                     call.tool_calls += 1
             else:
-                self.skipped[f"block:{kind}"] += 1
+                self._leave(line.number, f"block:{kind}", UNREAD_BLOCK, at)
 
     def _reasoning(
         self,
@@ -637,10 +632,10 @@ class _Thread:
     def _tool_result(self, result: _ToolResult, number: int, at: str, now: int) -> None:
         call = self.tool_calls.get(result.tool_use_id)
         if call is None:
-            self.skipped["orphan_tool_result"] += 1
+            self._leave(number, "orphan_tool_result", ORPHAN_RESULT, at)
             return
         if call.done:
-            self.skipped["duplicate_tool_result"] += 1
+            self._leave(number, "duplicate_tool_result", DUPLICATE_RESULT, at)
             return
         call.done = True
         output, files = self._result_content(result.content, call.message_id, number, at, now)
@@ -693,7 +688,7 @@ class _Thread:
                     FilePart(id=self._part_ids.next(now), message_id=message_id, mime=mime, url=url)
                 )
             else:
-                self.skipped[f"block:{kind}"] += 1
+                self._leave(number, f"block:{kind}", UNREAD_BLOCK, where)
         return TEXT_BLOCK_SEPARATOR.join(texts), files
 
     def _user_message(
@@ -757,6 +752,8 @@ class _Importer:
         self.thread_of_uuid: dict[str, _Thread] = {}
         self.seen_uuids: set[str] = set()
         self.skipped: Counter[str] = Counter()
+        self.left_out: list[LeftOut] = []
+        self.read: Counter[str] = Counter(line.kind for line in lines)
         self.summaries: list[str] = []
 
     def run(self) -> ImportedSession:
@@ -765,13 +762,13 @@ class _Importer:
             now = line.time_ms if line.time_ms is not None else now
             record = line.record
             if record is None:
-                self.skipped[line.kind] += 1
+                self._leave(line.number, line.kind, _record_reason(line.kind))
                 if line.summary is not None:
                     self.summaries.append(line.summary)
                 continue
             if record.uuid is not None:
                 if record.uuid in self.seen_uuids:
-                    self.skipped["duplicate_record"] += 1
+                    self._leave(line.number, "duplicate_record", DUPLICATE_RECORD)
                     continue
                 self.seen_uuids.add(record.uuid)
             thread = self._thread(record, now)
@@ -782,7 +779,17 @@ class _Importer:
         for thread in (self.main, *self.children):
             thread.close()
         children = [self._child_result(child) for child in self.children]
-        return self.main.result(children=children, summaries=self.summaries, skipped=self.skipped)
+        return self.main.result(
+            children=children,
+            summaries=self.summaries,
+            skipped=self.skipped,
+            left_out=self.left_out,
+            read=self.read,
+        )
+
+    def _leave(self, line: int, kind: str, reason: str) -> None:
+        self.skipped[kind] += 1
+        self.left_out.append(LeftOut(line=line, kind=kind, reason=reason))
 
     def _thread(self, record: _Record, now: int) -> _Thread:
         """The main thread, or the sub-agent thread a sidechain record belongs to: a sidechain
@@ -825,6 +832,16 @@ class _Importer:
         return child.result(
             children=[], summaries=[], skipped=Counter(), parent_call_id=parent_call_id, agent=agent
         )
+
+
+def _record_reason(kind: str) -> str:
+    if kind == "summary":
+        return SUMMARY_REASON
+    return SYSTEM_REASON if kind == "system" else OTHER_RECORD_REASON
+
+
+def _position(item: LeftOut) -> tuple[int, str]:
+    return item.line, item.field
 
 
 def _block_type(block: object, source: str, line: int, at: str) -> str:

@@ -12,7 +12,9 @@ Two layouts: the legacy bare list of ``{role, content}`` messages, and the curre
   ``<returncode>N</returncode><output>…</output>``, or the final submission); every other one
   is a user turn.
 
-No times: the synthetic clock of ``contextledger.importers.openai_chat`` is used.
+No times: the synthetic clock of ``contextledger.importers.builder`` is used; the session id is
+derived from the file's content. A second system message, an orphan result and content items
+of other kinds are listed in ``left_out`` with their position.
 ``info.exit_status``, ``info.model_stats`` and ``info.mini_version`` are kept in
 ``SessionStarted.config``. Malformed messages raise ``TraceImportError`` (``line`` the
 message's 1-based position, field a path such as ``messages[2].content``).
@@ -25,18 +27,18 @@ from pathlib import Path
 from typing import Any, Final
 
 from contextledger.events.parts import ModelRef, Usage
-from contextledger.importers.claude_code import ImportedSession
+from contextledger.importers.builder import ChatBuilder, ToolCall
 from contextledger.importers.errors import TraceImportError
+from contextledger.importers.imported import ImportedSession
 from contextledger.importers.openai_chat import (
-    ChatBuilder,
-    ToolCall,
+    LATER_SYSTEM,
+    chat_content,
     chat_messages,
-    content_text,
-    load_json,
+    document_key,
     openai_usage,
-    require_object,
-    require_str,
+    record_unread,
 )
+from contextledger.importers.records import load_json, require_object, require_str
 
 FORMAT: Final = "mini-swe-agent"
 #: The tool a fenced bash block calls.
@@ -57,17 +59,25 @@ def import_mini_swe_agent_data(
 ) -> ImportedSession:
     """Import a decoded trajectory; pure. See the module docstring for the rules."""
     messages, at = chat_messages(data, source)
-    builder = ChatBuilder(fmt=FORMAT, session_id=session_id, config=_config(data))
+    builder = ChatBuilder(
+        fmt=FORMAT, session_id=session_id, config=_config(data), key=document_key(data)
+    )
     pending: str | None = None
     actions = 0
     for i, raw in enumerate(messages):
         line, where = i + 1, f"{at}[{i}]"
         message = require_object(raw, source, line, where)
         role = require_str(message, "role", source, line, where)
-        text = content_text(message.get("content"), source, line, f"{where}.content")
+        builder.read[role] += 1
+        content = chat_content(message.get("content"), source, line, f"{where}.content")
+        record_unread(builder, content, line, media=True)
+        text = content.text
         if role == "system":
+            if "system_prompt" in builder.config:
+                builder.leave_out(line, "system", LATER_SYSTEM, where)
+                continue
             builder.skipped["system"] += 1
-            builder.config.setdefault("system_prompt", text)
+            builder.config["system_prompt"] = text
         elif role == "assistant":
             pending = None
             command, rest = split_action(text)
@@ -88,7 +98,7 @@ def import_mini_swe_agent_data(
         elif role == "user":
             now = builder.tick()
             if pending is not None:
-                builder.result(pending, text, now=now)
+                builder.result(pending, text, now=now, line=line)
                 pending = None
             else:
                 builder.user([text], now=now)

@@ -23,37 +23,36 @@ A run's ``history[]`` is a list of events. Rules:
   events: skipped and counted.
 
 Times are the events' ``timestamp`` (UTC); the resolver schema has none and gets the synthetic
-clock of ``contextledger.importers.openai_chat``. ``instance_id``, ``metadata.agent_class`` and
+clock of ``contextledger.importers.builder``. Each run's session id is derived from its
+content. What is not imported is listed in ``left_out`` with the run's line and the event's
+path (``history[7]``). ``instance_id``, ``metadata.agent_class`` and
 the model (``metadata.llm_config.model``) go to ``SessionStarted.config``. A malformed run
 raises ``TraceImportError`` naming its line and a field such as ``history[3].args``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from contextledger.events.ids import IdGenerator
 from contextledger.events.parts import ModelRef
-from contextledger.importers.claude_code import ImportedSession
+from contextledger.importers.builder import ChatBuilder, ToolCall
 from contextledger.importers.errors import TraceImportError
-from contextledger.importers.openai_chat import (
-    ChatBuilder,
-    ToolCall,
-    loose_literal,
-    openai_usage,
-    require_object,
-)
+from contextledger.importers.imported import ImportedSession
+from contextledger.importers.openai_chat import LATER_SYSTEM, document_key, openai_usage
+from contextledger.importers.records import iso_ms, json_lines, loose_literal, require_object
 
 FORMAT: Final = "openhands"
 #: Event fields of the older, flattened schema that are no tool input.
 _NOT_INPUT: Final = frozenset(
     {"action", "thought", "id", "timestamp", "source", "message", "tool_call_metadata"}
 )
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+#: Why each kind of event is left out.
+RECALL: Final = "a recall event (workspace context, microagent knowledge): not imported"
+UNANSWERED: Final = "an observation that answers no action"
+UNKNOWN_EVENT: Final = "an event that is neither an action nor an observation"
 
 
 def import_openhands(path: str | Path, *, session_id: str | None = None) -> list[ImportedSession]:
@@ -70,34 +69,11 @@ def import_openhands_lines(
     """Import runs given as JSON lines; pure. See the module docstring for the rules."""
     sessions: list[ImportedSession] = []
     session_ids = IdGenerator("ses")
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        run = _decode(raw, source, number)
+    for number, value in json_lines(lines, source):
+        run = require_object(value, source, number, "")
         given = session_id if not sessions else None
         sessions.append(_Run(run, source, number, given).run(session_ids))
     return sessions
-
-
-def _decode(raw: bytes | str, source: str, number: int) -> dict[str, Any]:
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceImportError(source, number, "", f"not JSON: {e.msg}") from None
-    return require_object(value, source, number, "")
-
-
-def _time_ms(value: Any) -> int | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int((moment - _EPOCH).total_seconds() * 1000)
 
 
 def _model(run: dict[str, Any]) -> str | None:
@@ -138,7 +114,12 @@ class _Run:
         if not isinstance(history, list):
             raise TraceImportError(source, line, "history", "missing or not a list")
         self.history: list[Any] = history
-        self.builder = ChatBuilder(fmt=FORMAT, session_id=session_id, config=self._config())
+        self.builder = ChatBuilder(
+            fmt=FORMAT,
+            session_id=session_id,
+            config=self._config(),
+            key=b"%d:" % line + document_key(run),
+        )
         model = _model(run)
         if model is not None:
             self.builder.model = _model_ref(model)
@@ -170,12 +151,15 @@ class _Run:
         action = event.get("action")
         observation = event.get("observation")
         if isinstance(action, str):
+            self.builder.read[f"action:{action}"] += 1
             self._action(event, action, index, at)
         elif isinstance(observation, str):
+            self.builder.read[f"observation:{observation}"] += 1
             self._flush()
             self._observation(event, observation, at)
         else:
-            self.builder.skipped["unknown_event"] += 1
+            self.builder.read["unknown"] += 1
+            self.builder.leave_out(self.line, "unknown_event", UNKNOWN_EVENT, at)
 
     # --- actions --------------------------------------------------------------------------
 
@@ -188,11 +172,14 @@ class _Run:
         args = self._args(event, at)
         thought = args.get("thought", event.get("thought"))
         if action == "recall":
-            self.builder.skipped["recall"] += 1
+            self.builder.leave_out(self.line, "recall", RECALL, at)
         elif action == "system":
             self._flush()
+            if "system_prompt" in self.builder.config:
+                self.builder.leave_out(self.line, "system", LATER_SYSTEM, at)
+                return
             self.builder.skipped["system"] += 1
-            self.builder.config.setdefault("system_prompt", _text(args.get("content")))
+            self.builder.config["system_prompt"] = _text(args.get("content"))
         elif action == "message":
             self._message(event, args, at)
         elif action == "finish":
@@ -239,7 +226,7 @@ class _Run:
         if self.open is None or response_id is None or self.open.response_id != response_id:
             self._flush()
             self.open = _Action(response_id, self.line)
-            self.open.time_ms = _time_ms(event.get("timestamp"))
+            self.open.time_ms = iso_ms(event.get("timestamp"))
             self.open.usage = response.get("usage")
             self.open.model = _str(response.get("model"))
         return self.open
@@ -262,17 +249,18 @@ class _Run:
 
     def _observation(self, event: dict[str, Any], observation: str, at: str) -> None:
         if observation == "recall":
-            self.builder.skipped["recall"] += 1
+            self.builder.leave_out(self.line, "recall", RECALL, at)
             return
         content = _text(event.get("content", event.get("message")))
         call_id = self._answered(event)
         now = self._now(event)
         if call_id is not None:
-            self.builder.result(call_id, content, now=now, error=observation == "error")
+            error = observation == "error"
+            self.builder.result(call_id, content, now=now, line=self.line, error=error)
         elif observation == "error":
             self.builder.user([content], now=now, synthetic=True)
         else:
-            self.builder.skipped[f"observation:{observation}"] += 1
+            self.builder.leave_out(self.line, f"observation:{observation}", UNANSWERED, at)
 
     def _answered(self, event: dict[str, Any]) -> str | None:
         pending = self.builder.pending
@@ -287,7 +275,7 @@ class _Run:
         return None
 
     def _now(self, event: dict[str, Any]) -> int:
-        return self.builder.tick(_time_ms(event.get("timestamp")))
+        return self.builder.tick(iso_ms(event.get("timestamp")))
 
 
 def _response(event: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,16 @@ repeats it step by step and is not read). Rules, per history message:
 - ``user``: in the old variant the first user message after an action is that action's
   result; every other user message is a user turn.
 
+A demonstration file (``sweagent traj-to-demo`` output, as JSON) is a document with only a
+``history`` list (``config["demonstration"]`` is then true). Its assistant messages may lack
+``action``: the last fenced block of their content is then the action (SWE-agent's own
+thought-action parser takes the last one), the text before it the thought.
+
 ``.traj`` files have no per-message times: the synthetic clock of
-``contextledger.importers.openai_chat`` is used. ``info.model_stats`` and ``info.exit_status``
+``contextledger.importers.builder`` is used; the session id is derived from the file's
+content. What is not imported (demonstrations inside a run, a second system message, an
+orphan observation, content items of other kinds) is listed in ``left_out`` with its
+position. ``info.model_stats`` and ``info.exit_status``
 are kept in ``SessionStarted.config``. A malformed message raises ``TraceImportError`` whose
 ``line`` is its 1-based position in ``history`` and whose field is a path like
 ``history[4].tool_call_ids``.
@@ -23,25 +31,31 @@ are kept in ``SessionStarted.config``. A malformed message raises ``TraceImportE
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Final
 
-from contextledger.importers.claude_code import ImportedSession
+from contextledger.importers.builder import ChatBuilder, ToolCall
 from contextledger.importers.errors import TraceImportError
+from contextledger.importers.imported import ImportedSession
 from contextledger.importers.openai_chat import (
-    ChatBuilder,
-    ToolCall,
-    content_text,
-    load_json,
-    loose_literal,
+    LATER_SYSTEM,
+    chat_content,
+    document_key,
     openai_tool_calls,
-    require_object,
-    require_str,
+    record_unread,
 )
+from contextledger.importers.records import load_json, loose_literal, require_object, require_str
 
 #: The tool an old-variant ``action`` calls.
 ACTION_TOOL: Final = "bash"
 FORMAT: Final = "swe-agent"
+#: A fenced block of an assistant message without ``action``: the last one is the action.
+FENCED_ACTION: Final = re.compile(r"```[^\n]*\n(?P<command>.*?)\n?```", re.S)
+#: Why demonstrations are left out.
+DEMONSTRATION: Final = (
+    "a demonstration (an in-context example shown to the model), not this run's own turns"
+)
 
 
 def import_swe_agent(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
@@ -57,7 +71,11 @@ def import_swe_agent_data(
     history = traj.get("history")
     if not isinstance(history, list):
         raise TraceImportError(source, 1, "history", "missing or not a list")
-    builder = ChatBuilder(fmt=FORMAT, session_id=session_id, config=_config(traj))
+    builder = ChatBuilder(
+        fmt=FORMAT, session_id=session_id, config=_config(traj), key=document_key(traj)
+    )
+    if "trajectory" not in traj and "info" not in traj:
+        builder.config["demonstration"] = True
     importer = _Importer(builder, source)
     for i, raw in enumerate(history):
         importer.message(raw, i + 1, f"history[{i}]")
@@ -69,6 +87,15 @@ def _config(traj: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(info, dict):
         return {}
     return {key: info[key] for key in ("exit_status", "model_stats") if key in info}
+
+
+def _fenced_action(text: str) -> tuple[str | None, str]:
+    """The last fenced block of ``text`` (``None`` without one) and the text before it."""
+    blocks = list(FENCED_ACTION.finditer(text))
+    if not blocks:
+        return None, text
+    last = blocks[-1]
+    return last.group("command"), text[: last.start()].strip()
 
 
 def _is_demo(message: dict[str, Any]) -> bool:
@@ -87,19 +114,25 @@ class _Importer:
     def message(self, raw: Any, line: int, at: str) -> None:
         message = require_object(raw, self.source, line, at)
         role = require_str(message, "role", self.source, line, at)
+        self.builder.read[role] += 1
         if _is_demo(message):
-            self.builder.skipped["demonstration"] += 1
+            self.builder.leave_out(line, "demonstration", DEMONSTRATION, at)
             return
-        text = content_text(message.get("content"), self.source, line, f"{at}.content")
+        content = chat_content(message.get("content"), self.source, line, f"{at}.content")
+        record_unread(self.builder, content, line, media=True)
+        text = content.text
         if role == "system":
+            if "system_prompt" in self.builder.config:
+                self.builder.leave_out(line, "system", LATER_SYSTEM, at)
+                return
             self.builder.skipped["system"] += 1
-            self.builder.config.setdefault("system_prompt", text)
+            self.builder.config["system_prompt"] = text
         elif role == "assistant":
             self._assistant(message, text, line, at)
         elif role == "tool":
             self._tool(message, text, line, at)
         elif role == "user":
-            self._user(text)
+            self._user(text, line)
         else:
             raise TraceImportError(self.source, line, f"{at}.role", f"unknown role {role!r}")
 
@@ -109,11 +142,13 @@ class _Importer:
         action = message.get("action")
         if action is not None and not isinstance(action, str):
             raise TraceImportError(self.source, line, f"{at}.action", "must be a string")
+        thought = message.get("thought")
+        if not calls and "action" not in message:
+            action, thought = _fenced_action(text)
         if not calls and action and action.strip():
             self.actions += 1
             self.action_call = f"swe-{self.actions}"
             calls = [ToolCall(self.action_call, ACTION_TOOL, {"command": action})]
-        thought = message.get("thought")
         shown = thought if isinstance(thought, str) and thought else text
         self.builder.assistant(
             now=self.builder.tick(), line=line, texts=[shown] if shown else [], calls=calls
@@ -129,12 +164,12 @@ class _Importer:
             )
         now = self.builder.tick()
         for call_id in ids:
-            self.builder.result(call_id, text, now=now)
+            self.builder.result(call_id, text, now=now, line=line)
 
-    def _user(self, text: str) -> None:
+    def _user(self, text: str, line: int) -> None:
         now = self.builder.tick()
         if self.action_call is not None:
-            self.builder.result(self.action_call, text, now=now)
+            self.builder.result(self.action_call, text, now=now, line=line)
             self.action_call = None
         else:
             self.builder.user([text], now=now)
