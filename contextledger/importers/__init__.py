@@ -1,7 +1,8 @@
-"""Importers: real transcripts into events (Claude Code, OpenHands, SWE-agent, mini-swe-agent,
-OpenAI chat logs); ``import_trace`` picks the format by content."""
+"""Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands, SWE-agent, mini-swe-
+agent, OpenAI chat logs); ``import_trace`` picks the format by content."""
 
 from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
+from contextledger.importers.codex import import_codex, import_codex_lines
 from contextledger.importers.detect import detect_format, import_trace
 from contextledger.importers.errors import TraceImportError
 from contextledger.importers.imported import ApiCall, ImportedSession, LeftOut
@@ -21,6 +22,8 @@ __all__ = [
     "detect_format",
     "import_claude_code",
     "import_claude_code_lines",
+    "import_codex",
+    "import_codex_lines",
     "import_mini_swe_agent",
     "import_mini_swe_agent_data",
     "import_openai_chat",
