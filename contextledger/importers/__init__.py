@@ -1,5 +1,5 @@
-"""Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands, SWE-agent, mini-swe-
-agent, OpenAI chat logs); ``import_trace`` picks the format by content."""
+"""Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands and OpenHands V1,
+SWE-agent, mini-swe-agent, OpenAI chat logs); ``import_trace`` picks the format by content."""
 
 from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers.codex import import_codex, import_codex_lines
@@ -12,6 +12,10 @@ from contextledger.importers.mini_swe_agent import (
 )
 from contextledger.importers.openai_chat import import_openai_chat, import_openai_chat_data
 from contextledger.importers.openhands import import_openhands, import_openhands_lines
+from contextledger.importers.openhands_v1 import (
+    import_openhands_v1,
+    import_openhands_v1_events,
+)
 from contextledger.importers.swe_agent import import_swe_agent, import_swe_agent_data
 
 __all__ = [
@@ -30,6 +34,8 @@ __all__ = [
     "import_openai_chat_data",
     "import_openhands",
     "import_openhands_lines",
+    "import_openhands_v1",
+    "import_openhands_v1_events",
     "import_swe_agent",
     "import_swe_agent_data",
     "import_trace",

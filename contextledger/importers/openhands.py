@@ -22,6 +22,9 @@ A run's ``history[]`` is a list of events. Rules:
 - ``recall`` actions and observations, other observations answering nothing, and unknown
   events: skipped and counted.
 
+A run whose ``history`` holds V1 events (``kind: ActionEvent``, …) is imported by
+``contextledger.importers.openhands_v1``, with the run's fields in ``config``.
+
 Times are the events' ``timestamp`` (UTC); the resolver schema has none and gets the synthetic
 clock of ``contextledger.importers.builder``. Each run's session id is derived from its
 content. What is not imported is listed in ``left_out`` with the run's line and the event's
@@ -42,6 +45,7 @@ from contextledger.importers.builder import ChatBuilder, ToolCall
 from contextledger.importers.errors import TraceImportError
 from contextledger.importers.imported import ImportedSession
 from contextledger.importers.openai_chat import LATER_SYSTEM, document_key, openai_usage
+from contextledger.importers.openhands_v1 import import_openhands_v1_events, is_v1_event
 from contextledger.importers.records import iso_ms, json_lines, loose_literal, require_object
 
 FORMAT: Final = "openhands"
@@ -74,6 +78,12 @@ def import_openhands_lines(
         given = session_id if not sessions else None
         sessions.append(_Run(run, source, number, given).run(session_ids))
     return sessions
+
+
+def holds_v1_events(run: dict[str, Any]) -> bool:
+    """Whether a run's ``history`` is made of V1 events."""
+    history = run.get("history")
+    return isinstance(history, list) and any(is_v1_event(event) for event in history[:3])
 
 
 def _model(run: dict[str, Any]) -> str | None:
@@ -141,6 +151,14 @@ class _Run:
         return config
 
     def run(self, session_ids: IdGenerator) -> ImportedSession:
+        if holds_v1_events(self.run_data):
+            events = ((self.line, event, f"history[{i}]") for i, event in enumerate(self.history))
+            return import_openhands_v1_events(
+                events,
+                source=self.source,
+                session_id=self.builder.requested_id,
+                config={**self._config(), "run_line": self.line},
+            )
         for i, raw in enumerate(self.history):
             event = require_object(raw, self.source, self.line, f"history[{i}]")
             self._event(event, i, f"history[{i}]")
