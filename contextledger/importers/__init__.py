@@ -1,10 +1,12 @@
 """Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands and OpenHands V1,
-SWE-agent, mini-swe-agent, OpenAI chat logs); ``import_trace`` picks the format by content."""
+SWE-agent, mini-swe-agent, Gemini CLI, OpenAI chat logs); ``import_trace`` picks the format by
+content."""
 
 from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers.codex import import_codex, import_codex_lines
 from contextledger.importers.detect import detect_format, import_trace
 from contextledger.importers.errors import TraceImportError
+from contextledger.importers.gemini_cli import import_gemini_cli, import_gemini_cli_data
 from contextledger.importers.imported import ApiCall, ImportedSession, LeftOut
 from contextledger.importers.mini_swe_agent import (
     import_mini_swe_agent,
@@ -28,6 +30,8 @@ __all__ = [
     "import_claude_code_lines",
     "import_codex",
     "import_codex_lines",
+    "import_gemini_cli",
+    "import_gemini_cli_data",
     "import_mini_swe_agent",
     "import_mini_swe_agent_data",
     "import_openai_chat",
