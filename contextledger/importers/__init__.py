@@ -1,6 +1,6 @@
 """Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands and OpenHands V1,
-SWE-agent, mini-swe-agent, Gemini CLI, OpenAI chat logs); ``import_trace`` picks the format by
-content."""
+SWE-agent, mini-swe-agent, Gemini CLI, opencode, OpenAI chat logs); ``import_trace`` picks the
+format by content."""
 
 from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers.codex import import_codex, import_codex_lines
@@ -13,6 +13,7 @@ from contextledger.importers.mini_swe_agent import (
     import_mini_swe_agent_data,
 )
 from contextledger.importers.openai_chat import import_openai_chat, import_openai_chat_data
+from contextledger.importers.opencode import import_opencode, import_opencode_data
 from contextledger.importers.openhands import import_openhands, import_openhands_lines
 from contextledger.importers.openhands_v1 import (
     import_openhands_v1,
@@ -36,6 +37,8 @@ __all__ = [
     "import_mini_swe_agent_data",
     "import_openai_chat",
     "import_openai_chat_data",
+    "import_opencode",
+    "import_opencode_data",
     "import_openhands",
     "import_openhands_lines",
     "import_openhands_v1",
