@@ -1,7 +1,8 @@
 """Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands and OpenHands V1,
-SWE-agent, mini-swe-agent, Gemini CLI, opencode, OpenAI chat logs); ``import_trace`` picks the
-format by content."""
+SWE-agent, mini-swe-agent, Gemini CLI, opencode, aider, OpenAI chat logs); ``import_trace``
+picks the format by content."""
 
+from contextledger.importers.aider import import_aider, import_aider_lines
 from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers.codex import import_codex, import_codex_lines
 from contextledger.importers.detect import detect_format, import_trace
@@ -27,6 +28,8 @@ __all__ = [
     "LeftOut",
     "TraceImportError",
     "detect_format",
+    "import_aider",
+    "import_aider_lines",
     "import_claude_code",
     "import_claude_code_lines",
     "import_codex",
