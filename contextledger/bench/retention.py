@@ -1,7 +1,7 @@
 """``retention``: how many of the facts a session needs again survive its compactions.
 
-Every transcript in the traces folder (Claude Code, SWE-agent, OpenHands, mini-swe-agent;
-every run of a multi-run file) is replayed with a 32,000-token window (``--full``: also
+Every transcript in the traces folder (every format the importers read; every run or
+session of a multi-session file) is replayed with a 32,000-token window (``--full``: also
 64,000) by the simulation (``simulation.strategy_steps``: its recorded turns in a
 ``LocalSession``, which decides through ``policy.decisions`` as the runtime does and compacts
 with the ``ExtractiveSummarizer``, no model). For each compaction,
@@ -57,7 +57,7 @@ from contextledger.events.parts import (
     ToolState,
 )
 from contextledger.history.projection import History, Message
-from contextledger.importers.detect import import_trace
+from contextledger.importers.detect import import_trace, transcripts_under
 from contextledger.importers.errors import TraceImportError
 from contextledger.simulation import raw_events, recorded_turns, strategy_steps
 from contextledger.strategies import Strategy, strategy
@@ -198,10 +198,11 @@ def _tail(history: History, start: str | None, request: str) -> list[Message]:
 
 
 def _traces(traces: Path) -> list[Path]:
-    """Every transcript under ``traces`` (all formats), in name order."""
+    """Every transcript under ``traces`` (all formats; an OpenHands V1 conversation folder is
+    one), in name order."""
     if not traces.is_dir():
         return []
-    return sorted(p for p in traces.rglob("*") if p.is_file() and p.suffix != ".md")
+    return transcripts_under(traces)
 
 
 def _sessions(paths: Sequence[Path]) -> tuple[list[tuple[str, list[Event]]], list[str]]:
@@ -288,7 +289,10 @@ def render(result: dict[str, Any]) -> str:
             "with outputs",
         ]
     ]
+    quiet = [name for name, r in result["traces"].items() if not r["compactions"]]
     for name, r in result["traces"].items():
+        if not r["compactions"]:
+            continue
         rows.append(
             [
                 name,
@@ -306,6 +310,8 @@ def render(result: dict[str, Any]) -> str:
         )
     text = "retention: facts of compacted heads used again, kept by summary + tail\n"
     text += table(rows, right=[False, True, False] + [True] * 8)
+    if quiet:
+        text += f"({len(quiet)} replays never outgrew the window: not shown; --json lists them)\n"
     minimum = result["retention_min"]
     shown = "n/a" if minimum is None else f"{minimum:.1%}"
     met = "met" if result["target_met"] else "NOT met"

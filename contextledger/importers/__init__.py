@@ -1,11 +1,18 @@
 """Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands and OpenHands V1,
 SWE-agent, mini-swe-agent, Gemini CLI, opencode, aider, OpenAI chat logs); ``import_trace``
-picks the format by content."""
+picks the format by content, ``import_with_report`` also says what was read, written and left
+out."""
 
 from contextledger.importers.aider import import_aider, import_aider_lines
 from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers.codex import import_codex, import_codex_lines
-from contextledger.importers.detect import detect_format, import_trace
+from contextledger.importers.detect import (
+    FORMATS,
+    detect_format,
+    import_trace,
+    import_with_report,
+    transcripts_under,
+)
 from contextledger.importers.errors import TraceImportError
 from contextledger.importers.gemini_cli import import_gemini_cli, import_gemini_cli_data
 from contextledger.importers.imported import ApiCall, ImportedSession, LeftOut
@@ -20,10 +27,14 @@ from contextledger.importers.openhands_v1 import (
     import_openhands_v1,
     import_openhands_v1_events,
 )
+from contextledger.importers.report import ImportReport, ImportResult, import_report
 from contextledger.importers.swe_agent import import_swe_agent, import_swe_agent_data
 
 __all__ = [
+    "FORMATS",
     "ApiCall",
+    "ImportReport",
+    "ImportResult",
     "ImportedSession",
     "LeftOut",
     "TraceImportError",
@@ -46,7 +57,10 @@ __all__ = [
     "import_openhands_lines",
     "import_openhands_v1",
     "import_openhands_v1_events",
+    "import_report",
     "import_swe_agent",
     "import_swe_agent_data",
     "import_trace",
+    "import_with_report",
+    "transcripts_under",
 ]

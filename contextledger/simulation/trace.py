@@ -51,7 +51,8 @@ from contextledger.events.parts import (
 )
 from contextledger.history.projection import History
 from contextledger.importers.claude_code import ImportedSession
-from contextledger.importers.detect import import_trace
+from contextledger.importers.detect import TRANSCRIPT_SUFFIXES as TRANSCRIPT_SUFFIXES
+from contextledger.importers.detect import import_trace, transcripts_under
 from contextledger.ledger import SessionLog
 from contextledger.prices.tables import price_for
 from contextledger.providers.anthropic import AnthropicMessages
@@ -83,7 +84,6 @@ DEFAULT_MODELS: Final[dict[Provider, str]] = {
 #: The largest output limit a replay's model gets (``sized_model``): the default output cap,
 #: above which a model's own limit changes nothing.
 OUTPUT_LIMIT: Final = OUTPUT_TOKEN_MAX
-TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".traj"})
 
 
 #: The strategies ``simulate`` compares by default: pi's four (``baseline``, ``truncate-500``,
@@ -477,16 +477,14 @@ def simulate_trace(
 
 def transcripts(paths: Iterable[str | Path]) -> list[Path]:
     """``paths`` with each folder replaced by the transcripts under it (``.jsonl``, ``.json``,
-    ``.traj``), sorted. Raises ``ValueError`` for a path that does not exist."""
+    ``.traj`` files, aider histories, OpenHands V1 conversation folders; see
+    ``importers.transcripts_under``), sorted; a V1 conversation folder stays itself. Raises
+    ``ValueError`` for a path that does not exist."""
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(
-                sorted(
-                    p for p in path.rglob("*") if p.is_file() and p.suffix in TRANSCRIPT_SUFFIXES
-                )
-            )
+            found.extend(transcripts_under(path))
         elif path.is_file():
             found.append(path)
         else:

@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from contextledger.importers import TraceImportError, detect_format, import_trace
+from contextledger.importers import (
+    TraceImportError,
+    detect_format,
+    import_trace,
+    import_with_report,
+    transcripts_under,
+)
 from tests.importers.test_mini_swe_agent import LEGACY
-from tests.importers.test_openai_chat import CHAT, TRACES, assert_imported, trace_dir
+from tests.importers.test_openai_chat import CHAT, TRACES, assert_imported, tool_parts, trace_dir
 from tests.importers.test_openhands import RESOLVER, RUN
 from tests.importers.test_swe_agent import OLD
 
@@ -75,20 +81,120 @@ def test_an_unknown_format_is_refused(tmp_path: Path, text: str) -> None:
 #: Each shared trace folder and the format ``import_trace`` must find there.
 FOLDERS = {
     "claude-code-jsonl": "claude-code",
+    "claude-code-more": "claude-code",
     "swe-agent-traj": "swe-agent",
     "openhands": "openhands",
+    "openhands-v1": "openhands-v1",
     "mini-swe-agent": "mini-swe-agent",
+    "codex-rollout": "codex",
+    "gemini-cli": "gemini-cli",
+    "opencode-export": "opencode",
+    "aider-history": "aider",
 }
+#: Transcripts in ``shared/traces``: the 14 files of ``README.md``'s table and the 20 rows of
+#: ``SOURCES-more.md``'s (each OpenHands V1 conversation folder is one transcript).
+TRANSCRIPTS = 14 + 20
 
 
 def test_every_shared_trace_is_dispatched_to_its_importer() -> None:
     trace_dir("")
-    seen = 0
-    for folder, kind in FOLDERS.items():
-        for path in sorted((TRACES / folder).glob("*")):
-            assert detect_format(path) == kind, path.name
-            seen += 1
-            if kind != "claude-code" or path.name.startswith("vsla_6dc88126"):
-                for session in import_trace(path):
-                    assert_imported(session)
-    assert seen == 14
+    found = transcripts_under(TRACES)
+    assert len(found) == TRANSCRIPTS
+    for path in found:
+        assert detect_format(path) == FOLDERS[path.relative_to(TRACES).parts[0]], path.name
+        result = import_with_report(path)
+        assert result.sessions, path.name
+        assert result.report.format == detect_format(path)
+        for session in result.sessions:
+            assert_imported(session)
+
+
+def test_a_truncated_document_says_where_it_stops(tmp_path: Path) -> None:
+    text = json.dumps(CHAT, indent=2)
+    path = _write(tmp_path, "chat.json", text[: len(text) // 2])
+    with pytest.raises(TraceImportError, match=r"not JSON at position \d+ \(line \d+") as caught:
+        import_trace(path)
+    assert caught.value.line > 1
+    path = _write(tmp_path, "one.json", '{"messages": [{"role": "user", "content": "hi"}')
+    with pytest.raises(TraceImportError, match="not JSON at position 47"):
+        detect_format(path)
+
+
+def test_a_truncated_last_line_of_json_lines_names_that_line(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, "s.jsonl", f"{json.dumps(CLAUDE_RECORD)}\n{json.dumps(CLAUDE_RECORD)[:30]}"
+    )
+    with pytest.raises(TraceImportError) as caught:
+        import_trace(path)
+    assert caught.value.line == 2 and "not JSON" in caught.value.reason
+
+
+def test_a_swe_agent_demonstration_is_recognised(tmp_path: Path) -> None:
+    demo = {"history": [
+        {"role": "user", "content": "Fix it", "agent": "primary"},
+        {"role": "assistant", "content": "Look.\n```\nls -F\n```", "agent": "primary"},
+        {"role": "user", "content": "src/", "agent": "primary"},
+    ]}  # fmt: skip
+    path = _write(tmp_path, "demo.json", json.dumps(demo))
+    assert detect_format(path) == "swe-agent"
+    (session,) = import_trace(path)
+    assert_imported(session)
+    (call,) = tool_parts(session)
+    assert call.state.input == {"command": "ls -F"}
+    assert session.events[0].config["demonstration"] is True  # type: ignore[union-attr]
+
+
+def test_the_report_counts_what_was_read_written_and_left_out(tmp_path: Path) -> None:
+    chat = [*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "x"}]
+    path = _write(tmp_path, "chat.json", json.dumps(chat))
+    result = import_with_report(path, session_id="ses_named")
+    report = result.report
+    assert (report.source, report.format) == (str(path), "openai-chat")
+    assert report.read == {"assistant": 2, "system": 1, "tool": 2, "user": 1}
+    assert report.written["sessions"] == 1
+    assert report.written["user messages"] == 1 and report.written["tool calls"] == 1
+    assert report.written["event:session.started"] == 1
+    assert [(i.line, i.kind) for i in report.left_out] == [(6, "orphan_tool_result")]
+    assert report.left_out_by_reason() == [("orphan_tool_result", report.left_out[0].reason, [6])]
+    assert [s.session_id for s in result.sessions] == ["ses_named"]
+
+
+def test_openhands_v1_events_are_recognised_in_a_file_or_a_folder(tmp_path: Path) -> None:
+    events = [
+        {"id": "e1", "timestamp": "2026-02-05T11:24:45", "source": "user", "kind": "MessageEvent",
+         "llm_message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}},
+        {"id": "e2", "timestamp": "2026-02-05T11:24:46", "source": "agent", "kind": "MessageEvent",
+         "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+         "llm_response_id": "r1"},
+    ]  # fmt: skip
+    path = _write(tmp_path, "events.jsonl", "".join(json.dumps(e) + "\n" for e in events))
+    assert detect_format(path) == "openhands-v1"
+    folder = tmp_path / "conversation"
+    folder.mkdir()
+    for n, event in enumerate(events):
+        (folder / f"event-{n:05d}-{event['id']}.json").write_text(json.dumps(event, indent=2))
+    assert detect_format(folder) == "openhands-v1"
+    assert import_trace(folder)[0].events == import_trace(path)[0].events
+    single = folder / "event-00000-e1.json"
+    assert detect_format(single) == "openhands-v1"
+    assert len(import_trace(single)) == 1
+
+
+def test_a_folder_that_is_no_conversation_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TraceImportError, match="not an OpenHands V1 conversation"):
+        import_trace(tmp_path)
+
+
+def test_transcripts_under_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "conv" / "events").mkdir(parents=True)
+    (tmp_path / "conv" / "events" / "event-00000-a.json").write_text("{}")
+    (tmp_path / "conv" / "base_state.json").write_text("{}")
+    _write(tmp_path, "a.jsonl", "")
+    _write(tmp_path, "notes.md", "# notes\n")
+    _write(tmp_path, "history.md", "# aider chat started at 2024-08-05 19:33:02\n")
+    _write(tmp_path, "image.png", "")
+    assert [p.relative_to(tmp_path) for p in transcripts_under(tmp_path)] == [
+        Path("a.jsonl"),
+        Path("conv"),
+        Path("history.md"),
+    ]
