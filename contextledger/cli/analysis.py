@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -15,7 +15,8 @@ from contextledger.config import Config
 from contextledger.events.catalogue import MessageAdded, PartAdded, RequestSent
 from contextledger.events.parts import ModelRef, ToolPart
 from contextledger.history.projection import History
-from contextledger.importers.detect import import_trace
+from contextledger.importers.detect import import_with_report
+from contextledger.importers.report import ImportReport
 from contextledger.ledger import SessionLog
 from contextledger.policy.cache import place_marks
 from contextledger.providers.registry import WIRE_FORMATS
@@ -34,11 +35,14 @@ from contextledger.strategies import StrategyError
 
 
 async def import_(args: argparse.Namespace) -> None:
-    """Import ``args.trace`` into ``args.db``: one session per run, each in one append."""
+    """Import ``args.trace`` into ``args.db``: one session per run, each in one append; print
+    (or return with ``--json``) the sessions and the report of what was read, written and
+    left out."""
     try:
-        sessions = [s for top in import_trace(args.trace) for s in top.sessions()]
+        result = import_with_report(args.trace, session_id=args.session)
     except OSError as exc:
         raise ValueError(f"cannot read {args.trace}: {exc}") from exc
+    sessions = [s for top in result.sessions for s in top.sessions()]
     rows: list[dict[str, Any]] = []
     async with SQLiteStore.open(args.db) as store:
         for session in sessions:
@@ -57,12 +61,43 @@ async def import_(args: argparse.Namespace) -> None:
                         isinstance(e, PartAdded) and isinstance(e.part, ToolPart)
                         for e in session.events
                     ),
+                    "left_out": len(session.left_out),
                 }
             )
     if args.json:
-        emit_json(rows)
-    else:
-        emit_table(rows, ["session", "events", "messages", "tool_calls"])
+        emit_json({"sessions": rows, "report": msgspec.to_builtins(result.report)})
+        return
+    emit_table(rows, ["session", "events", "messages", "tool_calls", "left_out"])
+    for line in report_lines(result.report):
+        emit_text(line)
+
+
+#: How many line numbers of one left-out group the text report shows.
+LINES_SHOWN: Final = 8
+
+
+def report_lines(report: ImportReport) -> list[str]:
+    """An import report as text: the format, what was read and written, and what was left out,
+    one group per kind and reason with the lines it was found on."""
+    read = ", ".join(f"{n:,} {kind}" for kind, n in report.read.items())
+    written = ", ".join(
+        f"{n:,} {kind}" for kind, n in report.written.items() if not kind.startswith("event:")
+    )
+    lines = [
+        f"format: {report.format}",
+        f"read: {read or 'nothing'}",
+        f"wrote: {written or 'nothing'}",
+    ]
+    groups = report.left_out_by_reason()
+    if not groups:
+        lines.append("left out: nothing")
+        return lines
+    lines.append(f"left out: {len(report.left_out):,}")
+    for kind, reason, at in groups:
+        shown = ", ".join(str(n) for n in at[:LINES_SHOWN])
+        more = f", … (+{len(at) - LINES_SHOWN:,})" if len(at) > LINES_SHOWN else ""
+        lines.append(f"  {len(at):,} × {kind}: {reason} (line {shown}{more})")
+    return lines
 
 
 def _prefix_hashes(

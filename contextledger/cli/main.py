@@ -124,6 +124,9 @@ def _parser() -> argparse.ArgumentParser:
     imported = sub.add_parser("import", help="import a transcript into a database")
     imported.add_argument("trace", type=Path)
     imported.add_argument("--db", type=Path, required=True)
+    imported.add_argument(
+        "--session", default=None, help="the (first) session's id (default: from the source)"
+    )
     imported.add_argument("--json", action="store_true")
 
     replayed = sub.add_parser("replay", help="check a session replays to what was recorded")

@@ -56,7 +56,7 @@ def test_import_writes_one_session_and_counts_it(
     db = tmp_path / "imported.db"
     code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
     assert code == 0
-    (row,) = json.loads(out)
+    (row,) = json.loads(out)["sessions"]
     assert row["messages"] == 3
     assert row["tool_calls"] == 1
     code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
@@ -65,6 +65,59 @@ def test_import_writes_one_session_and_counts_it(
     assert code == 1 and "already in" in err and not out
     code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
     assert len(json.loads(out)) == row["events"]
+
+
+def test_import_prints_what_it_read_wrote_and_left_out(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
+    db = tmp_path / "imported.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db))
+    assert code == 0
+    assert "format: openai-chat" in out
+    assert "read: 2 assistant, 1 system, 2 tool, 1 user" in out
+    assert "left out: 1" in out
+    assert "1 × orphan_tool_result: a tool result whose call was never made" in out
+    assert "(line 6)" in out
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(tmp_path / "b.db"), "--json")
+    report = json.loads(out)["report"]
+    assert report["format"] == "openai-chat"
+    assert report["left_out"] == [
+        {
+            "line": 6,
+            "kind": "orphan_tool_result",
+            "reason": "a tool result whose call was never made (or was answered already)",
+            "field": "",
+        }
+    ]
+    assert report["written"]["tool calls"] == 1
+
+
+def test_two_chat_logs_share_a_store_and_session_names_one(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "traces" / "other.json"
+    other.write_text(json.dumps([*CHAT[:2], {"role": "assistant", "content": "Nothing."}]))
+    db = tmp_path / "both.db"
+    sessions = []
+    for path in (chat, other):
+        code, out, _ = _run(capsys, "import", str(path), "--db", str(db), "--json")
+        assert code == 0
+        sessions.append(json.loads(out)["sessions"][0]["session"])
+    assert len(set(sessions)) == 2
+    code, out, _ = _run(
+        capsys, "import", str(chat), "--db", str(db), "--session", "ses_again", "--json"
+    )
+    assert code == 0 and json.loads(out)["sessions"][0]["session"] == "ses_again"
+
+
+def test_import_of_a_truncated_file_says_where_it_stops(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.write_text(json.dumps(CHAT, indent=2)[:200])
+    code, out, err = _run(capsys, "import", str(chat), "--db", str(tmp_path / "t.db"))
+    assert code == 1 and not out
+    assert "not JSON at position" in err and "unknown trace format" not in err
 
 
 def test_import_of_a_bad_transcript_fails_and_writes_nothing(
@@ -102,7 +155,7 @@ def test_replay_of_an_imported_session_matches(
 ) -> None:
     db = tmp_path / "imported.db"
     code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
-    session = json.loads(out)[0]["session"]
+    session = json.loads(out)["sessions"][0]["session"]
     code, out, _ = _run(capsys, "replay", str(db), "--session", session, "--json")
     assert code == 0 and json.loads(out)["ok"]
 
