@@ -483,3 +483,32 @@ def test_every_shared_trace_imports_and_validates(traces: list[Path]) -> None:
 def test_shared_traces_have_the_readme_api_call_counts(traces: list[Path]) -> None:
     counted = {path.name[:13]: len(import_claude_code(path).all_calls()) for path in traces}
     assert {name: counted.get(name) for name in README_API_CALLS} == README_API_CALLS
+
+
+#: ``shared/traces/SOURCES-more.md``, the claude_code rows (Claude Code 2.1): API calls
+#: (distinct ``message.id``) / ``tool_use`` blocks; its record count is the file's lines.
+MORE: dict[str, tuple[int, int]] = {
+    "context-evaluator__95cc2ca9e65d-2__cc-2.1.45.jsonl": (107, 120),
+    "oh-my-posh__10906611becd-0__cc-2.1.219.jsonl": (250, 245),
+    "entire-cli__d0161e0df1cb-0__cc-2.1.33.jsonl": (185, 196),
+    "auth-go__c3e870840354-0__cc-2.1.150.jsonl": (139, 132),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_claude_code_2_1_sessions_have_the_documented_counts(name: str) -> None:
+    folder = TRACES.parent / "claude-code-more"
+    if not folder.is_dir():
+        pytest.skip(f"shared/traces not present: {folder} does not exist")
+    path = folder / name
+    imported = import_claude_code(path)
+    assert_valid(imported)
+    calls, tool_uses = MORE[name]
+    assert len(imported.all_calls()) == calls
+    parts = [e.part for e in imported.events if isinstance(e, PartAdded)]
+    assert sum(isinstance(p, ToolPart) for p in parts) == tool_uses
+    # Every line is read; the 2.1 line types no event carries are listed with their line.
+    lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    assert sum(imported.read.values()) == lines
+    new_types = {"progress", "attachment", "file-history-snapshot", "queue-operation"}
+    assert new_types & {item.kind for item in imported.left_out}
