@@ -280,7 +280,8 @@ class _Reader:
         if not text and usage is None:
             self.reply = []
             return
-        self.builder.read["assistant reply"] += 1 if text else 0
+        if text:
+            self.builder.read["assistant reply"] += 1
         self.builder.assistant(
             now=self.builder.tick(),
             line=self.reply_line if text else tokens_line,

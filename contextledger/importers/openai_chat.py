@@ -309,6 +309,6 @@ def _chat_message(builder: ChatBuilder, raw: Any, source: str, line: int, at: st
     elif role == "tool":
         record_unread(builder, content, line, media=True)
         call_id = require_str(message, "tool_call_id", source, line, at)
-        builder.result(call_id, content.text, now=now, line=line)
+        builder.result(call_id, content.text, now=now, line=line, field=at)
     else:
         raise TraceImportError(source, line, f"{at}.role", f"unknown role {role!r}")

@@ -274,7 +274,7 @@ class _Run:
         now = self._now(event)
         if call_id is not None:
             error = observation == "error"
-            self.builder.result(call_id, content, now=now, line=self.line, error=error)
+            self.builder.result(call_id, content, now=now, line=self.line, error=error, field=at)
         elif observation == "error":
             self.builder.user([content], now=now, synthetic=True)
         else:

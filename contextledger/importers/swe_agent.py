@@ -164,7 +164,7 @@ class _Importer:
             )
         now = self.builder.tick()
         for call_id in ids:
-            self.builder.result(call_id, text, now=now, line=line)
+            self.builder.result(call_id, text, now=now, line=line, field=at)
 
     def _user(self, text: str, line: int) -> None:
         now = self.builder.tick()

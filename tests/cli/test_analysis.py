@@ -87,7 +87,7 @@ def test_import_prints_what_it_read_wrote_and_left_out(
             "line": 6,
             "kind": "orphan_tool_result",
             "reason": "a tool result whose call was never made (or was answered already)",
-            "field": "",
+            "field": "[5]",
         }
     ]
     assert report["written"]["tool calls"] == 1

@@ -34,7 +34,9 @@ def _kinds(items: list[LeftOut]) -> list[tuple[int, str]]:
 def test_an_orphan_result_is_left_out_with_its_position() -> None:
     chat = [USER, {"role": "tool", "tool_call_id": "nope", "content": "x"}]
     session = import_openai_chat_data(chat)
-    assert session.left_out == [LeftOut(line=2, kind="orphan_tool_result", reason=ORPHAN_RESULT)]
+    assert session.left_out == [
+        LeftOut(line=2, kind="orphan_tool_result", reason=ORPHAN_RESULT, field="[1]")
+    ]
     assert session.skipped == {"orphan_tool_result": 1}
 
 
