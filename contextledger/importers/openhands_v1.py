@@ -73,6 +73,7 @@ UNREAD_KIND: Final = "an event kind the importer does not read"
 LATER_SYSTEM: Final = "a system prompt after the first; only the first is kept"
 UNUSED_USAGE: Final = "usage of a model call whose response is not in the file"
 NO_NEW_USAGE: Final = "a stats update without new usage of the agent's model"
+PER_CALL_USAGE: Final = "accumulated usage; base_state.json gives each call's own"
 UNREAD_CONTENT: Final = "a content item of a kind the importer does not read"
 NOT_AN_EVENT: Final = "a JSON value that is not an event object"
 
@@ -333,6 +334,9 @@ class _Conversation:
         if raw.get("key") != "stats" or not isinstance(raw.get("value"), dict):
             self.builder.leave_out(line, f"state:{raw.get('key')}", STATE, field)
             return
+        if self.usage_by_response:
+            self.builder.leave_out(line, "stats", PER_CALL_USAGE, field)
+            return
         metrics = raw["value"].get("usage_to_metrics")
         best: tuple[int, Usage, str] | None = None
         for usage_id, metric in (metrics or {}).items():
@@ -381,7 +385,7 @@ class _Conversation:
         usage = None
         if response.response_id is not None:
             usage = self.usage_by_response.get(response.response_id)
-        if usage is None and self.waiting is not None and not self.usage_by_response:
+        if usage is None and self.waiting is not None:
             usage, self.waiting = self.waiting[0], None
         self.builder.assistant(
             now=self.builder.tick(response.time_ms),

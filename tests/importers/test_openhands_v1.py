@@ -24,6 +24,7 @@ from contextledger.importers import (
     import_openhands_v1,
     import_openhands_v1_events,
 )
+from contextledger.importers.openhands_v1 import PER_CALL_USAGE
 from tests.importers.test_openai_chat import (
     assert_imported,
     messages,
@@ -155,6 +156,8 @@ def test_a_folder_of_event_files_with_its_base_state(tmp_path: Path) -> None:
     assert_imported(session)
     assert session.source_session_id == "cd945624-03b9"
     assert [e.usage for e in of_type(session.events, UsageReported)] == [Usage(input=7, output=3)]
+    stats = [(i.line, i.reason) for i in session.left_out if i.kind == "stats"]
+    assert stats == [(4, PER_CALL_USAGE), (7, PER_CALL_USAGE)]
     assert import_openhands_v1(events).events == session.events
     (critic,) = [i for i in session.left_out if i.kind == "critic_result"]
     assert critic.field == "event-00007-e5.json:critic_result"
