@@ -18,9 +18,11 @@ and under the ``default`` strategy's economic cadence, which compacts earlier an
 
 Keys, per trace (under ``traces``; ``@economic`` appended for the second replay): ``cadence``,
 ``compactions``, ``needed``, ``retained``, ``retention`` (retained / needed), ``missed`` (a
-sample of missed strings, most used again first); overall: ``retention_min`` (the lowest over
-traces; target >= 0.90), ``retention_overall``, ``compactions``, ``target_met``, and the same
-four with the suffix ``_economic``.
+sample of missed strings, most used again first), ``failed_at`` (the 1-based call the replay
+could not send: its request stayed over the window after every compaction the session could
+make; the compactions before it are measured); overall: ``retention_min`` (the lowest over
+traces; target >= 0.90), ``retention_overall``, ``compactions``, ``target_met``, ``failed``
+(replays that failed), and the same five with the suffix ``_economic``.
 Without traces: ``{"available": false, "reason": ...}``.
 
 A session that never outgrows the window has no compaction and no retention figure
@@ -39,6 +41,7 @@ import trio
 
 from contextledger.bench._common import Options, table
 from contextledger.bench.estimation import DEFAULT_TRACES
+from contextledger.compaction.compactor import CompactionExhausted
 from contextledger.compaction.facts import exact_strings, strings_in
 from contextledger.events.catalogue import (
     Event,
@@ -60,6 +63,7 @@ from contextledger.history.projection import History, Message
 from contextledger.importers.detect import import_trace, transcripts_under
 from contextledger.importers.errors import TraceImportError
 from contextledger.simulation import raw_events, recorded_turns, strategy_steps
+from contextledger.simulation.replay import ReplayFailed
 from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary.defaults import CHARS_PER_TOKEN
 
@@ -90,6 +94,7 @@ class _Measure(msgspec.Struct):
     head_chars: int = 0
     summary_chars: int = 0
     summary_max_chars: int = 0
+    failed_at: int | None = None
 
 
 def _facts(messages: Iterable[Message]) -> set[str]:
@@ -106,23 +111,32 @@ async def _replay(events: list[Event], window: int, chosen: Strategy) -> _Measur
     sizes = [0, 0, 0]  # head and summary characters, the largest summary
     measured: set[str] = set()
     steps = strategy_steps(conversation, chosen, model_id=MODEL_ID, window=window)
-    async for call in steps:
-        history = call.history
-        for request_id, compaction in history.state.compactions.items():
-            if request_id in measured or compaction.status != "completed":
-                continue
-            measured.add(request_id)
-            head, kept, head_chars, summary_chars = _kept(history, request_id)
-            if head:
-                pending.append((head, kept, at[calls[call.call].message_id]))
-                sizes[0] += head_chars
-                sizes[1] += summary_chars
-                sizes[2] = max(sizes[2], summary_chars)
+    sent = 0
+    failed_at: int | None = None
+    try:
+        async for call in steps:
+            sent = call.call + 1
+            history = call.history
+            for request_id, compaction in history.state.compactions.items():
+                if request_id in measured or compaction.status != "completed":
+                    continue
+                measured.add(request_id)
+                head, kept, head_chars, summary_chars = _kept(history, request_id)
+                if head:
+                    pending.append((head, kept, at[calls[call.call].message_id]))
+                    sizes[0] += head_chars
+                    sizes[1] += summary_chars
+                    sizes[2] = max(sizes[2], summary_chars)
+    except (CompactionExhausted, ReplayFailed) as exc:
+        # A request that stays over the window after every compaction the session could
+        # make: the replay stops there, and what it compacted before is measured.
+        failed_at = exc.call + 1 if isinstance(exc, ReplayFailed) else sent + 1
     measure = _Measure(
         compactions=len(pending),
         head_chars=sizes[0],
         summary_chars=sizes[1],
         summary_max_chars=sizes[2],
+        failed_at=failed_at,
     )
     for head, kept, step in pending:
         needed = head & _later_facts(events[step:], outputs=False)
@@ -252,6 +266,7 @@ def run(options: Options) -> dict[str, Any]:
                     "summary_chars": measure.summary_chars,
                     "summary_max_tokens": measure.summary_max_chars // CHARS_PER_TOKEN,
                     "missed": [s for s, _ in measure.missed.most_common(MISSED_SHOWN)],
+                    "failed_at": measure.failed_at,
                 }
     figures: dict[str, Any] = {"available": True, "traces": per_trace, "unread": unread}
     for cadence in CADENCES:
@@ -263,6 +278,7 @@ def run(options: Options) -> dict[str, Any]:
         figures[f"retention_min{suffix}"] = min(rates) if rates else None
         figures[f"retention_overall{suffix}"] = retained / needed if needed else None
         figures[f"compactions{suffix}"] = sum(r["compactions"] for r in runs)
+        figures[f"failed{suffix}"] = sum(r["failed_at"] is not None for r in runs)
     figures["target"] = TARGET
     for suffix in ("", "_economic"):
         minimum = figures[f"retention_min{suffix}"]
@@ -327,6 +343,11 @@ def render(result: dict[str, Any]) -> str:
     for name, r in result["traces"].items():
         if r["missed"]:
             text += f"  missed in {name}: {', '.join(r['missed'][:6])}\n"
+    for name, r in result["traces"].items():
+        if r["failed_at"] is not None:
+            text += (
+                f"  failed in {name} at call {r['failed_at']}: over the window after compacting\n"
+            )
     if result["unread"]:
         folders = Counter(name.split("/")[0] for name in result["unread"])
         shown = ", ".join(f"{folder} ({n})" for folder, n in sorted(folders.items()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import trio
 
 from contextledger.bench import retention
 from contextledger.bench._common import Options
@@ -19,3 +20,20 @@ def test_the_retention_benchmark_reports_its_keys() -> None:
     assert any(r["compactions"] for r in result["traces"].values())
     assert {r["cadence"] for r in result["traces"].values()} == {"window", "economic"}
     assert "retention_min" in retention.render(result)
+    assert all("failed_at" in r for r in result["traces"].values())
+    assert result["failed"] == sum(
+        r["failed_at"] is not None for r in result["traces"].values() if r["cadence"] == "window"
+    )
+
+
+def test_a_replay_that_cannot_send_a_call_is_reported_not_raised() -> None:
+    # opencode's 65-call session: a turn that outgrows a 32,000-token window again after each
+    # compaction the runtime's policy allows; the replay stops there, and says where.
+    path = DEFAULT_TRACES / "opencode-export" / "gatomia__0f1be78a364c-1__oc-1.14.30-gpt-5.4.json"
+    if not path.is_file():
+        pytest.skip(f"shared/traces not present: {path} does not exist")
+    ((_, events),), unread = retention._sessions([path])
+    assert not unread
+    measure = trio.run(retention._replay, events, 32_000, retention.CADENCES["window"])
+    assert measure.failed_at is not None and measure.failed_at > 1
+    assert measure.compactions > 0
