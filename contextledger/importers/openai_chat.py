@@ -11,8 +11,8 @@ A chat log is ``[{role, content, tool_calls?, tool_call_id?}, ...]`` or ``{"mess
 - ``assistant`` → one assistant message: step start, its text, a pending ``ToolPart`` per
   ``tool_calls`` item (``call_id`` the original id, input the decoded ``arguments``), step
   finish, ``AssistantFinished`` (``tool-calls`` when it called tools, else ``stop``);
-- ``tool`` → completes the call named by ``tool_call_id``; a result whose call was never made
-  or was answered already is left out and reported.
+- ``tool`` → completes the call named by ``tool_call_id`` (its media as attachments); a result
+  whose call was never made or was answered already is left out and reported.
 
 The session id comes from the file: derived from its ``id`` when the log has one, else from its
 content, so two logs never share a session (unless they are the same log). Chat logs carry no
@@ -77,10 +77,8 @@ DEFAULT_IMAGE_MIME: Final = "image/png"
 LATER_SYSTEM: Final = "a system message after the first; only the first is kept (the system prompt)"
 #: Why a content item is left out.
 UNREAD_ITEM: Final = "a content item of a kind the importer does not read"
-#: Why media in an assistant or tool message is left out.
-MEDIA_NOT_CARRIED: Final = (
-    "media in an assistant or tool message, which the event model cannot carry"
-)
+#: Why media in an assistant or system message is left out.
+MEDIA_NOT_CARRIED: Final = "media in an assistant or system message, which no part carries"
 
 
 class ChatContent(msgspec.Struct, frozen=True):
@@ -241,7 +239,7 @@ def document_key(data: Any) -> bytes:
 
 def record_unread(builder: ChatBuilder, content: ChatContent, line: int, *, media: bool) -> None:
     """Report what of ``content`` the message could not carry: items of unknown kinds, and its
-    media when ``media`` (an assistant or tool message, which has no file parts)."""
+    media when ``media`` (an assistant or system message, which has no file parts)."""
     for where, kind in content.unread:
         builder.leave_out(line, f"item:{kind}", UNREAD_ITEM, where)
     if media:
@@ -307,8 +305,10 @@ def _chat_message(builder: ChatBuilder, raw: Any, source: str, line: int, at: st
         texts = [content.text] if content.text else []
         builder.assistant(now=now, line=line, texts=texts, calls=calls)
     elif role == "tool":
-        record_unread(builder, content, line, media=True)
+        record_unread(builder, content, line, media=False)
         call_id = require_str(message, "tool_call_id", source, line, at)
-        builder.result(call_id, content.text, now=now, line=line, field=at)
+        builder.result(
+            call_id, content.text, now=now, line=line, field=at, attachments=content.files
+        )
     else:
         raise TraceImportError(source, line, f"{at}.role", f"unknown role {role!r}")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import PartAdded
-from contextledger.events.parts import FilePart
+from contextledger.events.catalogue import PartAdded, ToolStateChanged
+from contextledger.events.parts import FilePart, ToolCompleted
 from contextledger.importers import (
     LeftOut,
     import_claude_code_lines,
@@ -79,11 +79,15 @@ def test_user_media_become_file_parts_and_unknown_items_are_left_out() -> None:
     ]
 
 
-def test_media_in_a_tool_result_are_left_out_not_dropped() -> None:
+def test_media_in_a_tool_result_are_attachments_and_in_an_answer_left_out() -> None:
     result = {**CHAT[3], "content": [{"type": "text", "text": "shot"}, IMAGE]}
-    session = import_openai_chat_data([CHAT[1], CHAT[2], result])
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "A cat."}, IMAGE]}
+    session = import_openai_chat_data([CHAT[1], CHAT[2], result, answer])
+    (done,) = of_type(session.events, ToolStateChanged)
+    assert isinstance(done.state, ToolCompleted) and done.state.output == "shot"
+    assert [a.url for a in done.state.attachments] == ["data:image/jpeg;base64,AAAA"]
     assert [(i.line, i.kind, i.field) for i in session.left_out] == [
-        (3, "item:media", "[2].content[1]")
+        (4, "item:media", "[3].content[1]")
     ]
 
 
