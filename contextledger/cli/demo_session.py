@@ -2,19 +2,10 @@
 
 ``load_session`` picks the session: a transcript given by path, else the newest Claude Code
 session under ``~/.claude/projects/``, else a generated one (``synthetic_session``).
-``recorded_turns`` reads what was recorded from its events (pure). ``replay_session`` drives
-a ``Runtime`` with it, as an agent would have: per user turn ``add_user``; per model call
-``build_request`` first (the runtime compacts there when the context is full), then the
-recorded text, reasoning and tool calls, their results, and ``finish``. Each built request
-is simulated against the prompt cache (``cachesim``) at the time the call was recorded, so
-the cache's 5-minute TTL plays out as it did; ``turn_rows`` sums the calls per user turn.
-
-The usage passed to ``finish`` is not the recorded one. The recorded usage measures the
-original run's prompt, which had a different context (a bigger window, its own compactions);
-the runtime's overflow check and the cost-mode prune read the last usage, so passing it would
-make the policy react to a prompt it never sent. The replay passes instead the simulated
-prompt size of the request it just built as ``input`` (with the recorded ``output``), so the
-policy sees what a provider would have reported for the requests it actually sends.
+``replay_session`` drives a ``Runtime`` with its recorded turns through
+``simulation.TurnReplay`` (which says how a replay records, builds, prices and restates the
+usage), on the ``default`` strategy's configuration; ``turn_rows`` sums the calls per user
+turn, and ``simulate_strategies`` prices the same session under the other strategies.
 """
 
 from __future__ import annotations
