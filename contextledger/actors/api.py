@@ -13,10 +13,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from contextledger.compaction.compactor import CompactionResult
+from contextledger.compaction.compactor import CompactionExhausted, CompactionResult
 from contextledger.events.catalogue import MAIN_AGENT
 from contextledger.events.parts import CompactionTrigger, MessageError, Usage
 from contextledger.history.projection import History
+from contextledger.policy.decisions import after_compaction
 from contextledger.policy.prune import Plan
 from contextledger.providers.errors import ProviderError
 from contextledger.request.builder import BuiltRequest, RequestInputs
@@ -74,8 +75,11 @@ class SessionApi(ABC):
         self, message_id: str, error: ProviderError, *, agent_id: str = MAIN_AGENT
     ) -> CompactionResult | None:
         """A model call failed: the assistant message ends with the error. A context
-        overflow is answered with a compaction that replays the request. Raises
-        ``InvalidCommand`` (nothing written) when ``error`` is not a ``ProviderError``."""
+        overflow is answered with a compaction that replays the request; when that
+        compaction is refused because the turn has used its attempts
+        (``compaction.max_attempts``), ``CompactionExhausted`` is raised, so the same
+        over-window request is not sent again. Raises ``InvalidCommand`` (nothing written)
+        when ``error`` is not a ``ProviderError``."""
         if not isinstance(error, ProviderError):
             reason = f"expected a ProviderError, got {type(error).__name__}"
             raise InvalidCommand("record_error", "error", reason)
@@ -84,7 +88,10 @@ class SessionApi(ABC):
         )
         if error.error.name != "ContextOverflowError":
             return None
-        return await self.compact(trigger="overflow", agent_id=agent_id)
+        result = await self.compact(trigger="overflow", agent_id=agent_id)
+        if after_compaction("overflow", result.outcome, result.detail) == "exhausted":
+            raise CompactionExhausted(result.detail)
+        return result
 
     async def add_user(
         self,

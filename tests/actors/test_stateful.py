@@ -415,7 +415,11 @@ class RuntimeMachine(RuleBasedStateMachine):
 
         async def fail(session: SessionHandle) -> str:
             message = await session.start_assistant(parent)
-            result = await session.record_error(message, error)
+            try:
+                result = await session.record_error(message, error)
+            except CompactionExhausted as exc:  # the turn has used its attempts
+                assert str(exc).startswith("compaction exhausted")
+                return "exhausted"
             assert result is not None
             return f"{result.outcome} {result.reason or ''} {result.detail[:50]}"
 
