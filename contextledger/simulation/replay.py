@@ -26,6 +26,7 @@ from typing import Any, Final
 from contextledger.actors.api import SessionApi
 from contextledger.cachesim import sim_request
 from contextledger.cachesim.blocks import SimRequest
+from contextledger.compaction.compactor import CompactionExhausted
 from contextledger.events.catalogue import MAIN_AGENT, Event, RecordedEvent
 from contextledger.events.parts import (
     FilePart,
@@ -281,7 +282,10 @@ class TurnReplay:
                 break
             message_id = await session.start_assistant(user_id)
             error = ProviderError("simulated", OVERFLOW_ERROR, status=400)
-            result = await session.record_error(message_id, error)
+            try:
+                result = await session.record_error(message_id, error)
+            except CompactionExhausted as exc:
+                raise ReplayFailed(number, str(exc), refused=refused + 1) from exc
             if result is None or result.outcome != "completed":
                 detail = result.detail if result is not None else ""
                 raise ReplayFailed(
