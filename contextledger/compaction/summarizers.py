@@ -425,6 +425,8 @@ def _slot_of(title: str | None) -> Slot:
 SUMMARY_OUTPUT_TOKENS: Final = 13_107
 #: The view message the instruction is sent as names this as its source.
 PROMPT_SOURCE: Final = "summary-prompt"
+#: Sent before a head that starts with the model's message.
+HEAD_OPENING: Final = "The conversation to summarise follows."
 
 
 class ModelSummarizer:
@@ -485,8 +487,17 @@ def summary_request(
         raise ValueError("a summary request needs a model: give one to it or in the task")
     prompt = ModelText(text=task.prompt, synthetic=True)
     if task.messages:
-        messages = (*task.messages, _user(prompt))
-        marks = task.marks
+        head, marks = task.messages, task.marks
+        if head[0].role != "user":
+            # Providers want a user message first (Bedrock and Anthropic refuse otherwise);
+            # a later compaction's head starts where the previous summary left off, often with
+            # the model's message. The message marks move one on.
+            head = (_user(ModelText(text=HEAD_OPENING, synthetic=True)), *head)
+            marks = tuple(
+                msgspec.structs.replace(m, index=m.index + 1) if m.target == "message" else m
+                for m in marks
+            )
+        messages = (*head, _user(prompt))
     else:
         transcript = ModelText(text=task.transcript, synthetic=True)
         messages = (_user(transcript, prompt) if task.transcript else _user(prompt),)

@@ -24,6 +24,7 @@ from contextledger.compaction.facts import (
     extract_facts,
 )
 from contextledger.compaction.summarizers import (
+    HEAD_OPENING,
     MAX_COMMANDS,
     MAX_FILES,
     SECTION_CARRIED,
@@ -33,6 +34,7 @@ from contextledger.compaction.summarizers import (
     SummaryInput,
     extractive_summary,
     response_text,
+    summary_request,
 )
 from contextledger.events.catalogue import RecordedEvent
 from contextledger.events.parts import ModelRef, ToolCompleted, ToolPart
@@ -50,7 +52,7 @@ from contextledger.policy.templates import (
 )
 from contextledger.providers.http import ProviderClient
 from contextledger.providers.registry import WIRE_FORMATS
-from contextledger.vocabulary.messages import ModelText
+from contextledger.vocabulary.messages import ModelMessage, ModelText
 from contextledger.vocabulary.requests import CacheMark, Request
 from tests.compaction.test_facts import claude_code_session, messages, opencode_session
 from tests.providers.fixtures import golden_request
@@ -552,3 +554,35 @@ def test_a_model_summarizer_reads_the_compacted_models_window_by_default() -> No
 
     client = ProviderClient(wire_format("anthropic"), "http://127.0.0.1:9")
     assert ModelSummarizer(client).max_input_tokens == 0
+
+
+def test_a_head_starting_with_the_models_message_is_opened_by_a_user_message() -> None:
+    answer = ModelMessage(
+        role="assistant", content=(ModelText(text="I read the file."),), source_id="m2"
+    )
+    follow = ModelMessage(role="user", content=(ModelText(text="And then?"),), source_id="m3")
+    task = SummaryInput(
+        session_id="ses_s",
+        head=(),
+        transcript="",
+        previous_summary="the earlier summary",
+        template=CONTINUATION,
+        prompt="Summarise.",
+        model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+        messages=(answer, follow),
+        marks=(CacheMark(target="system", index=0), CacheMark(target="message", index=1)),
+    )
+    request = summary_request(task, max_output_tokens=1_000)
+    roles = [m.role for m in request.messages]
+    assert roles == ["user", "assistant", "user", "user"]
+    assert request.messages[0].content == (ModelText(text=HEAD_OPENING, synthetic=True),)
+    # The mark stays on the same message ("And then?"), one index further on.
+    assert request.marks == (
+        CacheMark(target="system", index=0),
+        CacheMark(target="message", index=2),
+    )
+    assert request.messages[2] is follow
+    opened = summary_request(
+        msgspec.structs.replace(task, messages=(follow,), marks=()), max_output_tokens=1_000
+    )
+    assert [m.role for m in opened.messages] == ["user", "user"]  # a user head is left as it is
