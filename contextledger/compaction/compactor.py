@@ -50,8 +50,9 @@ from contextledger.policy.compaction import (
     arrived_tail,
     plan_compaction,
     rollback_reason,
+    text_tokens,
 )
-from contextledger.policy.decisions import CompactionReason, after_compaction
+from contextledger.policy.decisions import CompactionReason, after_compaction, output_cap
 from contextledger.policy.overflow import usable
 from contextledger.policy.prune import plan_prune
 from contextledger.policy.templates import TEMPLATES
@@ -320,7 +321,9 @@ class _Run:
     async def _summarize(self, plan: CompactionPlan) -> str:
         if not plan.chunks or self.summarizer.max_input_tokens is None:
             return await self.summarizer.summarize(
-                self._input(plan, plan.transcript, plan.prompt, whole=True)
+                self._roomy(
+                    self._input(plan, plan.transcript, plan.prompt, whole=True), plan.head_tokens
+                )
             )
         partials = [""] * len(plan.chunks)
         failures: list[ProviderError] = []
@@ -345,7 +348,15 @@ class _Run:
         if failures:
             raise failures[0]
         merge = plan.merge_request([p for p in partials if p.strip()])
-        return await self.summarizer.summarize(self._input(plan, "", merge, whole=True))
+        return await self.summarizer.summarize(
+            self._roomy(self._input(plan, "", merge, whole=True), text_tokens(len(merge)))
+        )
+
+    def _roomy(self, task: SummaryInput, prompt_tokens: int) -> SummaryInput:
+        """``task`` asking for no more output than the window leaves beside a request of
+        ``prompt_tokens`` (``policy.decisions.output_cap``)."""
+        room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt_tokens)
+        return msgspec.structs.replace(task, max_output_tokens=room)
 
     def _stored_text(self, plan: CompactionPlan, summary: str, has_tail: bool) -> str:
         """What the summary message says: the summary; under the continuation template,

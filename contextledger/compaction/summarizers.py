@@ -480,8 +480,9 @@ def summary_request(
     tool table and cache marks, the head as model messages, then the instruction as the last
     user message, ``tool_choice="none"``. Without ``task.messages`` the transcript (when there
     is one: a chunk's prompt carries its own) and the instruction go as one user message, and
-    message marks are dropped. ``task.model`` wins over ``model``; raises ``ValueError`` when
-    neither names one."""
+    message marks are dropped. It asks for ``max_output_tokens``, or less when the task says
+    so (``task.max_output_tokens``: a chunk's cap, or the room the window leaves). ``task.model``
+    wins over ``model``; raises ``ValueError`` when neither names one."""
     chosen = task.model or model
     if chosen is None:
         raise ValueError("a summary request needs a model: give one to it or in the task")
@@ -509,7 +510,7 @@ def summary_request(
         tools=task.tools,
         messages=messages,
         marks=marks,
-        max_output_tokens=task.max_output_tokens or max_output_tokens,
+        max_output_tokens=min(task.max_output_tokens or max_output_tokens, max_output_tokens),
         tool_choice="none",
     )
 
