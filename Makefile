@@ -29,7 +29,7 @@ demo: $(STAMP)
 REPORT_TRACE := $(firstword $(wildcard ../shared/traces/claude-code-jsonl/*.jsonl))
 
 report-check: $(STAMP)
-	$(BIN)/python -m contextledger.cli.report_check --out report.html --png report.png $(REPORT_TRACE)
+	$(BIN)/python -m contextledger.cli._report_check --out report.html --png report.png $(REPORT_TRACE)
 
 clean:
 	rm -rf $(VENV) contextledger-demo.db contextledger-demo.db-wal contextledger-demo.db-shm

@@ -3,7 +3,7 @@
 ``Config`` is a tree of frozen msgspec Structs, loaded from TOML or JSON (``Config.load``,
 ``from_toml``, ``from_json``, ``from_dict``) or built in Python. Every default below names its
 reason and precedent; a default that a policy function shares is defined once, in
-``contextledger.vocabulary.defaults``, and referenced both here and there. Validation happens
+``contextledger.vocabulary._defaults``, and referenced both here and there. Validation happens
 once, when a config is made: types, ranges and unknown keys by msgspec, then the rules msgspec
 cannot express (quantity strings, ratios, cross-field rules). Any bad value raises
 ``ConfigError`` naming its dotted key::
@@ -40,8 +40,8 @@ import structlog
 from msgspec import Meta
 from msgspec import inspect as mi
 
-from contextledger.events.errors import LedgerError
-from contextledger.vocabulary.defaults import (
+from contextledger.events._errors import LedgerError
+from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     COMPLETION_MARGIN,
     DEFAULT_TRIGGER_RATIO,
@@ -61,19 +61,19 @@ from contextledger.vocabulary.defaults import (
     TOOL_OUTPUT_MAX_BYTES,
     TOOL_OUTPUT_MAX_LINES,
 )
-from contextledger.vocabulary.options import (
+from contextledger.vocabulary._options import (
     OutputBudgetRule,
     OverflowVariant,
     TemplateName,
     TokenCountRule,
 )
-from contextledger.vocabulary.quantities import (
+from contextledger.vocabulary._quantities import (
     Quantity,
     is_reset_budget,
     parse_quantity,
     parse_trigger_ratio,
 )
-from contextledger.vocabulary.requests import CacheMode, CachePolicy, CacheTTL, MessageTarget
+from contextledger.vocabulary._requests import CacheMode, CachePolicy, CacheTTL, MessageTarget
 
 __all__ = [
     "CompactionConfig",

@@ -17,10 +17,10 @@ from typing import Final, Protocol
 import structlog
 import trio
 
-from contextledger.events.catalogue import Event, RecordedEvent
-from contextledger.events.codec import DEFAULT_CODEC
-from contextledger.history.projection import SNAPSHOT_SCHEMA, History
-from contextledger.store.protocol import EventStore, Snapshot
+from contextledger.events._catalogue import Event, RecordedEvent
+from contextledger.events._codec import DEFAULT_CODEC
+from contextledger.history._projection import SNAPSHOT_SCHEMA, History
+from contextledger.store._protocol import EventStore, Snapshot
 
 #: Events between projection snapshots. Replaying 1,000 events takes a few milliseconds,
 #: while encoding a snapshot of a long session takes tens, so snapshots stay infrequent.
@@ -135,3 +135,6 @@ class SessionLog:
             Snapshot(self.session_id, self.history.seq, SNAPSHOT_SCHEMA, self.history.snapshot())
         )
         self._snapshot_seq = self.history.seq
+
+
+__all__ = ["SNAPSHOT_EVERY", "EventLog", "SessionLog"]

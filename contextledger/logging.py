@@ -145,3 +145,6 @@ class _CurrentStderr(io.TextIOBase):
 
     def isatty(self) -> bool:
         return sys.stderr.isatty()
+
+
+__all__ = ["LEVELS", "REDACTED", "configure_logging", "mask_secrets", "redact_secrets"]

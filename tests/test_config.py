@@ -22,7 +22,7 @@ from contextledger.config import (
     ToolOutputConfig,
     WarnOnce,
 )
-from contextledger.events.errors import LedgerError
+from contextledger.events._errors import LedgerError
 
 TOML = """
 [compaction]
@@ -465,9 +465,9 @@ def test_pressure_thresholds_must_increase_within_a_hundred() -> None:
 
 
 def test_pressure_thresholds_and_the_output_reserve_cap_are_used() -> None:
-    from contextledger.events.parts import Usage
-    from contextledger.policy.overflow import context_pressure_level, context_window
-    from contextledger.vocabulary.models import Model, ModelLimits
+    from contextledger.events._parts import Usage
+    from contextledger.policy._overflow import context_pressure_level, context_window
+    from contextledger.vocabulary._models import Model, ModelLimits
 
     model = Model(provider_id="p", model_id="m", limits=ModelLimits(context=200_000, output=32_000))
     usage = Usage(input=95_000)
@@ -481,7 +481,7 @@ def test_pressure_thresholds_and_the_output_reserve_cap_are_used() -> None:
 
 
 def test_the_view_section_sets_the_view_options() -> None:
-    from contextledger.history.view import ViewOptions
+    from contextledger.history._view import ViewOptions
 
     config = Config.from_dict({"view": {"environment": "latest", "summary_tool_output_chars": 500}})
     normal = ViewOptions.from_config(config)

@@ -10,13 +10,13 @@ import trio
 
 from contextledger.events import MessageAdded
 from contextledger.history import History
-from contextledger.history.live_view import LiveView
-from contextledger.history.view import ViewOptions, model_view
+from contextledger.history._live_view import LiveView
+from contextledger.history._view import ViewOptions, model_view
 from contextledger.importers import import_claude_code
 from contextledger.ledger import SessionLog
 from contextledger.store import SQLiteStore
 from contextledger.testing import check_prefix_stable, check_rebuild_matches, check_tool_pairs
-from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary._messages import ModelMessage
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "claude-code-jsonl"
 

@@ -22,8 +22,8 @@ from contextledger.store import (
     SQLiteStore,
     StoreFullError,
 )
-from contextledger.testing.builder import SessionBuilder
-from contextledger.testing.strategies import session_events
+from contextledger.testing._builder import SessionBuilder
+from contextledger.testing._strategies import session_events
 
 
 def _turns(b: SessionBuilder, n: int) -> None:

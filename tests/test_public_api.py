@@ -4,6 +4,7 @@ with the top-level names alone."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -15,9 +16,12 @@ PACKAGES = [
     "contextledger.cachesim",
     "contextledger.cli",
     "contextledger.compaction",
+    "contextledger.config",
     "contextledger.events",
     "contextledger.history",
     "contextledger.importers",
+    "contextledger.ledger",
+    "contextledger.logging",
     "contextledger.policy",
     "contextledger.prices",
     "contextledger.providers",
@@ -65,3 +69,15 @@ async def test_a_turn_with_the_top_level_names_only() -> None:
         again = await session.build_request(inputs)
         assert len(again.request.messages) > len(built.request.messages)
         assert await session.replay()
+
+
+def test_every_module_inside_a_package_is_named_internal() -> None:
+    """A package's ``__init__`` is its public surface; the modules behind it start with an
+    underscore, so an import from one says it reaches past the API (as in trio)."""
+    root = Path(cl.__file__).parent
+    public = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path.parent != root and not path.name.startswith("_")
+    ]
+    assert public == []

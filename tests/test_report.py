@@ -14,7 +14,7 @@ import msgspec
 import pytest
 import trio
 
-from contextledger.cli import report_check
+from contextledger.cli import _report_check as report_check
 from contextledger.report import (
     DATA_ID,
     cache_hit_ratios,
@@ -23,15 +23,15 @@ from contextledger.report import (
     report_data,
     write_report,
 )
-from contextledger.report.page import script_json
-from contextledger.report.svg import Series, line_chart, x_ticks, y_ticks
+from contextledger.report._page import script_json
+from contextledger.report._svg import Series, line_chart, x_ticks, y_ticks
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
     PROVIDERS,
     TraceResult,
     simulate_trace_async,
 )
-from contextledger.simulation.synthetic import synthetic_session
+from contextledger.simulation._synthetic import synthetic_session
 
 WINDOW = 60_000
 # ``compact-at-20000`` acts on this session (its prompt reaches about 60,000 tokens), so the

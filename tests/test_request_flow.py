@@ -13,11 +13,11 @@ from contextledger.events import UsageReported
 from contextledger.ledger import SessionLog
 from contextledger.logging import configure_logging
 from contextledger.providers import ProviderClient, wire_format
-from contextledger.request.builder import RequestBuilder, RequestInputs
-from contextledger.request.prepare import prepare_request, usage_event
-from contextledger.request.system import SystemSegments
-from contextledger.store.sqlite import SQLiteStore
-from contextledger.testing.builder import SessionBuilder
+from contextledger.request._builder import RequestBuilder, RequestInputs
+from contextledger.request._prepare import prepare_request, usage_event
+from contextledger.request._system import SystemSegments
+from contextledger.store._sqlite import SQLiteStore
+from contextledger.testing._builder import SessionBuilder
 from tests.providers.loopback import Loopback, Reply
 from tests.providers.responses import ANTHROPIC, body
 

@@ -3,14 +3,14 @@ writer of its events) and the ``RequestBuilder``, ``Compactor`` and ``Pruner`` a
 work for it, all trio tasks with bounded mailboxes and typed commands; ``embed_in_asyncio``
 runs it inside an asyncio application through trio's guest mode."""
 
-from contextledger.actors.api import SessionApi
-from contextledger.actors.guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
-from contextledger.actors.runtime import (
+from contextledger.actors._api import SessionApi
+from contextledger.actors._guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
+from contextledger.actors._runtime import (
     Runtime,
     SessionHandle,
     wall_clock_ms,
 )
-from contextledger.compaction.compactor import CompactionExhausted
+from contextledger.compaction._compactor import CompactionExhausted
 
 __all__ = [
     "CompactionExhausted",

@@ -11,15 +11,15 @@ from contextledger.bench._common import Benchmark, Options
 
 #: Every benchmark: its name and the module that has its ``run`` and ``render``.
 BENCHMARKS: dict[str, str] = {
-    "ledger": "contextledger.bench.ledger",
-    "view": "contextledger.bench.view",
-    "estimation": "contextledger.bench.estimation",
-    "request": "contextledger.bench.request",
-    "retention": "contextledger.bench.retention",
-    "cachesim": "contextledger.bench.cachesim",
-    "actors": "contextledger.bench.actors",
-    "strategies": "contextledger.bench.strategies",
-    "simulate_scaling": "contextledger.bench.simulate_scaling",
+    "ledger": "contextledger.bench._ledger",
+    "view": "contextledger.bench._view",
+    "estimation": "contextledger.bench._estimation",
+    "request": "contextledger.bench._request",
+    "retention": "contextledger.bench._retention",
+    "cachesim": "contextledger.bench._cachesim",
+    "actors": "contextledger.bench._actors",
+    "strategies": "contextledger.bench._strategies",
+    "simulate_scaling": "contextledger.bench._simulate_scaling",
 }
 
 

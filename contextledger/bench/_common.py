@@ -10,8 +10,8 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from contextledger.events.catalogue import Event
-from contextledger.simulation.synthetic import synthetic_session
+from contextledger.events._catalogue import Event
+from contextledger.simulation._synthetic import synthetic_session
 
 
 class Options(NamedTuple):

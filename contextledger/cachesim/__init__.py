@@ -4,22 +4,22 @@ See ``docs/cachesim.md`` for the rules per provider and the lower bound. The pri
 are the tables of ``contextledger.prices``.
 """
 
-from contextledger.cachesim.blocks import (
+from contextledger.cachesim._blocks import (
     Block,
     SimRequest,
     blocks_from_request,
     prefixes,
     sim_request,
 )
-from contextledger.cachesim.simulate import (
+from contextledger.cachesim._simulate import (
     PromptCache,
     RequestCost,
     SessionCost,
     lower_bound,
     simulate,
 )
-from contextledger.cachesim.validate import ReadGrowthErrors, read_growth_errors
-from contextledger.cachesim.wire import blocks_from_anthropic_body, blocks_from_chat_body
+from contextledger.cachesim._validate import ReadGrowthErrors, read_growth_errors
+from contextledger.cachesim._wire import blocks_from_anthropic_body, blocks_from_chat_body
 
 __all__ = [
     "Block",

@@ -1,6 +1,6 @@
 """The ``contextledger`` command (``main``); its commands' library sides live beside it
-(``demo_session``, ``report_check``). See ``docs/cli.md``."""
+(``_demo_session``, ``_report_check``). See ``docs/cli.md``."""
 
-from contextledger.cli.main import main
+from contextledger.cli._main import main
 
 __all__ = ["main"]

@@ -3,13 +3,13 @@ complete or roll back), ``compact_while_due`` (what a session does before a requ
 ``prune`` (the after-turn prune), the summarizers that write a compacted head's summary and
 the facts a summary must keep."""
 
-from contextledger.compaction.compactor import (
+from contextledger.compaction._compactor import (
     CompactionExhausted,
     CompactionResult,
     compact,
     compact_while_due,
 )
-from contextledger.compaction.facts import (
+from contextledger.compaction._facts import (
     CommandRun,
     FileChange,
     FileRead,
@@ -19,8 +19,8 @@ from contextledger.compaction.facts import (
     exact_strings,
     extract_facts,
 )
-from contextledger.compaction.pruning import prune
-from contextledger.compaction.summarizers import (
+from contextledger.compaction._pruning import prune
+from contextledger.compaction._summarizers import (
     ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,

@@ -1,6 +1,6 @@
 """The message and part model and the event catalogue."""
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     EVENT_TYPES,
     MAIN_AGENT,
     AssistantFinished,
@@ -35,15 +35,15 @@ from contextledger.events.catalogue import (
     UsageReported,
     event_tag,
 )
-from contextledger.events.codec import DEFAULT_CODEC, EventCodec
-from contextledger.events.errors import (
+from contextledger.events._codec import DEFAULT_CODEC, EventCodec
+from contextledger.events._errors import (
     EventDecodeError,
     EventEncodeError,
     InvalidEvent,
     LedgerError,
 )
-from contextledger.events.ids import IdGenerator, format_id, is_id, parse_id
-from contextledger.events.parts import (
+from contextledger.events._ids import IdGenerator, format_id, is_id, parse_id
+from contextledger.events._parts import (
     AgentPart,
     CompactionPart,
     FilePart,
@@ -67,8 +67,8 @@ from contextledger.events.parts import (
     is_media,
     struct_tag,
 )
-from contextledger.events.strict import WrongType, strict_copy
-from contextledger.events.upcasting import UPCASTERS, UpcasterRegistry
+from contextledger.events._strict import WrongType, strict_copy
+from contextledger.events._upcasting import UPCASTERS, UpcasterRegistry
 
 __all__ = [
     "DEFAULT_CODEC",

@@ -2,12 +2,12 @@
 
 ``History`` folds events into a projection; ``model_view(history, ViewOptions(...))`` is what
 the model is sent, and ``LiveView`` keeps that view up to date incrementally. Tool-output
-truncation and paging live in ``contextledger.history.truncate``.
+truncation and paging live in ``contextledger.history._truncate``.
 """
 
-from contextledger.history.estimate import estimate_part_tokens, part_chars
-from contextledger.history.live_view import LiveView
-from contextledger.history.projection import (
+from contextledger.history._estimate import estimate_part_tokens, part_chars
+from contextledger.history._live_view import LiveView
+from contextledger.history._projection import (
     SNAPSHOT_SCHEMA,
     Compaction,
     History,
@@ -16,8 +16,8 @@ from contextledger.history.projection import (
     PinnedPrefix,
     TokenEstimator,
 )
-from contextledger.history.validation import SessionIndex, validate_events
-from contextledger.history.view import ViewOptions, model_view
+from contextledger.history._validation import SessionIndex, validate_events
+from contextledger.history._view import ViewOptions, model_view
 
 __all__ = [
     "SNAPSHOT_SCHEMA",

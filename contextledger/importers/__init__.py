@@ -3,32 +3,32 @@ SWE-agent, mini-swe-agent, Gemini CLI, opencode, aider, OpenAI chat logs); ``imp
 picks the format by content, ``import_with_report`` also says what was read, written and left
 out."""
 
-from contextledger.importers.aider import import_aider, import_aider_lines
-from contextledger.importers.claude_code import import_claude_code, import_claude_code_lines
-from contextledger.importers.codex import import_codex, import_codex_lines
-from contextledger.importers.detect import (
+from contextledger.importers._aider import import_aider, import_aider_lines
+from contextledger.importers._claude_code import import_claude_code, import_claude_code_lines
+from contextledger.importers._codex import import_codex, import_codex_lines
+from contextledger.importers._detect import (
     FORMATS,
     detect_format,
     import_trace,
     import_with_report,
     transcripts_under,
 )
-from contextledger.importers.errors import TraceImportError
-from contextledger.importers.gemini_cli import import_gemini_cli, import_gemini_cli_data
-from contextledger.importers.imported import ApiCall, ImportedSession, LeftOut
-from contextledger.importers.mini_swe_agent import (
+from contextledger.importers._errors import TraceImportError
+from contextledger.importers._gemini_cli import import_gemini_cli, import_gemini_cli_data
+from contextledger.importers._imported import ApiCall, ImportedSession, LeftOut
+from contextledger.importers._mini_swe_agent import (
     import_mini_swe_agent,
     import_mini_swe_agent_data,
 )
-from contextledger.importers.openai_chat import import_openai_chat, import_openai_chat_data
-from contextledger.importers.opencode import import_opencode, import_opencode_data
-from contextledger.importers.openhands import import_openhands, import_openhands_lines
-from contextledger.importers.openhands_v1 import (
+from contextledger.importers._openai_chat import import_openai_chat, import_openai_chat_data
+from contextledger.importers._opencode import import_opencode, import_opencode_data
+from contextledger.importers._openhands import import_openhands, import_openhands_lines
+from contextledger.importers._openhands_v1 import (
     import_openhands_v1,
     import_openhands_v1_events,
 )
-from contextledger.importers.report import ImportReport, ImportResult, import_report
-from contextledger.importers.swe_agent import import_swe_agent, import_swe_agent_data
+from contextledger.importers._report import ImportReport, ImportResult, import_report
+from contextledger.importers._swe_agent import import_swe_agent, import_swe_agent_data
 
 __all__ = [
     "FORMATS",

@@ -9,14 +9,14 @@ cache breakpoints (``cache``), provider errors (``errors``) and view transforms
 (``transform``).
 """
 
-from contextledger.policy.cache import place_marks
-from contextledger.policy.cadence import (
+from contextledger.policy._cache import place_marks
+from contextledger.policy._cadence import (
     early_compaction_due,
     economic_threshold,
     estimate_view_tokens,
 )
-from contextledger.policy.compaction import CompactionPlan, plan_compaction, tail_budget
-from contextledger.policy.decisions import (
+from contextledger.policy._compaction import CompactionPlan, plan_compaction, tail_budget
+from contextledger.policy._decisions import (
     CompactionReason,
     SliceFacts,
     after_compaction,
@@ -27,8 +27,8 @@ from contextledger.policy.decisions import (
     slice_facts,
     slice_pressure,
 )
-from contextledger.policy.errors import ErrorDecision, classify_error, decide_error
-from contextledger.policy.overflow import (
+from contextledger.policy._errors import ErrorDecision, classify_error, decide_error
+from contextledger.policy._overflow import (
     PreflightDecision,
     PreflightMeasure,
     Window,
@@ -41,7 +41,7 @@ from contextledger.policy.overflow import (
     should_compact_preflight,
     usable,
 )
-from contextledger.policy.prune import (
+from contextledger.policy._prune import (
     Plan,
     PrunePlan,
     StripPlan,
@@ -50,7 +50,7 @@ from contextledger.policy.prune import (
     plan_events,
     plan_prune,
 )
-from contextledger.policy.transform import (
+from contextledger.policy._transform import (
     StrategyError,
     Transform,
     TransformContext,

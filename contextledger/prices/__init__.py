@@ -8,14 +8,14 @@ the cache (``Price``, ``multipliers.price_for`` by provider and model, ``DEFAULT
 cache simulator and the policy read the same tables.
 """
 
-from contextledger.prices.multipliers import (
+from contextledger.prices._multipliers import (
     DEFAULT_PRICE,
     FAMILY_DEFAULTS,
     PROVIDER_FAMILIES,
     Price,
     from_table,
 )
-from contextledger.prices.tables import FAMILIES, Confidence, Family, ModelPrice, load_prices
+from contextledger.prices._tables import FAMILIES, Confidence, Family, ModelPrice, load_prices
 
 __all__ = [
     "DEFAULT_PRICE",

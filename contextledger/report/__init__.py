@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from contextledger.report.page import (
+from contextledger.report._page import (
     DATA_ID,
     cache_hit_ratios,
     cumulative_cost,

@@ -1,11 +1,11 @@
 """Request assembly: recording what the agent did, system segments, per-turn context,
 instructions, prefix snapshots, cache breakpoints and the builder that turns a history into a
 provider-neutral ``Request`` (the request types themselves are vocabulary:
-``contextledger.vocabulary.requests``)."""
+``contextledger.vocabulary._requests``)."""
 
-from contextledger.request.builder import BuiltRequest, RequestBuilder, RequestInputs, system_for
-from contextledger.request.context import EditorState
-from contextledger.request.instructions import (
+from contextledger.request._builder import BuiltRequest, RequestBuilder, RequestInputs, system_for
+from contextledger.request._context import EditorState
+from contextledger.request._instructions import (
     InstructionFile,
     InstructionPathError,
     directory_rules,
@@ -13,8 +13,8 @@ from contextledger.request.instructions import (
     project_instructions,
     system_instructions,
 )
-from contextledger.request.prepare import prepare_request
-from contextledger.request.recording import (
+from contextledger.request._prepare import prepare_request
+from contextledger.request._recording import (
     AddText,
     AddUser,
     AssistantStep,
@@ -28,7 +28,7 @@ from contextledger.request.recording import (
     StartStep,
     ToolResult,
 )
-from contextledger.request.system import Skill, SystemSegments, family_prompt, system_blocks
+from contextledger.request._system import Skill, SystemSegments, family_prompt, system_blocks
 
 __all__ = [
     "AddText",

@@ -6,8 +6,8 @@ trace's recorded turns; ``LocalSession`` is a session run in-process under a str
 simulator. See ``docs/strategies.md``.
 """
 
-from contextledger.simulation.local import LocalSession
-from contextledger.simulation.replay import (
+from contextledger.simulation._local import LocalSession
+from contextledger.simulation._replay import (
     RecordedCall,
     RecordedTurn,
     ReplayClock,
@@ -16,7 +16,7 @@ from contextledger.simulation.replay import (
     describe_actions,
     recorded_turns,
 )
-from contextledger.simulation.trace import (
+from contextledger.simulation._trace import (
     DEFAULT_MODELS,
     DEFAULT_STRATEGIES,
     DEFAULT_WINDOW,

@@ -1,6 +1,6 @@
 """Event stores: the ``EventStore`` contract, SQLite (the embedded default) and memory."""
 
-from contextledger.store.errors import (
+from contextledger.store._errors import (
     ConcurrencyError,
     StoreBusyError,
     StoreClosedError,
@@ -11,9 +11,9 @@ from contextledger.store.errors import (
     StoreReadOnlyError,
     StoreSchemaError,
 )
-from contextledger.store.memory import MemoryStore
-from contextledger.store.protocol import ANY_VERSION, EventStore, Snapshot
-from contextledger.store.sqlite import Durability, SQLiteStore
+from contextledger.store._memory import MemoryStore
+from contextledger.store._protocol import ANY_VERSION, EventStore, Snapshot
+from contextledger.store._sqlite import Durability, SQLiteStore
 
 __all__ = [
     "ANY_VERSION",

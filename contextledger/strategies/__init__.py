@@ -2,16 +2,16 @@
 decide when to compact (the policy strategies through ``policy.decisions``, as the runtime
 does). See ``docs/strategies.md``."""
 
-from contextledger.policy.cadence import estimate_view_tokens
-from contextledger.policy.transform import (
+from contextledger.policy._cadence import estimate_view_tokens
+from contextledger.policy._transform import (
     StrategyError,
     Transform,
     TransformContext,
     apply_transform,
     load_transform,
 )
-from contextledger.strategies.registry import STRATEGIES, StrategyFactory, strategy
-from contextledger.strategies.transforms import (
+from contextledger.strategies._registry import STRATEGIES, StrategyFactory, strategy
+from contextledger.strategies._transforms import (
     PLACEHOLDER,
     TRUNCATED_MARKER,
     age_truncate,
@@ -21,7 +21,7 @@ from contextledger.strategies.transforms import (
     shorten,
     truncate,
 )
-from contextledger.strategies.turns import (
+from contextledger.strategies._turns import (
     CompactAt,
     CompactOnce,
     DefaultStrategy,

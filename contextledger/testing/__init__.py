@@ -6,7 +6,7 @@ events after a step that leave earlier messages alone), for property-testing you
 strategies. ``contextledger.testing.loopback`` is a provider on 127.0.0.1 to run an agent loop
 against (scripted tool loops, the APIs' validation, cache usage, faults on demand)."""
 
-from contextledger.testing.invariants import (
+from contextledger.testing._invariants import (
     InvariantViolation,
     check_history,
     check_ids_increase,
@@ -18,8 +18,8 @@ from contextledger.testing.invariants import (
     check_tool_pairs,
     check_view_deterministic,
 )
-from contextledger.testing.steps import appends_only
-from contextledger.testing.strategies import session_events, split_batches
+from contextledger.testing._steps import appends_only
+from contextledger.testing._strategies import session_events, split_batches
 
 __all__ = [
     "InvariantViolation",

@@ -14,7 +14,7 @@ A leaf package: it imports nothing of contextledger but ``contextledger.events``
 The types and parsers are re-exported here; the defaults are read from their module.
 """
 
-from contextledger.vocabulary.messages import (
+from contextledger.vocabulary._messages import (
     ModelContent,
     ModelFile,
     ModelMessage,
@@ -24,20 +24,20 @@ from contextledger.vocabulary.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.models import Model, ModelLimits
-from contextledger.vocabulary.options import (
+from contextledger.vocabulary._models import Model, ModelLimits
+from contextledger.vocabulary._options import (
     OutputBudgetRule,
     OverflowVariant,
     TemplateName,
     TokenCountRule,
 )
-from contextledger.vocabulary.quantities import (
+from contextledger.vocabulary._quantities import (
     Quantity,
     is_reset_budget,
     parse_quantity,
     parse_trigger_ratio,
 )
-from contextledger.vocabulary.requests import (
+from contextledger.vocabulary._requests import (
     CacheMark,
     CacheMode,
     CachePolicy,

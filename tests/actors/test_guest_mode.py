@@ -13,18 +13,18 @@ import pytest
 import trio
 
 from contextledger.actors import Runtime, SessionHandle
-from contextledger.actors.guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
-from contextledger.compaction.summarizers import SummaryInput
-from contextledger.events.catalogue import CompactionRolledBack, RecordedEvent
-from contextledger.events.parts import ModelRef, ToolSchema, Usage
-from contextledger.request.builder import BuiltRequest, RequestInputs
-from contextledger.request.system import SystemSegments
-from contextledger.store.errors import StoreSchemaError
-from contextledger.store.memory import MemoryStore
-from contextledger.store.sqlite import SQLiteStore
+from contextledger.actors._guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
+from contextledger.compaction._summarizers import SummaryInput
+from contextledger.events._catalogue import CompactionRolledBack, RecordedEvent
+from contextledger.events._parts import ModelRef, ToolSchema, Usage
+from contextledger.request._builder import BuiltRequest, RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.store._errors import StoreSchemaError
+from contextledger.store._memory import MemoryStore
+from contextledger.store._sqlite import SQLiteStore
 from contextledger.testing import check_history, check_tool_pairs
-from contextledger.vocabulary.messages import ModelMessage
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._messages import ModelMessage
+from contextledger.vocabulary._models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 import trio
 
-from contextledger.actors.mailbox import DEFAULT_CAPACITY, Mailbox
+from contextledger.actors._mailbox import DEFAULT_CAPACITY, Mailbox
 
 
 class Echo(msgspec.Struct, frozen=True):

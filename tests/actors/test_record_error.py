@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from contextledger import CompactionExhausted, MemoryStore, SessionLog
-from contextledger.events.catalogue import SessionStarted
-from contextledger.events.parts import MessageError
-from contextledger.providers.anthropic import AnthropicMessages
-from contextledger.providers.errors import ProviderError
+from contextledger.events._catalogue import SessionStarted
+from contextledger.events._parts import MessageError
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.providers._errors import ProviderError
 from contextledger.simulation import LocalSession
 from contextledger.strategies import strategy
 from contextledger.vocabulary import Model, ModelLimits

@@ -11,15 +11,15 @@ import pytest
 import trio
 
 from contextledger.actors import CompactionExhausted, Runtime, SessionHandle
-from contextledger.compaction.summarizers import SummaryInput
+from contextledger.compaction._summarizers import SummaryInput
 from contextledger.config import Config, PruneConfig
-from contextledger.events.parts import MessageError, ModelRef, ToolSchema, Usage
-from contextledger.providers.errors import ContextOverflowError
-from contextledger.request.builder import RequestInputs
-from contextledger.request.system import SystemSegments
-from contextledger.store.memory import MemoryStore
+from contextledger.events._parts import MessageError, ModelRef, ToolSchema, Usage
+from contextledger.providers._errors import ContextOverflowError
+from contextledger.request._builder import RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.store._memory import MemoryStore
 from contextledger.testing import check_history, check_tool_pairs
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",
@@ -159,7 +159,7 @@ async def test_idle_sessions_are_retired_and_reloaded(autojump_clock: Any) -> No
 
 
 async def test_a_reopened_store_resumes_every_session(tmp_path: Any) -> None:
-    from contextledger.store.sqlite import SQLiteStore
+    from contextledger.store._sqlite import SQLiteStore
 
     path = tmp_path / "rt.db"
     async with (
@@ -306,7 +306,7 @@ async def test_the_economic_cadence_compacts_early_and_never_raises() -> None:
 
 async def test_a_transform_that_cannot_be_loaded_fails_when_the_runtime_opens() -> None:
     from contextledger.config import ViewConfig
-    from contextledger.policy.transform import StrategyError
+    from contextledger.policy._transform import StrategyError
 
     config = Config(view=ViewConfig(transform="no_such_module:keep"))
     with pytest.raises(StrategyError, match="cannot import"):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.actors.commands import Append, Seq
-from contextledger.actors.session import Session, SessionWriter
-from contextledger.events.catalogue import (
+from contextledger.actors._commands import Append, Seq
+from contextledger.actors._session import Session, SessionWriter
+from contextledger.events._catalogue import (
     AssistantFinished,
     EnvironmentCaptured,
     Event,
@@ -24,8 +24,8 @@ from contextledger.events.catalogue import (
     SessionStarted,
     ToolStateChanged,
 )
-from contextledger.events.errors import InvalidEvent
-from contextledger.events.parts import (
+from contextledger.events._errors import InvalidEvent
+from contextledger.events._parts import (
     FilePart,
     MessageError,
     ModelRef,
@@ -40,8 +40,8 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.ledger import SessionLog
-from contextledger.request.context import EditorState
-from contextledger.request.recording import (
+from contextledger.request._context import EditorState
+from contextledger.request._recording import (
     AddText,
     AddUser,
     CallTool,
@@ -50,7 +50,7 @@ from contextledger.request.recording import (
     StartStep,
     ToolResult,
 )
-from contextledger.store.memory import MemoryStore
+from contextledger.store._memory import MemoryStore
 from contextledger.testing import check_history
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")

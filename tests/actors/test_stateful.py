@@ -37,17 +37,17 @@ from hypothesis.stateful import (
 )
 
 from contextledger.actors import CompactionExhausted, Runtime, SessionHandle
-from contextledger.actors.runtime import INTERRUPTED_DETAIL
-from contextledger.compaction.summarizers import ExtractiveSummarizer, SummaryInput
+from contextledger.actors._runtime import INTERRUPTED_DETAIL
+from contextledger.compaction._summarizers import ExtractiveSummarizer, SummaryInput
 from contextledger.config import Config, PruneConfig
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     CompactionRolledBack,
     MessageAdded,
     PartAdded,
     RecordedEvent,
     ToolStateChanged,
 )
-from contextledger.events.parts import (
+from contextledger.events._parts import (
     MessageError,
     ModelRef,
     TextPart,
@@ -56,11 +56,11 @@ from contextledger.events.parts import (
     ToolSchema,
     Usage,
 )
-from contextledger.history.view import ViewOptions
-from contextledger.providers.errors import ContextOverflowError
-from contextledger.request.builder import RequestInputs
-from contextledger.request.system import SystemSegments
-from contextledger.store.sqlite import SQLiteStore
+from contextledger.history._view import ViewOptions
+from contextledger.providers._errors import ContextOverflowError
+from contextledger.request._builder import RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.store._sqlite import SQLiteStore
 from contextledger.testing import (
     check_history,
     check_live_view_matches,
@@ -69,7 +69,7 @@ from contextledger.testing import (
     check_tool_pairs,
     check_view_deterministic,
 )
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 
 T = TypeVar("T")
 Reopen = Literal["in order", "during a compaction", "crash"]

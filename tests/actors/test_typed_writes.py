@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from contextledger.actors import Runtime, SessionHandle
 from contextledger.events import InvalidEvent, LedgerError
-from contextledger.events.parts import MessageError, ModelRef, ToolSchema, Usage
+from contextledger.events._parts import MessageError, ModelRef, ToolSchema, Usage
 from contextledger.ledger import SessionLog
-from contextledger.providers.errors import ProviderError
+from contextledger.providers._errors import ProviderError
 from contextledger.request import InvalidCommand, RequestInputs, SystemSegments
-from contextledger.request.context import EditorState
-from contextledger.request.instructions import InstructionFile
+from contextledger.request._context import EditorState
+from contextledger.request._instructions import InstructionFile
 from contextledger.store import SQLiteStore
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",

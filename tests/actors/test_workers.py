@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import trio
 
-from contextledger.actors.session import Session, SessionWriter
-from contextledger.actors.workers import (
+from contextledger.actors._session import Session, SessionWriter
+from contextledger.actors._workers import (
     Build,
     Compact,
     CompactorActor,
@@ -19,9 +19,9 @@ from contextledger.actors.workers import (
     PrunerActor,
     RequestBuilderActor,
 )
-from contextledger.compaction.summarizers import ExtractiveSummarizer, Summarizer, SummaryInput
+from contextledger.compaction._summarizers import ExtractiveSummarizer, Summarizer, SummaryInput
 from contextledger.config import Config, PruneConfig
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     CompactionCompleted,
     CompactionRolledBack,
     Event,
@@ -33,15 +33,15 @@ from contextledger.events.catalogue import (
     ToolOutputCleared,
     ToolOutputTrimmed,
 )
-from contextledger.events.parts import MessageError, ModelRef, ToolSchema, Usage
-from contextledger.history.view import ViewOptions, model_view
+from contextledger.events._parts import MessageError, ModelRef, ToolSchema, Usage
+from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import pressure_level
-from contextledger.providers.errors import ProviderError
-from contextledger.providers.registry import wire_format
-from contextledger.request.builder import BuiltRequest, RequestInputs
-from contextledger.request.instructions import InstructionFile
-from contextledger.request.recording import (
+from contextledger.policy._overflow import pressure_level
+from contextledger.providers._errors import ProviderError
+from contextledger.providers._registry import wire_format
+from contextledger.request._builder import BuiltRequest, RequestInputs
+from contextledger.request._instructions import InstructionFile
+from contextledger.request._recording import (
     AddText,
     AddUser,
     CallTool,
@@ -49,10 +49,10 @@ from contextledger.request.recording import (
     StartAssistant,
     ToolResult,
 )
-from contextledger.request.system import SystemSegments
-from contextledger.store.memory import MemoryStore
+from contextledger.request._system import SystemSegments
+from contextledger.store._memory import MemoryStore
 from contextledger.testing import check_history
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 
 MODEL = Model(
     provider_id="anthropic",

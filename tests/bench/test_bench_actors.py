@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextledger.bench import BENCHMARKS, actors
+from contextledger.bench import BENCHMARKS
+from contextledger.bench import _actors as actors
 from contextledger.bench._common import Options
 
 
@@ -27,7 +28,7 @@ def test_the_actors_benchmark_reports_its_keys() -> None:
 def test_the_issue_size_is_the_full_run() -> None:
     assert actors.size(Options(full=True)) == (200, 50)
     assert actors.size(Options()) == (200, 50)
-    assert BENCHMARKS["actors"] == "contextledger.bench.actors"
+    assert BENCHMARKS["actors"] == "contextledger.bench._actors"
 
 
 def test_a_script_is_the_same_for_a_seed() -> None:

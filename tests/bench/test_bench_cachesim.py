@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from contextledger.bench import cachesim
+from contextledger.bench import _cachesim as cachesim
 from contextledger.bench._common import Options
-from contextledger.bench.estimation import DEFAULT_TRACES, trace_dir
+from contextledger.bench._estimation import DEFAULT_TRACES, trace_dir
 
 
 def test_the_cachesim_validation_reports_its_keys() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.bench._common import Options
-from contextledger.bench.estimation import render, run
+from contextledger.bench._estimation import render, run
 
 FIGURES = (
     "plain_median_error",

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
-from contextledger.bench import BENCHMARKS, ledger
+from contextledger.bench import BENCHMARKS
+from contextledger.bench import _ledger as ledger
 from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
-from contextledger.bench.ledger import BATCH, TARGETS
+from contextledger.bench._ledger import BATCH, TARGETS
 
 FIGURES = (
     "single_appends_per_s",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextledger.bench import request
+from contextledger.bench import _request as request
 from contextledger.bench._common import Options
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from contextledger.bench import retention
+from contextledger.bench import _retention as retention
 from contextledger.bench._common import Options
-from contextledger.bench.estimation import DEFAULT_TRACES
+from contextledger.bench._estimation import DEFAULT_TRACES
 
 
 def test_the_retention_benchmark_reports_its_keys() -> None:

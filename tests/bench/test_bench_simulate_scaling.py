@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextledger.bench import simulate_scaling
+from contextledger.bench import _simulate_scaling as simulate_scaling
 from contextledger.bench._common import Options
 
 

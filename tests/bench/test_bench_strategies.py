@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from contextledger.bench import strategies
+from contextledger.bench import _strategies as strategies
 from contextledger.bench._common import Options
-from contextledger.bench.estimation import DEFAULT_TRACES, trace_dir
+from contextledger.bench._estimation import DEFAULT_TRACES, trace_dir
 
 
 def test_the_strategies_benchmark_reports_its_keys() -> None:

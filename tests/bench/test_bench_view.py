@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextledger.bench import view
+from contextledger.bench import _view as view
 from contextledger.bench._common import Options
 
 

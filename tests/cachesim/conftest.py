@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextledger.cachesim import Block, SimRequest
-from contextledger.cachesim.blocks import Ttl
+from contextledger.cachesim._blocks import Ttl
 
 
 def blocks(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from contextledger.cachesim import simulate
-from contextledger.prices.tables import price_for
+from contextledger.prices._tables import price_for
 from tests.cachesim.conftest import blocks, names, req
 
 SONNET = price_for("claude-sonnet-4-20250514")

@@ -5,10 +5,10 @@ import math
 import msgspec
 
 from contextledger.cachesim import blocks_from_request, sim_request, simulate
-from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.prices.tables import price_for
-from contextledger.vocabulary.messages import ModelMessage, ModelText, ModelToolCall
-from contextledger.vocabulary.requests import CacheMark, Request
+from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.prices._tables import price_for
+from contextledger.vocabulary._messages import ModelMessage, ModelText, ModelToolCall
+from contextledger.vocabulary._requests import CacheMark, Request
 
 TOOL = ToolSchema(name="read", description="Read a file.", input_schema={"type": "object"})
 USER = ModelMessage(role="user", content=(ModelText(text="hello " * 400),), source_id="m1")

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from contextledger.cachesim import lower_bound, read_growth_errors, simulate
-from contextledger.cachesim.blocks import Ttl
-from contextledger.prices.tables import FAMILIES, load_prices, price_for
+from contextledger.cachesim._blocks import Ttl
+from contextledger.prices._tables import FAMILIES, load_prices, price_for
 from tests.cachesim.conftest import blocks, names, req
 
 SONNET = price_for("claude-sonnet-4")

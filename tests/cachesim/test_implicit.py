@@ -4,7 +4,7 @@ import msgspec
 import pytest
 
 from contextledger.cachesim import simulate
-from contextledger.prices.tables import price_for
+from contextledger.prices._tables import price_for
 from tests.cachesim.conftest import blocks, req
 
 GPT_4O = price_for("gpt-4o-2024-08-06")

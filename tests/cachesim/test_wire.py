@@ -13,16 +13,16 @@ from contextledger.cachesim import (
     blocks_from_request,
     simulate,
 )
-from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.prices.tables import price_for
+from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.prices._tables import price_for
 from contextledger.providers import wire_format
-from contextledger.vocabulary.messages import (
+from contextledger.vocabulary._messages import (
     ModelMessage,
     ModelText,
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.requests import CacheMark, Request
+from contextledger.vocabulary._requests import CacheMark, Request
 from tests.cachesim.conftest import blocks, names, req
 
 TOOL = {"name": "bash", "description": "Run.", "input_schema": {"type": "object"}}

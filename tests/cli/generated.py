@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from contextledger.cli.main import main
-from contextledger.events.catalogue import Event, MessageAdded
+from contextledger.cli._main import main
+from contextledger.events._catalogue import Event, MessageAdded
 from contextledger.ledger import SessionLog
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.store.sqlite import SQLiteStore
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.store._sqlite import SQLiteStore
 
 
 def write_generated(path: Path, session_id: str, *, turns: int, seed: int = 7) -> None:

@@ -10,16 +10,16 @@ import pytest
 import trio
 
 from contextledger.config import Config, RequestConfig
-from contextledger.events.catalogue import MessageAdded, RequestSent
-from contextledger.events.parts import ModelRef
+from contextledger.events._catalogue import MessageAdded, RequestSent
+from contextledger.events._parts import ModelRef
 from contextledger.ledger import SessionLog
-from contextledger.providers.anthropic import AnthropicMessages
-from contextledger.request.builder import RequestBuilder, RequestInputs
-from contextledger.request.prepare import prepare_request
-from contextledger.request.system import SystemSegments
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.request._builder import RequestBuilder, RequestInputs
+from contextledger.request._prepare import prepare_request
+from contextledger.request._system import SystemSegments
 from contextledger.simulation import DEFAULT_STRATEGIES
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.store.sqlite import SQLiteStore
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.store._sqlite import SQLiteStore
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from contextledger.cli.main import main
+from contextledger.cli._main import main
 from tests.bench.test_bench_ledger import FIGURES, RATIOS
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from contextledger.cli.demo_session import (
+from contextledger.cli._demo_session import (
     RUNTIME_SERIES,
     Replay,
     claude_code_sessions,
@@ -25,14 +25,14 @@ from contextledger.cli.demo_session import (
     totals,
     turn_rows,
 )
-from contextledger.events.catalogue import MessageAdded
-from contextledger.history.projection import History
-from contextledger.importers.errors import TraceImportError
+from contextledger.events._catalogue import MessageAdded
+from contextledger.history._projection import History
+from contextledger.importers._errors import TraceImportError
 from contextledger.ledger import SessionLog
-from contextledger.policy.compaction import is_real_user
-from contextledger.policy.prune import PrunePlan
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.store.memory import MemoryStore
+from contextledger.policy._compaction import is_real_user
+from contextledger.policy._prune import PrunePlan
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.store._memory import MemoryStore
 
 MODEL_ID = "claude-sonnet-4-20250514"
 

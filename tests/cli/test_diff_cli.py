@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from contextledger.cli.output import emit_diff
+from contextledger.cli._output import emit_diff
 from contextledger.ledger import SessionLog
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.simulation.viewdiff import DiffLine, Elided
-from contextledger.store.sqlite import SQLiteStore
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.simulation._viewdiff import DiffLine, Elided
+from contextledger.store._sqlite import SQLiteStore
 from tests.cli.generated import run_cli as _run
 
 SESSION = "ses_diff_cli"

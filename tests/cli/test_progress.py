@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from contextledger.cli.main import main
-from contextledger.cli.output import Progress, progress_line
+from contextledger.cli._main import main
+from contextledger.cli._output import Progress, progress_line
 from contextledger.simulation import PROVIDERS, simulate_paths
 from tests.cli.test_analysis import CHAT
 

@@ -15,13 +15,13 @@ import trio
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from contextledger.compaction.compactor import (
+from contextledger.compaction._compactor import (
     COMPACTION_AGENT,
     compact,
     open_request,
     request_compaction,
 )
-from contextledger.compaction.summarizers import (
+from contextledger.compaction._summarizers import (
     IDENTIFIERS,
     LAST_STEP,
     LATEST_REQUEST,
@@ -31,30 +31,30 @@ from contextledger.compaction.summarizers import (
 )
 from contextledger.config import CompactionConfig, Config
 from contextledger.events import MAIN_AGENT, Event, ModelRef, RecordedEvent
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     CompactionCompleted,
     CompactionRolledBack,
     RollbackReason,
     ToolOutputCleared,
 )
-from contextledger.events.parts import (
+from contextledger.events._parts import (
     CompactionTrigger,
     MessageError,
     TextPart,
     ToolCompleted,
     ToolPart,
 )
-from contextledger.history.projection import History
-from contextledger.history.view import ViewOptions, model_view, view_messages
+from contextledger.history._projection import History
+from contextledger.history._view import ViewOptions, model_view, view_messages
 from contextledger.ledger import SessionLog
-from contextledger.policy.compaction import CHUNK_OUTPUT_TOKENS, EXHAUSTED_DETAIL, hide_compactions
-from contextledger.policy.transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, replay_parts
-from contextledger.providers.errors import ContextOverflowError, ProviderError
-from contextledger.store.memory import MemoryStore
+from contextledger.policy._compaction import CHUNK_OUTPUT_TOKENS, EXHAUSTED_DETAIL, hide_compactions
+from contextledger.policy._transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, replay_parts
+from contextledger.providers._errors import ContextOverflowError, ProviderError
+from contextledger.store._memory import MemoryStore
 from contextledger.testing import check_history, check_tool_pairs, session_events
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.models import Model, ModelLimits
-from contextledger.vocabulary.options import TemplateName
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._models import Model, ModelLimits
+from contextledger.vocabulary._options import TemplateName
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 MODEL = Model(
@@ -302,8 +302,8 @@ async def test_an_overflow_compaction_replays_the_request_without_media() -> Non
 
 
 async def test_the_model_summarizer_gets_the_pinned_prefix_and_the_head_as_sent() -> None:
-    from contextledger.events.catalogue import PrefixPinned, PrefixProfile
-    from contextledger.events.parts import ToolSchema
+    from contextledger.events._catalogue import PrefixPinned, PrefixProfile
+    from contextledger.events._parts import ToolSchema
 
     b = _session()
     tools = (ToolSchema(name="bash", description="Run.", input_schema={"type": "object"}),)

@@ -3,7 +3,7 @@ exact strings the fact-retention benchmark measures."""
 
 from __future__ import annotations
 
-from contextledger.compaction.facts import (
+from contextledger.compaction._facts import (
     IDENTIFIER_CHARS,
     CommandRun,
     FileChange,
@@ -23,9 +23,9 @@ from contextledger.compaction.facts import (
     text_plan,
     within_budget,
 )
-from contextledger.events.catalogue import RecordedEvent
-from contextledger.history.projection import History, Message
-from contextledger.testing.builder import SessionBuilder
+from contextledger.events._catalogue import RecordedEvent
+from contextledger.history._projection import History, Message
+from contextledger.testing._builder import SessionBuilder
 
 PYTEST_FAILURE = """Error: Exit code 1
 ...F

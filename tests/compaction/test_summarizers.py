@@ -14,7 +14,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextledger.compaction.facts import (
+from contextledger.compaction._facts import (
     MAX_ERROR_LINES,
     NAME_CHARS,
     CommandRun,
@@ -23,7 +23,7 @@ from contextledger.compaction.facts import (
     SessionFacts,
     extract_facts,
 )
-from contextledger.compaction.summarizers import (
+from contextledger.compaction._summarizers import (
     HEAD_OPENING,
     MAX_COMMANDS,
     MAX_FILES,
@@ -36,12 +36,12 @@ from contextledger.compaction.summarizers import (
     response_text,
     summary_request,
 )
-from contextledger.events.catalogue import RecordedEvent
-from contextledger.events.parts import ModelRef, ToolCompleted, ToolPart
-from contextledger.history.projection import History, Message
-from contextledger.importers.claude_code import import_claude_code
-from contextledger.policy.compaction import rollback_reason
-from contextledger.policy.templates import (
+from contextledger.events._catalogue import RecordedEvent
+from contextledger.events._parts import ModelRef, ToolCompleted, ToolPart
+from contextledger.history._projection import History, Message
+from contextledger.importers._claude_code import import_claude_code
+from contextledger.policy._compaction import rollback_reason
+from contextledger.policy._templates import (
     CONTINUATION,
     NONE,
     OPENCODE,
@@ -50,10 +50,10 @@ from contextledger.policy.templates import (
     render_summary,
     summary_prompt,
 )
-from contextledger.providers.http import ProviderClient
-from contextledger.providers.registry import WIRE_FORMATS
-from contextledger.vocabulary.messages import ModelMessage, ModelText
-from contextledger.vocabulary.requests import CacheMark, Request
+from contextledger.providers._http import ProviderClient
+from contextledger.providers._registry import WIRE_FORMATS
+from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._requests import CacheMark, Request
 from tests.compaction.test_facts import claude_code_session, messages, opencode_session
 from tests.providers.fixtures import golden_request
 from tests.providers.loopback import Loopback, Reply
@@ -549,7 +549,7 @@ def test_an_unknown_wire_format_is_refused() -> None:
 
 
 def test_a_model_summarizer_reads_the_compacted_models_window_by_default() -> None:
-    from contextledger.compaction.summarizers import ModelSummarizer
+    from contextledger.compaction._summarizers import ModelSummarizer
     from contextledger.providers import ProviderClient, wire_format
 
     client = ProviderClient(wire_format("anthropic"), "http://127.0.0.1:9")

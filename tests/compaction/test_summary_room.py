@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from contextledger import Config, MemoryStore, SessionLog
-from contextledger.compaction.compactor import compact
-from contextledger.compaction.summarizers import SUMMARY_OUTPUT_TOKENS
-from contextledger.events.catalogue import SessionStarted
-from contextledger.providers.anthropic import AnthropicMessages
+from contextledger.compaction._compactor import compact
+from contextledger.compaction._summarizers import SUMMARY_OUTPUT_TOKENS
+from contextledger.events._catalogue import SessionStarted
+from contextledger.providers._anthropic import AnthropicMessages
 from contextledger.simulation import LocalSession
-from contextledger.simulation.summaries import PricedSummarizer
+from contextledger.simulation._summaries import PricedSummarizer
 from contextledger.strategies import strategy
 from contextledger.vocabulary import Model, ModelLimits
 

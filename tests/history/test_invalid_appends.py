@@ -48,7 +48,7 @@ from contextledger.history import History, validate_events
 from contextledger.ledger import SessionLog
 from contextledger.store import SQLiteStore
 from contextledger.testing import session_events
-from contextledger.testing.builder import SessionBuilder
+from contextledger.testing._builder import SessionBuilder
 
 _NO_MESSAGE = "msg_ffffffffffffffffff"
 _NO_PART = "prt_ffffffffffffffffff"

@@ -16,7 +16,7 @@ from contextledger.events import (
     Usage,
 )
 from contextledger.history import History
-from contextledger.testing.builder import SessionBuilder
+from contextledger.testing._builder import SessionBuilder
 
 
 def _project(b: SessionBuilder) -> History:

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextledger.events import LedgerError, RecordedEvent
-from contextledger.events.parts import ToolCompleted, ToolPart
+from contextledger.events._parts import ToolCompleted, ToolPart
 from contextledger.history import History
-from contextledger.history.truncate import (
+from contextledger.history._truncate import (
     Direction,
     ToolOutputUnavailable,
     count_lines,
@@ -18,9 +18,9 @@ from contextledger.history.truncate import (
     truncate_for_view,
     truncate_tool_output,
 )
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.defaults import TOOL_OUTPUT_MAX_BYTES as MAX_BYTES
-from contextledger.vocabulary.defaults import TOOL_OUTPUT_MAX_LINES as MAX_LINES
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._defaults import TOOL_OUTPUT_MAX_BYTES as MAX_BYTES
+from contextledger.vocabulary._defaults import TOOL_OUTPUT_MAX_LINES as MAX_LINES
 
 PART = "prt_0001"
 PROPERTY = settings(max_examples=300, deadline=None)

@@ -32,7 +32,7 @@ from contextledger.events import (
     UsageReported,
 )
 from contextledger.history import SessionIndex, validate_events
-from contextledger.testing.builder import SessionBuilder
+from contextledger.testing._builder import SessionBuilder
 
 
 def _index(b: SessionBuilder) -> SessionIndex:

@@ -18,8 +18,8 @@ from contextledger.events import (
     ToolPart,
 )
 from contextledger.history import History, Message
-from contextledger.history.live_view import LiveView
-from contextledger.history.view import (
+from contextledger.history._live_view import LiveView
+from contextledger.history._view import (
     CLEARED_OUTPUT,
     COMPACTION_PROMPT,
     INTERRUPTED_OUTPUT,
@@ -34,8 +34,8 @@ from contextledger.history.view import (
     tool_pairs_ok,
     trim_before_last_summary,
 )
-from contextledger.testing.builder import DEFAULT_MODEL, SessionBuilder
-from contextledger.vocabulary.messages import (
+from contextledger.testing._builder import DEFAULT_MODEL, SessionBuilder
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,

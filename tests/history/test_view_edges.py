@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from contextledger.events import RecordedEvent
 from contextledger.history import History
-from contextledger.history.live_view import LiveView
-from contextledger.history.view import (
+from contextledger.history._live_view import LiveView
+from contextledger.history._view import (
     INTERRUPTED_OUTPUT,
     ViewOptions,
     interrupted_calls,
     model_view,
     view_messages,
 )
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.messages import ModelText, ModelToolResult
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._messages import ModelText, ModelToolResult
 
 
 def _history(b: SessionBuilder) -> History:

@@ -13,9 +13,9 @@ from contextledger.events import (
     RecordedEvent,
 )
 from contextledger.history import History, validate_events
-from contextledger.history.live_view import LiveView
-from contextledger.history.validation import SessionIndex
-from contextledger.history.view import ViewOptions, model_view, tool_pairs_ok
+from contextledger.history._live_view import LiveView
+from contextledger.history._validation import SessionIndex
+from contextledger.history._view import ViewOptions, model_view, tool_pairs_ok
 from contextledger.testing import (
     appends_only,
     check_prefix_stable,
@@ -100,7 +100,7 @@ def test_the_live_view_equals_the_view_built_from_scratch(
 
 
 def test_one_live_view_fed_another_history_starts_over() -> None:
-    from contextledger.testing.builder import SessionBuilder
+    from contextledger.testing._builder import SessionBuilder
 
     first, second = SessionBuilder(), SessionBuilder()
     first.user("from the first history")

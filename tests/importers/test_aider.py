@@ -3,15 +3,15 @@ console output left out, and the shared traces against ``shared/traces/SOURCES-m
 
 from __future__ import annotations
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     MessageAdded,
     PartAdded,
     SessionStarted,
     UsageReported,
 )
-from contextledger.events.parts import TextPart, Usage
+from contextledger.events._parts import TextPart, Usage
 from contextledger.importers import ImportedSession, import_aider, import_aider_lines
-from contextledger.importers.aider import usage_of
+from contextledger.importers._aider import usage_of
 from tests.importers.test_openai_chat import assert_imported, messages, of_type, trace_dir
 
 HISTORY = """\

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     AssistantFinished,
     Event,
     MessageAdded,
@@ -24,8 +24,8 @@ from contextledger.events.catalogue import (
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.codec import DEFAULT_CODEC
-from contextledger.events.parts import (
+from contextledger.events._codec import DEFAULT_CODEC
+from contextledger.events._parts import (
     FilePart,
     StepFinishPart,
     StepStartPart,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     CompactionCompleted,
     CompactionRequested,
     MessageAdded,
@@ -19,14 +19,14 @@ from contextledger.events.catalogue import (
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.parts import ReasoningPart, TextPart, ToolCompleted, Usage
+from contextledger.events._parts import ReasoningPart, TextPart, ToolCompleted, Usage
 from contextledger.importers import (
     ImportedSession,
     TraceImportError,
     import_codex,
     import_codex_lines,
 )
-from contextledger.importers.codex import thread_session_id, uuid7_ms
+from contextledger.importers._codex import thread_session_id, uuid7_ms
 from tests.importers.test_openai_chat import (
     assert_imported,
     messages,

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     PartAdded,
     SessionStarted,
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.parts import ReasoningPart, TextPart, ToolCompleted, ToolErrored, Usage
+from contextledger.events._parts import ReasoningPart, TextPart, ToolCompleted, ToolErrored, Usage
 from contextledger.importers import (
     TraceImportError,
     import_gemini_cli,

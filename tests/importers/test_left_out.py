@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import PartAdded, ToolStateChanged
-from contextledger.events.parts import FilePart, ToolCompleted
+from contextledger.events._catalogue import PartAdded, ToolStateChanged
+from contextledger.events._parts import FilePart, ToolCompleted
 from contextledger.importers import (
     LeftOut,
     import_claude_code_lines,
@@ -18,8 +18,8 @@ from contextledger.importers import (
     import_openhands_lines,
     import_swe_agent_data,
 )
-from contextledger.importers.builder import ORPHAN_RESULT
-from contextledger.importers.imported import derived_session_id
+from contextledger.importers._builder import ORPHAN_RESULT
+from contextledger.importers._imported import derived_session_id
 from tests.importers.test_openai_chat import CHAT, assert_imported, of_type, tool_parts
 from tests.importers.test_openhands import RUN
 

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import SessionStarted, ToolStateChanged, UsageReported
-from contextledger.events.parts import ToolCompleted, Usage
+from contextledger.events._catalogue import SessionStarted, ToolStateChanged, UsageReported
+from contextledger.events._parts import ToolCompleted, Usage
 from contextledger.importers import (
     TraceImportError,
     import_mini_swe_agent,
     import_mini_swe_agent_data,
 )
-from contextledger.importers.mini_swe_agent import split_action
+from contextledger.importers._mini_swe_agent import split_action
 from tests.importers.test_openai_chat import (
     answered,
     assert_imported,

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     AssistantFinished,
     Event,
     MessageAdded,
@@ -17,17 +17,17 @@ from contextledger.events.catalogue import (
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.codec import DEFAULT_CODEC
-from contextledger.events.parts import TextPart, ToolCompleted, ToolPart, ToolPending
+from contextledger.events._codec import DEFAULT_CODEC
+from contextledger.events._parts import TextPart, ToolCompleted, ToolPart, ToolPending
 from contextledger.history import History, SessionIndex, validate_events
-from contextledger.history.view import model_view
+from contextledger.history._view import model_view
 from contextledger.importers import (
     ImportedSession,
     TraceImportError,
     import_openai_chat,
     import_openai_chat_data,
 )
-from contextledger.importers.openai_chat import SYNTHETIC_START_MS, SYNTHETIC_STEP_MS
+from contextledger.importers._openai_chat import SYNTHETIC_START_MS, SYNTHETIC_STEP_MS
 from contextledger.testing import check_tool_pairs
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

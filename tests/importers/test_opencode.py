@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     AssistantFinished,
     CompactionCompleted,
     CompactionRequested,
@@ -16,7 +16,7 @@ from contextledger.events.catalogue import (
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.parts import (
+from contextledger.events._parts import (
     FilePart,
     ReasoningPart,
     StepFinishPart,

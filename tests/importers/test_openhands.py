@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     AssistantFinished,
     MessageAdded,
     SessionStarted,
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.parts import ToolCompleted, ToolErrored, Usage
+from contextledger.events._parts import ToolCompleted, ToolErrored, Usage
 from contextledger.importers import TraceImportError, import_openhands, import_openhands_lines
 from tests.importers.test_openai_chat import (
     answered,

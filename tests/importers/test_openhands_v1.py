@@ -10,21 +10,21 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     MessageAdded,
     PartAdded,
     SessionStarted,
     ToolStateChanged,
     UsageReported,
 )
-from contextledger.events.parts import ReasoningPart, TextPart, ToolCompleted, ToolErrored, Usage
+from contextledger.events._parts import ReasoningPart, TextPart, ToolCompleted, ToolErrored, Usage
 from contextledger.importers import (
     TraceImportError,
     import_openhands_lines,
     import_openhands_v1,
     import_openhands_v1_events,
 )
-from contextledger.importers.openhands_v1 import PER_CALL_USAGE
+from contextledger.importers._openhands_v1 import PER_CALL_USAGE
 from tests.importers.test_openai_chat import (
     assert_imported,
     messages,

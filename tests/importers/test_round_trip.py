@@ -44,8 +44,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from contextledger.events.catalogue import MessageAdded, PartAdded, SessionStarted, ToolStateChanged
-from contextledger.events.parts import (
+from contextledger.events._catalogue import (
+    MessageAdded,
+    PartAdded,
+    SessionStarted,
+    ToolStateChanged,
+)
+from contextledger.events._parts import (
     FilePart,
     ReasoningPart,
     TextPart,
@@ -53,11 +58,11 @@ from contextledger.events.parts import (
     ToolErrored,
     ToolPart,
 )
-from contextledger.importers.claude_code import ImportedSession
-from contextledger.importers.detect import detect_format, import_trace
-from contextledger.importers.mini_swe_agent import split_action
-from contextledger.importers.openai_chat import loose_literal
-from contextledger.importers.openhands import _NOT_INPUT
+from contextledger.importers._claude_code import ImportedSession
+from contextledger.importers._detect import detect_format, import_trace
+from contextledger.importers._mini_swe_agent import split_action
+from contextledger.importers._openai_chat import loose_literal
+from contextledger.importers._openhands import _NOT_INPUT
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 

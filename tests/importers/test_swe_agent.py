@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.catalogue import PartAdded, SessionStarted, ToolStateChanged
-from contextledger.events.parts import TextPart, ToolCompleted
+from contextledger.events._catalogue import PartAdded, SessionStarted, ToolStateChanged
+from contextledger.events._parts import TextPart, ToolCompleted
 from contextledger.importers import TraceImportError, import_swe_agent, import_swe_agent_data
 from tests.importers.test_openai_chat import (
     answered,

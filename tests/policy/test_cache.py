@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.policy.cache``: where prompt-cache breakpoints go.
+"""Specification of ``contextledger.policy._cache``: where prompt-cache breakpoints go.
 
 Scenarios come from opencode-kilo.md §7: the AI-SDK rule (§7.1: first two system blocks,
 last two messages, at most four), the native automatic policy (§7.3: last tool, last system
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextledger.events.parts import ModelRef
-from contextledger.policy.cache import (
+from contextledger.events._parts import ModelRef
+from contextledger.policy._cache import (
     MAX_MARKS,
     ai_sdk_marks,
     anthropic_like,
@@ -25,14 +25,14 @@ from contextledger.policy.cache import (
     place_marks,
 )
 from contextledger.providers import WIRE_FORMATS
-from contextledger.vocabulary.messages import (
+from contextledger.vocabulary._messages import (
     ModelMessage,
     ModelRole,
     ModelText,
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.requests import (
+from contextledger.vocabulary._requests import (
     CacheMark,
     CacheMode,
     CachePolicy,

@@ -1,4 +1,4 @@
-"""``contextledger.policy.cadence``: the economic compaction threshold."""
+"""``contextledger.policy._cadence``: the economic compaction threshold."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.config import CompactionConfig, Config
-from contextledger.events.catalogue import MAIN_AGENT, CompactionCompleted, CompactionProjection
-from contextledger.policy.cadence import (
+from contextledger.events._catalogue import MAIN_AGENT, CompactionCompleted, CompactionProjection
+from contextledger.policy._cadence import (
     NEVER,
     SUMMARY_TOKENS,
     compact_early,
@@ -19,9 +19,9 @@ from contextledger.policy.cadence import (
     estimate_view_tokens,
     step_growth,
 )
-from contextledger.policy.compaction import MIN_TAIL_TOKENS
-from contextledger.prices.multipliers import DEFAULT_PRICE, Price, price_for
-from contextledger.testing.builder import SessionBuilder
+from contextledger.policy._compaction import MIN_TAIL_TOKENS
+from contextledger.prices._multipliers import DEFAULT_PRICE, Price, price_for
+from contextledger.testing._builder import SessionBuilder
 from tests.strategies._sessions import MODEL, history, session, view_of
 
 SONNET = price_for("anthropic", "claude-sonnet-4")

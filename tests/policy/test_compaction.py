@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.policy.compaction``: the compaction planner.
+"""Specification of ``contextledger.policy._compaction``: the compaction planner.
 
 Scenario ids name their source: ``9.2#n`` is opencode-kilo.md §9.2 (opencode's
 ``compaction.test.ts``), ``pi`` is mimo-pi.md §9 (pi's ``findCutPoint`` tests), ``mimo``
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from contextledger.config import CompactionConfig, Config, OutputConfig, ViewConfig
 from contextledger.events import Event, RecordedEvent
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     AssistantFinished,
     CompactionCompleted,
     CompactionRequested,
@@ -25,8 +25,8 @@ from contextledger.events.catalogue import (
     MessageAdded,
     PartAdded,
 )
-from contextledger.events.ids import IdGenerator
-from contextledger.events.parts import (
+from contextledger.events._ids import IdGenerator
+from contextledger.events._parts import (
     CompactionPart,
     CompactionTrigger,
     FilePart,
@@ -35,14 +35,14 @@ from contextledger.events.parts import (
     Usage,
 )
 from contextledger.history import History, Message, validate_events
-from contextledger.history.validation import SessionIndex
-from contextledger.history.view import (
+from contextledger.history._validation import SessionIndex
+from contextledger.history._view import (
     COMPACTION_PROMPT,
     ViewOptions,
     model_view,
     view_messages,
 )
-from contextledger.policy.compaction import (
+from contextledger.policy._compaction import (
     EXHAUSTED_DETAIL,
     CompactionPlan,
     NotACompactionRequest,
@@ -64,17 +64,17 @@ from contextledger.policy.compaction import (
     turns,
     view_estimate,
 )
-from contextledger.policy.overflow import usable
-from contextledger.policy.templates import OPENCODE, render_summary
-from contextledger.policy.transcript import (
+from contextledger.policy._overflow import usable
+from contextledger.policy._templates import OPENCODE, render_summary
+from contextledger.policy._transcript import (
     CONTINUE_TEXT,
     OVERFLOW_CONTEXT_NOTICE,
     OVERFLOW_NOTICE,
     wrap_summary,
 )
 from contextledger.testing import check_tool_pairs, session_events
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._models import Model, ModelLimits
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

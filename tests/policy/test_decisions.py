@@ -5,18 +5,18 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from contextledger.config import Config, PruneConfig
-from contextledger.events.catalogue import MAIN_AGENT, Event
-from contextledger.events.parts import MessageError, Usage
-from contextledger.policy.compaction import EXHAUSTED_DETAIL
-from contextledger.policy.decisions import (
+from contextledger.events._catalogue import MAIN_AGENT, Event
+from contextledger.events._parts import MessageError, Usage
+from contextledger.policy._compaction import EXHAUSTED_DETAIL
+from contextledger.policy._decisions import (
     after_compaction,
     compaction_due,
     output_cap,
     prune_plans,
     slice_facts,
 )
-from contextledger.policy.overflow import usable
-from contextledger.testing.strategies import session_events
+from contextledger.policy._overflow import usable
+from contextledger.testing._strategies import session_events
 from contextledger.vocabulary import Model, ModelLimits
 from tests.strategies._sessions import MODEL, history, session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextledger.policy.errors import (
+from contextledger.policy._errors import (
     FATAL_CODES,
     OVERFLOW_MESSAGE,
     classify_error,

@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.policy.overflow``: the usable window, overflow, pressure,
+"""Specification of ``contextledger.policy._overflow``: the usable window, overflow, pressure,
 preflight and output caps.
 
 Scenario ids name their source: ``9.1#n`` and ``9.5#n`` are opencode-kilo.md §9 (opencode's
@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.config import CompactionConfig, Config, ConfigError, OutputConfig
-from contextledger.events.parts import ToolSchema, Usage
-from contextledger.policy.overflow import (
+from contextledger.events._parts import ToolSchema, Usage
+from contextledger.policy._overflow import (
     COMPACTION_BUFFER,
     MEDIA_MARKER,
     OPAQUE_MARKER,
@@ -47,8 +47,8 @@ from contextledger.policy.overflow import (
     upstream_count,
     usable,
 )
-from contextledger.vocabulary.defaults import DEFAULT_TRIGGER_RATIO, OUTPUT_TOKEN_MAX
-from contextledger.vocabulary.messages import (
+from contextledger.vocabulary._defaults import DEFAULT_TRIGGER_RATIO, OUTPUT_TOKEN_MAX
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -56,9 +56,9 @@ from contextledger.vocabulary.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.models import Model, ModelLimits
-from contextledger.vocabulary.options import OverflowVariant
-from contextledger.vocabulary.quantities import parse_quantity, parse_trigger_ratio
+from contextledger.vocabulary._models import Model, ModelLimits
+from contextledger.vocabulary._options import OverflowVariant
+from contextledger.vocabulary._quantities import parse_quantity, parse_trigger_ratio
 
 VARIANTS: tuple[OverflowVariant, ...] = ("opencode", "kilo", "mimo")
 

@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.policy.prune``: opencode's prune planner, MiMo's pressure
+"""Specification of ``contextledger.policy._prune``: opencode's prune planner, MiMo's pressure
 tiers and the cost-aware mode.
 
 Scenario ids name their source: ``9.2#n`` is opencode-kilo.md §9.2 (opencode's
@@ -30,14 +30,14 @@ from contextledger.events import (
     ToolOutputTrimmed,
     is_media,
 )
-from contextledger.events.catalogue import PruneReason
-from contextledger.events.parts import ToolCompleted, ToolPart, Usage
+from contextledger.events._catalogue import PruneReason
+from contextledger.events._parts import ToolCompleted, ToolPart, Usage
 from contextledger.history import History, validate_events
-from contextledger.history.projection import Message
-from contextledger.history.validation import SessionIndex
-from contextledger.history.view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
-from contextledger.policy.overflow import pressure_level
-from contextledger.policy.prune import (
+from contextledger.history._projection import Message
+from contextledger.history._validation import SessionIndex
+from contextledger.history._view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
+from contextledger.policy._overflow import pressure_level
+from contextledger.policy._prune import (
     PROTECTED_TURNS,
     CostComparison,
     Plan,
@@ -55,11 +55,11 @@ from contextledger.policy.prune import (
     prune_candidates,
     prune_pays,
 )
-from contextledger.prices.multipliers import DEFAULT_PRICE, Price, price_for
+from contextledger.prices._multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing import check_tool_pairs, session_events
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
+from contextledger.vocabulary._models import Model, ModelLimits
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 10_000_000

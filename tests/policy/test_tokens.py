@@ -10,10 +10,10 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 
-from contextledger.events.catalogue import RecordedEvent
+from contextledger.events._catalogue import RecordedEvent
 from contextledger.history import History, part_chars
-from contextledger.history.estimate import MEDIA_TOKENS
-from contextledger.policy.tokens import (
+from contextledger.history._estimate import MEDIA_TOKENS
+from contextledger.policy._tokens import (
     MAX_OVERHEAD,
     MAX_RATE,
     MIN_RATE,
@@ -29,8 +29,8 @@ from contextledger.policy.tokens import (
     measure_messages,
     measure_part,
 )
-from contextledger.testing.strategies import session_events
-from contextledger.vocabulary.messages import (
+from contextledger.testing._strategies import session_events
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -289,7 +289,7 @@ def test_tiktoken_counter_over_a_given_encoding_counts_every_content() -> None:
 
 def test_the_config_names_the_counter() -> None:
     from contextledger.config import Config
-    from contextledger.policy.tokens import CalibratedCounter, EstimateCounter, counter_for
+    from contextledger.policy._tokens import CalibratedCounter, EstimateCounter, counter_for
 
     assert isinstance(counter_for(Config().tokens), EstimateCounter)
     calibrated = Config.from_dict({"tokens": {"counter": "calibrated"}}).tokens
@@ -299,8 +299,8 @@ def test_the_config_names_the_counter() -> None:
 def test_a_session_calibrates_from_its_usage_reports() -> None:
     from contextledger.events import ModelRef, RecordedEvent, Usage, UsageReported
     from contextledger.history import History
-    from contextledger.policy.tokens import calibrate, calibration_from_usage
-    from contextledger.testing.builder import SessionBuilder
+    from contextledger.policy._tokens import calibrate, calibration_from_usage
+    from contextledger.testing._builder import SessionBuilder
 
     model = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4")
     other = ModelRef(provider_id="openai", model_id="gpt-5")

@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.policy.transcript``: the head transcript (pi's
+"""Specification of ``contextledger.policy._transcript``: the head transcript (pi's
 ``serializeConversation``, mimo-pi.md §8-§9), the summarizer's prompts, the messages written
 after a compaction (opencode-kilo.md §5.5) and MiMo Code's summary wrapper and file manifest
 (mimo-pi.md §2)."""
@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from contextledger.events import RecordedEvent
-from contextledger.events.catalogue import FileRange
-from contextledger.events.parts import FilePart, MessageError
+from contextledger.events._catalogue import FileRange
+from contextledger.events._parts import FilePart, MessageError
 from contextledger.history import History, Message
-from contextledger.history.view import CLEARED_OUTPUT, INTERRUPTED_OUTPUT
-from contextledger.policy.templates import CONTINUATION
-from contextledger.policy.transcript import (
+from contextledger.history._view import CLEARED_OUTPUT, INTERRUPTED_OUTPUT
+from contextledger.policy._templates import CONTINUATION
+from contextledger.policy._transcript import (
     CONTINUE_TEXT,
     MANIFEST_INTRO,
     OVERFLOW_CONTEXT_NOTICE,
@@ -35,7 +35,7 @@ from contextledger.policy.transcript import (
     unwrap_summary,
     wrap_summary,
 )
-from contextledger.testing.builder import SessionBuilder
+from contextledger.testing._builder import SessionBuilder
 
 
 def _messages(b: SessionBuilder) -> list[Message]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextledger.prices.multipliers import (
+from contextledger.prices._multipliers import (
     DEFAULT_PRICE,
     FAMILY_DEFAULTS,
     PROVIDER_FAMILIES,
@@ -12,7 +12,7 @@ from contextledger.prices.multipliers import (
     from_table,
     price_for,
 )
-from contextledger.prices.tables import FAMILIES, load_prices
+from contextledger.prices._tables import FAMILIES, load_prices
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,12 @@ longer lifetime must come first), the first system block and the last two messag
 
 from __future__ import annotations
 
-from contextledger.events.catalogue import RecordedEvent
-from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.history.projection import History
-from contextledger.history.view import ViewOptions, model_view
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.requests import CacheMark, Request
+from contextledger.events._catalogue import RecordedEvent
+from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.history._projection import History
+from contextledger.history._view import ViewOptions, model_view
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._requests import CacheMark, Request
 
 SYSTEM = (
     "You are a careful software engineer.",

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from contextledger.events.parts import ModelRef
-from contextledger.providers.base import WireFormat
+from contextledger.events._parts import ModelRef
+from contextledger.providers._base import WireFormat
 from tests.providers.fixtures import golden_request
 
 GOLDEN = Path(__file__).parent / "golden"

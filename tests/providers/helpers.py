@@ -8,10 +8,10 @@ from typing import Any
 
 import msgspec
 
-from contextledger.events.parts import ModelRef
-from contextledger.providers.base import WireFormat
-from contextledger.vocabulary.messages import ModelContent, ModelMessage, ModelRole, ModelText
-from contextledger.vocabulary.requests import CacheMark, Request
+from contextledger.events._parts import ModelRef
+from contextledger.providers._base import WireFormat
+from contextledger.vocabulary._messages import ModelContent, ModelMessage, ModelRole, ModelText
+from contextledger.vocabulary._requests import CacheMark, Request
 from tests.providers.fixtures import golden_request
 
 #: The ``cache_control`` of a mark without a lifetime.

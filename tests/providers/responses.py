@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from contextledger.events.parts import ModelRef, Usage
+from contextledger.events._parts import ModelRef, Usage
 from tests.providers.loopback import Reply
 
 

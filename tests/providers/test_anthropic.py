@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from contextledger.events.parts import ModelRef
-from contextledger.providers.anthropic import AnthropicMessages
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.vocabulary.messages import ModelReasoning, ModelText
+from contextledger.events._parts import ModelRef
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.vocabulary._messages import ModelReasoning, ModelText
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import body_of, items_of, view_message

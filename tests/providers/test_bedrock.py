@@ -6,10 +6,10 @@ from typing import Any
 
 import msgspec
 
-from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.providers.bedrock import BedrockConverse, document_name
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.vocabulary.messages import (
+from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.providers._bedrock import BedrockConverse, document_name
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,
@@ -17,7 +17,7 @@ from contextledger.vocabulary.messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.requests import CacheMark
+from contextledger.vocabulary._requests import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -5,10 +5,10 @@ from itertools import pairwise
 
 import msgspec
 
-from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.gemini import GeminiGenerateContent, gemini_schema
-from contextledger.vocabulary.messages import (
+from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers._gemini import GeminiGenerateContent, gemini_schema
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,

@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.providers.http``: the client posts the encoded bytes over
+"""Specification of ``contextledger.providers._http``: the client posts the encoded bytes over
 a real socket, decodes usage, retries what a retry can fix (after the backoff or the server's
 ``Retry-After``), raises what it cannot at once, and never logs or raises the API key."""
 
@@ -20,16 +20,16 @@ import trio
 from structlog.testing import capture_logs
 
 from contextledger.logging import configure_logging, redact_secrets
-from contextledger.providers.anthropic import AnthropicMessages
-from contextledger.providers.errors import (
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.providers._errors import (
     ContextOverflowError,
     ProviderAuthError,
     ProviderError,
     ProviderTransportError,
 )
-from contextledger.providers.http import ProviderClient, RetryPolicy, retry_after
-from contextledger.providers.registry import WIRE_FORMATS
-from contextledger.vocabulary.requests import Request
+from contextledger.providers._http import ProviderClient, RetryPolicy, retry_after
+from contextledger.providers._registry import WIRE_FORMATS
+from contextledger.vocabulary._requests import Request
 from tests.providers.fixtures import golden_request
 from tests.providers.loopback import Loopback, Reply, closed_port
 from tests.providers.responses import ANSWERS, ProviderAnswers, body

@@ -5,11 +5,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from contextledger.events.parts import ModelRef, ToolSchema
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openai_chat import OpenAIChat
-from contextledger.providers.registry import wire_format
-from contextledger.vocabulary.messages import (
+from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers._openai_chat import OpenAIChat
+from contextledger.providers._registry import wire_format
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,

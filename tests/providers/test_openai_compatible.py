@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import msgspec
 
-from contextledger.events.parts import ModelRef
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openai_compatible import OpenAICompatible
-from contextledger.providers.registry import wire_format
-from contextledger.vocabulary.requests import CacheMark
+from contextledger.events._parts import ModelRef
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers._openai_compatible import OpenAICompatible
+from contextledger.providers._registry import wire_format
+from contextledger.vocabulary._requests import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import msgspec
 
-from contextledger.events.parts import ModelRef
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openai_responses import OpenAIResponses
-from contextledger.providers.registry import wire_format
-from contextledger.vocabulary.messages import (
+from contextledger.events._parts import ModelRef
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers._openai_responses import OpenAIResponses
+from contextledger.providers._registry import wire_format
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,

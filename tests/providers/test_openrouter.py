@@ -2,18 +2,18 @@ from __future__ import annotations
 
 import msgspec
 
-from contextledger.events.parts import ModelRef
-from contextledger.providers.errors import ContextOverflowError, ProviderAuthError, ProviderError
-from contextledger.providers.openrouter import OpenRouter
-from contextledger.providers.registry import wire_format
-from contextledger.vocabulary.messages import (
+from contextledger.events._parts import ModelRef
+from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
+from contextledger.providers._openrouter import OpenRouter
+from contextledger.providers._registry import wire_format
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelText,
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary.requests import CacheMark
+from contextledger.vocabulary._requests import CacheMark
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import (

@@ -13,17 +13,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from contextledger.events import Event, InvalidEvent, ModelRef, RecordedEvent
-from contextledger.events.parts import ToolSchema
+from contextledger.events._parts import ToolSchema
 from contextledger.history import History, validate_events
-from contextledger.history.live_view import LiveView
-from contextledger.history.validation import SessionIndex
-from contextledger.history.view import ViewOptions
-from contextledger.policy.cache import place_marks
+from contextledger.history._live_view import LiveView
+from contextledger.history._validation import SessionIndex
+from contextledger.history._view import ViewOptions
+from contextledger.policy._cache import place_marks
 from contextledger.providers import WIRE_FORMATS
-from contextledger.providers.base import EncodedRequest, WireFormat
+from contextledger.providers._base import EncodedRequest, WireFormat
 from contextledger.testing import appends_only, session_events
-from contextledger.vocabulary.messages import ModelMessage
-from contextledger.vocabulary.requests import CacheMark, CachePolicy, Request
+from contextledger.vocabulary._messages import ModelMessage
+from contextledger.vocabulary._requests import CacheMark, CachePolicy, Request
 
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contextledger.events.parts import Usage
+from contextledger.events._parts import Usage
 from contextledger.providers import WIRE_FORMATS, wire_format
 
 #: (uncached input, cache read, cache write, visible output, reasoning)

@@ -20,20 +20,20 @@ from contextledger.events import (
     RequestSent,
     ToolOutputCleared,
 )
-from contextledger.events.parts import StepStartPart, ToolSchema
+from contextledger.events._parts import StepStartPart, ToolSchema
 from contextledger.history import History
 from contextledger.ledger import SessionLog
-from contextledger.policy.transform import StrategyError, TransformContext
-from contextledger.providers.anthropic import AnthropicMessages
-from contextledger.providers.openai_chat import OpenAIChat
-from contextledger.request.builder import RequestBuilder, RequestInputs
-from contextledger.request.context import MAX_STEPS_PROMPT
-from contextledger.request.instructions import InstructionFile
-from contextledger.request.prepare import prepare_request, usage_event
-from contextledger.request.system import SystemSegments
-from contextledger.store.memory import MemoryStore
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
+from contextledger.policy._transform import StrategyError, TransformContext
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.providers._openai_chat import OpenAIChat
+from contextledger.request._builder import RequestBuilder, RequestInputs
+from contextledger.request._context import MAX_STEPS_PROMPT
+from contextledger.request._instructions import InstructionFile
+from contextledger.request._prepare import prepare_request, usage_event
+from contextledger.request._system import SystemSegments
+from contextledger.store._memory import MemoryStore
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
 
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 SEGMENTS = SystemSegments(identity="You are an engineer.", prompt="Be brief.", environment="<env/>")
@@ -305,7 +305,7 @@ async def test_a_request_still_over_the_limit_is_sent_with_a_warning() -> None:
 
 
 def test_usage_event_carries_the_model_and_the_request_size() -> None:
-    from contextledger.events.parts import Usage
+    from contextledger.events._parts import Usage
 
     b = SessionBuilder("ses_test", model=MODEL)
     _, assistant = _turn(b)

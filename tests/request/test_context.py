@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextledger.request.context import (
+from contextledger.request._context import (
     CODE_SWITCH_REMINDER,
     MAX_STEPS_PROMPT,
     MID_TURN_TEMPLATE,
@@ -22,7 +22,7 @@ from contextledger.request.context import (
     mode_reminders,
     wrap_mid_turn,
 )
-from contextledger.vocabulary.messages import ModelText
+from contextledger.vocabulary._messages import ModelText
 
 PROPERTY = settings(max_examples=200, deadline=None)
 PLAN_PATH = ".plans/feature.md"

@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.request.instructions``: which instruction files are found,
+"""Specification of ``contextledger.request._instructions``: which instruction files are found,
 how they are read and rendered, and that nothing outside the worktree is ever read."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from contextledger.request.instructions import (
+from contextledger.request._instructions import (
     InstructionFile,
     InstructionPathError,
     configured_instructions,

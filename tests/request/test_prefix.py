@@ -1,4 +1,4 @@
-"""Specification of ``contextledger.request.prefix``: the pinned system text and tool table.
+"""Specification of ``contextledger.request._prefix``: the pinned system text and tool table.
 
 Adapted from MiMo's ``prefix-snapshot.ts`` (mimo-pi.md §4 and the ``prefix-snapshot.test.ts``
 lines of §6): the profile key is SHA-256 of sorted-key JSON; the first request pins, an
@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextledger.events.catalogue import PrefixPinned, PrefixProfile, PrefixRotated
-from contextledger.events.parts import ToolSchema
-from contextledger.history.projection import PinnedPrefix
-from contextledger.request.prefix import (
+from contextledger.events._catalogue import PrefixPinned, PrefixProfile, PrefixRotated
+from contextledger.events._parts import ToolSchema
+from contextledger.history._projection import PinnedPrefix
+from contextledger.request._prefix import (
     PrefixDecision,
     arrange_tools,
     decide_prefix,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextledger.events.parts import ModelRef
-from contextledger.request.system import (
+from contextledger.events._parts import ModelRef
+from contextledger.request._system import (
     FAMILIES,
     IDENTITY,
     Family,

@@ -13,18 +13,18 @@ from contextledger.events import (
     PartAdded,
     RecordedEvent,
 )
-from contextledger.events.parts import FilePart, TextPart
+from contextledger.events._parts import FilePart, TextPart
 from contextledger.history import History, validate_events
-from contextledger.history.validation import SessionIndex
-from contextledger.history.view import ViewOptions, model_view
-from contextledger.request.context import CODE_SWITCH_REMINDER, PLAN_REMINDER, EditorState
-from contextledger.request.instructions import InstructionPathError
-from contextledger.request.turn import (
+from contextledger.history._validation import SessionIndex
+from contextledger.history._view import ViewOptions, model_view
+from contextledger.request._context import CODE_SWITCH_REMINDER, PLAN_REMINDER, EditorState
+from contextledger.request._instructions import InstructionPathError
+from contextledger.request._turn import (
     directory_rule_events,
     interrupts_turn,
     user_message_events,
 )
-from contextledger.testing.builder import SessionBuilder
+from contextledger.testing._builder import SessionBuilder
 
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 EDITOR = EditorState(time="2026-11-30T10:00:00+00:00", cwd="/repo", active_file="src/a.py")

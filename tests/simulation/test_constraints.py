@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from contextledger.cachesim import sim_request
-from contextledger.events.parts import ModelRef
+from contextledger.events._parts import ModelRef
 from contextledger.simulation import simulate_trace, trace_result
-from contextledger.simulation.replay import over_window
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.vocabulary.messages import ModelMessage, ModelText
-from contextledger.vocabulary.requests import Request
+from contextledger.simulation._replay import over_window
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._requests import Request
 
 EVENTS = synthetic_session("ses_limits", seed=7, turns=8)
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")

@@ -11,8 +11,8 @@ import pytest
 
 from contextledger.actors import Runtime
 from contextledger.config import Config
-from contextledger.events.catalogue import Event
-from contextledger.importers.detect import import_trace
+from contextledger.events._catalogue import Event
+from contextledger.importers._detect import import_trace
 from contextledger.simulation import (
     ReplayClock,
     ReplayedCall,
@@ -25,7 +25,7 @@ from contextledger.simulation import (
     strategy_steps,
     trace_result,
 )
-from contextledger.store.memory import MemoryStore
+from contextledger.store._memory import MemoryStore
 from contextledger.strategies import strategy
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "claude-code-jsonl"

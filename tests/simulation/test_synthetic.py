@@ -23,7 +23,7 @@ from contextledger.events import (
 )
 from contextledger.history import SessionIndex, validate_events
 from contextledger.ledger import SessionLog
-from contextledger.simulation.synthetic import (
+from contextledger.simulation._synthetic import (
     ASSISTANT_TEXT_CHARS,
     QUANTILES,
     TOOLS,

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from contextledger.events.catalogue import Event, MemoryPinned, MessageAdded, RecordedEvent
-from contextledger.history.projection import History
-from contextledger.history.validation import validate_events
-from contextledger.history.view import model_view
-from contextledger.importers.detect import import_trace
+from contextledger.events._catalogue import Event, MemoryPinned, MessageAdded, RecordedEvent
+from contextledger.history._projection import History
+from contextledger.history._validation import validate_events
+from contextledger.history._view import model_view
+from contextledger.importers._detect import import_trace
 from contextledger.ledger import SessionLog
-from contextledger.providers.anthropic import AnthropicMessages
+from contextledger.providers._anthropic import AnthropicMessages
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
     MANAGEMENT_EVENTS,
@@ -27,12 +27,12 @@ from contextledger.simulation import (
     sized_model,
     strategy_steps,
 )
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.simulation.viewdiff import turn_views
-from contextledger.store.memory import MemoryStore
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.simulation._viewdiff import turn_views
+from contextledger.store._memory import MemoryStore
 from contextledger.strategies import StrategyError, strategy
 from contextledger.testing import check_history, check_tool_pairs
-from contextledger.testing.strategies import session_events
+from contextledger.testing._strategies import session_events
 
 EVENTS = synthetic_session("ses_sim", seed=7, turns=2)
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextledger.events.catalogue import Event, MessageAdded
+from contextledger.events._catalogue import Event, MessageAdded
 from contextledger.simulation import recorded_turns, strategy_steps
-from contextledger.simulation.synthetic import synthetic_session
-from contextledger.simulation.viewdiff import (
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.simulation._viewdiff import (
     DiffLine,
     Elided,
     collapse,
@@ -23,7 +23,7 @@ from contextledger.simulation.viewdiff import (
     view_lines,
 )
 from contextledger.strategies import TRUNCATED_MARKER, estimate_view_tokens, strategy
-from contextledger.vocabulary.messages import (
+from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
     ModelReasoning,

@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-import contextledger.store.sqlite as sqlite_module
+import contextledger.store._sqlite as sqlite_module
 from contextledger.events import (
     EventBase,
     EventCodec,
@@ -41,7 +41,7 @@ from contextledger.store import (
     StoreReadOnlyError,
     StoreSchemaError,
 )
-from contextledger.store.sqlite import INLINE_COMMIT_BYTES, file_is_read_only, store_error
+from contextledger.store._sqlite import INLINE_COMMIT_BYTES, file_is_read_only, store_error
 
 #: Generous: a test that needs it has hung, it is not slow.
 TIMEOUT = 10

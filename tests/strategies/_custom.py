@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextledger.strategies import TransformContext
-from contextledger.vocabulary.messages import ModelMessage
+from contextledger.vocabulary._messages import ModelMessage
 
 NOT_CALLABLE = 42
 

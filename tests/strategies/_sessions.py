@@ -6,14 +6,14 @@ from collections.abc import Callable, Sequence
 from itertools import count
 
 from contextledger.events import Event, ModelRef, RecordedEvent
-from contextledger.events.parts import Usage
-from contextledger.history.projection import History
-from contextledger.history.view import model_view
+from contextledger.events._parts import Usage
+from contextledger.history._projection import History
+from contextledger.history._view import model_view
 from contextledger.ledger import SessionLog
-from contextledger.store.memory import MemoryStore
-from contextledger.testing.builder import DEFAULT_START_MS, SessionBuilder
-from contextledger.vocabulary.messages import ModelMessage, ModelToolResult
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.store._memory import MemoryStore
+from contextledger.testing._builder import DEFAULT_START_MS, SessionBuilder
+from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
+from contextledger.vocabulary._models import Model, ModelLimits
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 MODEL = Model(

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextledger.events import Event
-from contextledger.history.view import model_view
+from contextledger.history._view import model_view
 from contextledger.strategies import (
     PLACEHOLDER,
     Transform,
@@ -21,7 +21,7 @@ from contextledger.strategies import (
     truncate,
 )
 from contextledger.testing import check_tool_pairs, session_events
-from contextledger.vocabulary.messages import ModelMessage, ModelText, ModelToolCall
+from contextledger.vocabulary._messages import ModelMessage, ModelText, ModelToolCall
 from tests.strategies._sessions import history, results, session, view_of
 
 CONTEXT = TransformContext(usable_tokens=100_000, turn=3)

@@ -9,7 +9,7 @@ import msgspec
 
 from contextledger.config import Config, PruneConfig
 from contextledger.events import Event
-from contextledger.events.catalogue import (
+from contextledger.events._catalogue import (
     CompactionCompleted,
     PrefixAdvanced,
     PrefixPinned,
@@ -18,13 +18,13 @@ from contextledger.events.catalogue import (
     ToolOutputCleared,
     ToolOutputTrimmed,
 )
-from contextledger.events.parts import ModelRef, Usage
-from contextledger.history.view import COMPACTION_PROMPT, model_view
+from contextledger.events._parts import ModelRef, Usage
+from contextledger.history._view import COMPACTION_PROMPT, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy.overflow import usable
-from contextledger.providers.anthropic import AnthropicMessages
-from contextledger.request.builder import RequestInputs
-from contextledger.request.system import SystemSegments
+from contextledger.policy._overflow import usable
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.request._builder import RequestInputs
+from contextledger.request._system import SystemSegments
 from contextledger.simulation import LocalSession
 from contextledger.strategies import (
     CompactAt,
@@ -38,7 +38,7 @@ from contextledger.strategies import (
     strategy_view,
 )
 from contextledger.testing import check_history, check_tool_pairs
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 from tests.strategies._sessions import MODEL, clock, log_of, results, session
 
 #: Prune settings that make the few small outputs of a test session candidates.

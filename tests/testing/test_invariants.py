@@ -9,8 +9,8 @@ import pytest
 
 from contextledger.events import RecordedEvent
 from contextledger.history import History
-from contextledger.history.live_view import LiveView
-from contextledger.history.view import ViewOptions, model_view
+from contextledger.history._live_view import LiveView
+from contextledger.history._view import ViewOptions, model_view
 from contextledger.testing import (
     InvariantViolation,
     check_live_view_matches,
@@ -19,9 +19,9 @@ from contextledger.testing import (
     check_tool_pairs,
     check_view_deterministic,
 )
-from contextledger.testing import invariants as invariants_module
-from contextledger.testing.builder import SessionBuilder
-from contextledger.vocabulary.messages import (
+from contextledger.testing import _invariants as invariants_module
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary._messages import (
     ModelMessage,
     ModelText,
     ModelToolCall,

@@ -12,7 +12,7 @@ from contextledger.events import (
     RecordedEvent,
 )
 from contextledger.history import History
-from contextledger.history.view import ViewOptions, model_view
+from contextledger.history._view import ViewOptions, model_view
 from contextledger.testing import (
     check_live_view_matches,
     check_tool_pairs,

@@ -13,12 +13,12 @@ faults on demand, and records every request it receives.
 See ``docs/testing.md`` ("A provider on loopback").
 """
 
-from contextledger.testing.loopback.core import DEFAULT_MODELS, Exchange, LoopbackCore, Reaction
-from contextledger.testing.loopback.dialect import ApiError, ToolUse
-from contextledger.testing.loopback.faults import Fault, FaultKind
-from contextledger.testing.loopback.reading import ModelStep, read_step
-from contextledger.testing.loopback.script import Reply, Script, ToolCall, tool_loop
-from contextledger.testing.loopback.server import LoopbackProvider, LoopbackServerError
+from contextledger.testing.loopback._core import DEFAULT_MODELS, Exchange, LoopbackCore, Reaction
+from contextledger.testing.loopback._dialect import ApiError, ToolUse
+from contextledger.testing.loopback._faults import Fault, FaultKind
+from contextledger.testing.loopback._reading import ModelStep, read_step
+from contextledger.testing.loopback._script import Reply, Script, ToolCall, tool_loop
+from contextledger.testing.loopback._server import LoopbackProvider, LoopbackServerError
 
 __all__ = [
     "DEFAULT_MODELS",

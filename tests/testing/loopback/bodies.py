@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from contextledger.testing.loopback import LoopbackCore, Reaction
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 
 ANTHROPIC_HEADERS = {
     "content-type": "application/json",

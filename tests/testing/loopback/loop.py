@@ -10,7 +10,7 @@ import msgspec
 
 from contextledger.actors import SessionHandle
 from contextledger.providers import ProviderClient, ProviderResponse
-from contextledger.request.builder import BuiltRequest, RequestInputs
+from contextledger.request._builder import BuiltRequest, RequestInputs
 from contextledger.testing.loopback import LoopbackProvider, ModelStep, read_step
 
 

@@ -18,14 +18,14 @@ from contextledger.cachesim import (
     blocks_from_request,
     simulate,
 )
-from contextledger.events.parts import ModelRef, ToolSchema, Usage
-from contextledger.prices.tables import price_for
+from contextledger.events._parts import ModelRef, ToolSchema, Usage
+from contextledger.prices._tables import price_for
 from contextledger.providers import ProviderClient, RetryPolicy, wire_format
-from contextledger.request.builder import RequestInputs
-from contextledger.request.system import SystemSegments
-from contextledger.store.memory import MemoryStore
+from contextledger.request._builder import RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.store._memory import MemoryStore
 from contextledger.testing.loopback import LoopbackCore, LoopbackProvider, tool_loop
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._models import Model, ModelLimits
 from tests.testing.loopback.bodies import MODELS, anthropic, chat, post, user
 from tests.testing.loopback.loop import FakeClock, run_tool_loop
 

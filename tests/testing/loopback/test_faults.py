@@ -10,7 +10,7 @@ import httpx
 import pytest
 import trio
 
-from contextledger.events.parts import ModelRef
+from contextledger.events._parts import ModelRef
 from contextledger.providers import (
     ContextOverflowError,
     ProviderClient,
@@ -20,8 +20,8 @@ from contextledger.providers import (
     wire_format,
 )
 from contextledger.testing.loopback import Fault, LoopbackCore, LoopbackProvider, tool_loop
-from contextledger.vocabulary.messages import ModelMessage, ModelText
-from contextledger.vocabulary.requests import Request
+from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._requests import Request
 from tests.testing.loopback.bodies import GPT, MODELS, SONNET, anthropic, post
 
 WIRES = ["anthropic", "openai-chat"]

@@ -10,15 +10,15 @@ from itertools import count
 import pytest
 
 from contextledger.actors import Runtime, SessionHandle, embed_in_asyncio
-from contextledger.events.parts import ModelRef, ToolSchema
+from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.providers import ProviderClient, ProviderResponse, RetryPolicy, wire_format
-from contextledger.request.builder import BuiltRequest, RequestInputs
-from contextledger.request.system import SystemSegments
-from contextledger.store.memory import MemoryStore
+from contextledger.request._builder import BuiltRequest, RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.store._memory import MemoryStore
 from contextledger.testing import check_tool_pairs
 from contextledger.testing.loopback import Fault, LoopbackProvider, ModelStep, tool_loop
-from contextledger.vocabulary.messages import ModelToolResult
-from contextledger.vocabulary.models import Model, ModelLimits
+from contextledger.vocabulary._messages import ModelToolResult
+from contextledger.vocabulary._models import Model, ModelLimits
 from tests.testing.loopback.loop import record_step, run_tool_loop
 
 STEPS = 4

@@ -12,12 +12,12 @@ import msgspec
 import pytest
 import trio
 
-from contextledger.events.parts import ModelRef, ToolSchema
+from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.providers import ProviderClient, RetryPolicy, wire_format
 from contextledger.testing.loopback import Fault, LoopbackProvider, Script, read_step, tool_loop
-from contextledger.vocabulary.messages import ModelMessage, ModelText
-from contextledger.vocabulary.models import Model, ModelLimits
-from contextledger.vocabulary.requests import Request
+from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._models import Model, ModelLimits
+from contextledger.vocabulary._requests import Request
 from tests.testing.loopback.bodies import ANTHROPIC_HEADERS, MODELS, anthropic
 from tests.testing.loopback.conftest import loopback_threads
 

@@ -1,0 +1,238 @@
+"""``SessionApi``: what every session offers an agent, whichever shell runs it.
+
+The recording half (what the user and the model did) is implemented here once, on top of two
+hooks: where a recording command goes (``_record``) and what runs when a turn ends
+(``_turn_ended``: the after-turn prune). ``build_request``, ``compact`` and ``history`` are
+the shell's own. The runtime's ``SessionHandle`` (commands through the ``Session`` actor) and
+the simulation's ``LocalSession`` (in-process) are the two shells.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from contextledger.compaction._compactor import CompactionExhausted, CompactionResult
+from contextledger.events._catalogue import MAIN_AGENT
+from contextledger.events._parts import CompactionTrigger, MessageError, Usage
+from contextledger.history._projection import History
+from contextledger.policy._decisions import after_compaction
+from contextledger.policy._prune import Plan
+from contextledger.providers._errors import ProviderError
+from contextledger.request._builder import BuiltRequest, RequestInputs
+from contextledger.request._context import EditorState
+from contextledger.request._instructions import InstructionFile
+from contextledger.request._recording import (
+    AddText,
+    AddUser,
+    AssistantStep,
+    CallTool,
+    Finish,
+    InvalidCommand,
+    RecordingCommand,
+    StartAssistant,
+    StartStep,
+    ToolResult,
+    as_tuple,
+    checked,
+)
+
+
+class SessionApi(ABC):
+    """What every session offers (see the module docstring)."""
+
+    @abstractmethod
+    async def _record(self, command: RecordingCommand) -> Any:
+        """Record ``command``; its reply."""
+
+    @abstractmethod
+    async def _turn_ended(self, agent_id: str) -> list[Plan]:
+        """Run the after-turn prune of ``agent_id``'s slice; the plans carried out."""
+
+    @abstractmethod
+    async def build_request(
+        self,
+        inputs: RequestInputs,
+        *,
+        memory: str | None = None,
+        instructions: Sequence[InstructionFile] = (),
+        agent_id: str = MAIN_AGENT,
+    ) -> BuiltRequest:
+        """The next request, after whatever compaction the session decides on first."""
+
+    @abstractmethod
+    async def history(self) -> History:
+        """The projection, once every command sent before is applied (read it only)."""
+
+    @abstractmethod
+    async def compact(
+        self, *, trigger: CompactionTrigger = "manual", agent_id: str = MAIN_AGENT
+    ) -> CompactionResult:
+        """Compact the agent's slice now."""
+
+    async def record_error(
+        self, message_id: str, error: ProviderError, *, agent_id: str = MAIN_AGENT
+    ) -> CompactionResult | None:
+        """A model call failed: the assistant message ends with the error. A context
+        overflow is answered with a compaction that replays the request; when that
+        compaction is refused because the turn has used its attempts
+        (``compaction.max_attempts``), ``CompactionExhausted`` is raised, so the same
+        over-window request is not sent again. Raises ``InvalidCommand`` (nothing written)
+        when ``error`` is not a ``ProviderError``."""
+        if not isinstance(error, ProviderError):
+            reason = f"expected a ProviderError, got {type(error).__name__}"
+            raise InvalidCommand("record_error", "error", reason)
+        await self._record(
+            Finish(message_id=message_id, finish="error", error=error.error, agent_id=agent_id)
+        )
+        if error.error.name != "ContextOverflowError":
+            return None
+        result = await self.compact(trigger="overflow", agent_id=agent_id)
+        if after_compaction("overflow", result.outcome, result.detail) == "exhausted":
+            raise CompactionExhausted(result.detail)
+        return result
+
+    async def add_user(
+        self,
+        text: str,
+        *,
+        agent: str = "build",
+        agent_id: str = MAIN_AGENT,
+        files: Sequence[tuple[str, str, str | None]] = (),
+        editor: EditorState | None = None,
+        plan_path: str | None = None,
+        plan_exists: bool = False,
+    ) -> str:
+        """Record a user message; return its id."""
+        command = AddUser(
+            text=text,
+            agent=agent,
+            agent_id=agent_id,
+            files=as_tuple(files),
+            editor=editor,
+            plan_path=plan_path,
+            plan_exists=plan_exists,
+        )
+        message_id: str = await self._record(command)
+        return message_id
+
+    async def start_assistant(
+        self, parent_id: str, *, agent: str = "build", agent_id: str = MAIN_AGENT
+    ) -> str:
+        """Open an assistant message answering ``parent_id`` (streamed recording)."""
+        message_id: str = await self._record(
+            StartAssistant(parent_id=parent_id, agent=agent, agent_id=agent_id)
+        )
+        return message_id
+
+    async def start_step(self, message_id: str, *, agent_id: str = MAIN_AGENT) -> str:
+        """A further model step of an assistant message."""
+        part_id: str = await self._record(StartStep(message_id=message_id, agent_id=agent_id))
+        return part_id
+
+    async def add_text(
+        self,
+        message_id: str,
+        text: str,
+        *,
+        reasoning: bool = False,
+        metadata: dict[str, Any] | None = None,
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """Text or reasoning the model wrote."""
+        command = AddText(
+            message_id=message_id,
+            text=text,
+            reasoning=reasoning,
+            metadata={} if metadata is None else metadata,
+            agent_id=agent_id,
+        )
+        part_id: str = await self._record(command)
+        return part_id
+
+    async def call_tool(
+        self,
+        message_id: str,
+        tool: str,
+        tool_input: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """A tool call the model made; return its part id."""
+        command = CallTool(
+            message_id=message_id,
+            tool=tool,
+            input={} if tool_input is None else tool_input,
+            call_id=call_id,
+            agent_id=agent_id,
+        )
+        part_id: str = await self._record(command)
+        return part_id
+
+    async def record_tool_result(
+        self, part_id: str, output: str, *, error: bool = False, agent_id: str = MAIN_AGENT
+    ) -> None:
+        """The result (or, with ``error``, the error) of a tool call."""
+        await self._record(
+            ToolResult(part_id=part_id, output=output, error=error, agent_id=agent_id)
+        )
+
+    async def finish(
+        self,
+        message_id: str,
+        *,
+        finish: str = "stop",
+        usage: Usage | None = None,
+        error: MessageError | None = None,
+        agent_id: str = MAIN_AGENT,
+    ) -> list[Plan]:
+        """End an assistant message. When the turn is over (not ``tool-calls``, no error),
+        the after-turn prune runs; return what it did."""
+        await self._record(
+            Finish(
+                message_id=message_id, finish=finish, usage=usage, error=error, agent_id=agent_id
+            )
+        )
+        if finish == "tool-calls" or error is not None:
+            return []
+        return await self._turn_ended(agent_id)
+
+    async def record_assistant(
+        self,
+        parent_id: str,
+        *,
+        text: str = "",
+        tool_calls: Sequence[tuple[str, dict[str, Any], str]] = (),
+        usage: Usage | None = None,
+        agent: str = "build",
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """A whole assistant step: its text, its tool calls with their outputs
+        (``(tool, input, output)``), finished as ``tool-calls`` when it called any. Every
+        argument is type-checked before the first event is written (``InvalidCommand``)."""
+        step = checked(
+            AssistantStep(
+                parent_id=parent_id,
+                text=text,
+                tool_calls=as_tuple(tool_calls),
+                usage=usage,
+                agent=agent,
+                agent_id=agent_id,
+            )
+        )
+        agent_id = step.agent_id
+        message_id = await self.start_assistant(step.parent_id, agent=step.agent, agent_id=agent_id)
+        if step.text:
+            await self.add_text(message_id, step.text, agent_id=agent_id)
+        for tool, tool_input, output in step.tool_calls:
+            part_id = await self.call_tool(message_id, tool, tool_input, agent_id=agent_id)
+            await self.record_tool_result(part_id, output, agent_id=agent_id)
+        await self.finish(
+            message_id,
+            finish="tool-calls" if step.tool_calls else "stop",
+            usage=step.usage,
+            agent_id=agent_id,
+        )
+        return message_id

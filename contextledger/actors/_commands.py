@@ -1,0 +1,19 @@
+"""The typed commands a ``Session`` actor accepts besides the recording commands
+(``request.recording``). Each is answered by the reply its docstring names; a command that
+cannot apply (an unknown message, an invalid event) is answered by the error, raised in the
+caller, and nothing is written."""
+
+from __future__ import annotations
+
+from contextledger.events._catalogue import Event
+from contextledger.request._recording import Command
+
+
+class Append(Command, frozen=True):
+    """Append these events as one batch. Reply: the events as recorded (``RecordedEvent``)."""
+
+    events: tuple[Event, ...]
+
+
+class Seq(Command, frozen=True):
+    """Reply: the session's seq (every command before this one is applied)."""

@@ -1,0 +1,263 @@
+"""``import``, ``replay`` and ``simulate``: bring a transcript into a store, check that a
+stored session replays to what was recorded, and price context strategies on transcripts with
+the prompt-cache simulator."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from typing import Any, Final
+
+import msgspec
+
+from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
+from contextledger.config import Config
+from contextledger.events._catalogue import MessageAdded, PartAdded, RequestSent
+from contextledger.events._parts import ModelRef, ToolPart
+from contextledger.history._projection import History
+from contextledger.importers._detect import import_with_report
+from contextledger.importers._report import ImportReport
+from contextledger.ledger import SessionLog
+from contextledger.policy._cache import place_marks
+from contextledger.providers._registry import WIRE_FORMATS
+from contextledger.request._builder import RequestBuilder, RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.simulation import (
+    DEFAULT_STRATEGIES,
+    DEFAULT_WINDOW,
+    PROVIDERS,
+    Provider,
+    TraceResult,
+    simulate_paths_async,
+)
+from contextledger.store._sqlite import SQLiteStore
+from contextledger.strategies import StrategyError
+
+
+async def import_(args: argparse.Namespace) -> None:
+    """Import ``args.trace`` into ``args.db``: one session per run, each in one append; print
+    (or return with ``--json``) the sessions and the report of what was read, written and
+    left out."""
+    try:
+        result = import_with_report(args.trace, session_id=args.session)
+    except OSError as exc:
+        raise ValueError(f"cannot read {args.trace}: {exc}") from exc
+    sessions = [s for top in result.sessions for s in top.sessions()]
+    rows: list[dict[str, Any]] = []
+    async with SQLiteStore.open(args.db) as store:
+        for session in sessions:
+            log = await SessionLog.open(store, session.session_id)
+            if log.history.seq:
+                raise ValueError(f"session {session.session_id!r} is already in {args.db}")
+        for session in sessions:
+            log = await SessionLog.open(store, session.session_id)
+            await log.append(session.events)
+            rows.append(
+                {
+                    "session": session.session_id,
+                    "events": len(session.events),
+                    "messages": sum(isinstance(e, MessageAdded) for e in session.events),
+                    "tool_calls": sum(
+                        isinstance(e, PartAdded) and isinstance(e.part, ToolPart)
+                        for e in session.events
+                    ),
+                    "left_out": len(session.left_out),
+                }
+            )
+    if args.json:
+        emit_json({"sessions": rows, "report": msgspec.to_builtins(result.report)})
+        return
+    emit_table(rows, ["session", "events", "messages", "tool_calls", "left_out"])
+    for line in report_lines(result.report):
+        emit_text(line)
+
+
+#: How many line numbers of one left-out group the text report shows.
+LINES_SHOWN: Final = 8
+
+
+def report_lines(report: ImportReport) -> list[str]:
+    """An import report as text: the format, what was read and written, and what was left out,
+    one group per kind and reason with the lines it was found on."""
+    read = ", ".join(f"{n:,} {kind}" for kind, n in report.read.items())
+    written = ", ".join(
+        f"{n:,} {kind}" for kind, n in report.written.items() if not kind.startswith("event:")
+    )
+    lines = [
+        f"format: {report.format}",
+        f"read: {read or 'nothing'}",
+        f"wrote: {written or 'nothing'}",
+    ]
+    groups = report.left_out_by_reason()
+    if not groups:
+        lines.append("left out: nothing")
+        return lines
+    lines.append(f"left out: {len(report.left_out):,}")
+    for kind, reason, at in groups:
+        shown = ", ".join(str(n) for n in at[:LINES_SHOWN])
+        more = f", … (+{len(at) - LINES_SHOWN:,})" if len(at) > LINES_SHOWN else ""
+        lines.append(f"  {len(at):,} × {kind}: {reason} (line {shown}{more})")
+    return lines
+
+
+def _prefix_hashes(
+    history: History, sent: RequestSent, builders: dict[str, RequestBuilder], config: Config
+) -> set[str]:
+    """The prefix hashes of the request ``history`` implies for ``sent``'s model with the
+    pinned prefix, in every wire format."""
+    pin = history.state.prefix
+    if pin is None:
+        return set()
+    ref = ModelRef(provider_id=sent.provider_id, model_id=sent.model_id)
+    inputs = RequestInputs(
+        model=ref,
+        segments=SystemSegments(prompt="", environment=""),
+        agent=pin.profile.agent,
+        system_mode=pin.profile.system_mode,
+        tools=pin.tool_table,
+        permissions=pin.profile.permissions,
+    )
+    hashes: set[str] = set()
+    for name, builder in builders.items():
+        request = builder.build(history, inputs).request
+        wire = builder.wire
+        marks = place_marks(
+            config.request.cache_policy(),
+            tools=len(pin.tool_table) if "tool" in wire.markable else 0,
+            system_blocks=len(pin.profile.system) if "system" in wire.markable else 0,
+            messages=request.messages if "message" in wire.markable else (),
+            limit=wire.max_marks,
+        )
+        request = msgspec.structs.replace(
+            request,
+            system=pin.profile.system,
+            tools=pin.tool_table,
+            marks=marks if wire.max_marks else (),
+        )
+        encoded = builders[name].wire.encode(request)
+        hashes.add(hashlib.sha256(encoded.prefix_before_last_message()).hexdigest())
+    return hashes
+
+
+async def replay(args: argparse.Namespace) -> None:
+    """Check that ``args.session`` replays to its stored projection and recorded requests;
+    raises ``ValueError`` (exit 1) on a mismatch, after printing the result."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        loaded = await SessionLog.open(store, args.session)
+        if loaded.history.seq == 0:
+            raise ValueError(f"no session {args.session!r} in {args.db}")
+        recorded = await store.read(args.session, 1)
+    config = Config.load(args.config) if args.config is not None else Config()
+    rebuilt = History(args.session)
+    builders = {name: RequestBuilder(kind(), config) for name, kind in WIRE_FORMATS.items()}
+    requests = matched = 0
+    mismatched: list[int] = []
+    for event in recorded:
+        if isinstance(event.event, RequestSent):
+            requests += 1
+            if event.event.prefix_hash in _prefix_hashes(rebuilt, event.event, builders, config):
+                matched += 1
+            else:
+                mismatched.append(event.seq)
+        rebuilt.apply(event)
+    projection_ok = rebuilt.snapshot() == loaded.history.snapshot()
+    ok = projection_ok and not mismatched
+    result: dict[str, Any] = {
+        "session": args.session,
+        "events": len(recorded),
+        "projection_matches": projection_ok,
+        "requests": requests,
+        "prefix_hashes_matched": matched,
+        "mismatched_request_seqs": mismatched,
+        "ok": ok,
+    }
+    if args.json:
+        emit_json(result)
+    else:
+        emit_text(f"session {args.session}: {len(recorded):,} events")
+        emit_text(
+            f"projection from events {'equals' if projection_ok else 'DIFFERS FROM'} "
+            "the one loaded from the snapshot and tail"
+        )
+        if requests:
+            emit_text(f"requests: {matched:,} of {requests:,} prefix hashes reproduced")
+            if mismatched:
+                emit_text("not reproduced at seq " + ", ".join(str(s) for s in mismatched))
+        else:
+            emit_text("no requests recorded")
+    if not ok:
+        raise ValueError(f"session {args.session!r} does not replay to what was recorded")
+
+
+async def run_simulation(
+    args: argparse.Namespace, label: str
+) -> tuple[tuple[str, ...], tuple[Provider, ...], dict[str, dict[str, dict[str, TraceResult]]]]:
+    """The strategies and providers ``args`` name (``--strategy``, ``--provider``; the defaults
+    when absent) and ``args.paths`` simulated under them with ``args.window``, a progress bar
+    labelled ``label`` on a terminal. Raises ``ValueError`` for a window below 1, an unknown
+    strategy or a path that does not exist."""
+    window: int = args.window
+    if window < 1:
+        raise ValueError("--window must be positive")
+    strategies = tuple(args.strategy) if args.strategy else DEFAULT_STRATEGIES
+    providers = tuple(args.provider) if args.provider else PROVIDERS
+    try:
+        with Progress(label) as bar:
+            results = await simulate_paths_async(
+                args.paths,
+                strategies,
+                providers,
+                window,
+                on_progress=bar.update,
+                summarizer=args.summarizer,
+            )
+    except StrategyError as exc:
+        raise ValueError(str(exc)) from exc
+    if not results:
+        raise ValueError(
+            f"no transcript (.jsonl, .json, .traj) under {', '.join(map(str, args.paths))}"
+        )
+    return strategies, providers, results
+
+
+async def simulate(args: argparse.Namespace) -> None:
+    """Simulate ``args.paths`` under each strategy and provider; print the headline figures."""
+    _, _, results = await run_simulation(args, "simulate")
+    if args.json:
+        emit_json(
+            {
+                trace: {
+                    name: {provider: r.summary() for provider, r in by_provider.items()}
+                    for name, by_provider in by_strategy.items()
+                }
+                for trace, by_strategy in results.items()
+            }
+        )
+        return
+    rows = [
+        {"trace": trace, "strategy": name, "provider": provider, **r.summary()}
+        for trace, by_strategy in results.items()
+        for name, by_provider in by_strategy.items()
+        for provider, r in by_provider.items()
+    ]
+    emit_table(
+        rows,
+        [
+            "trace",
+            "strategy",
+            "provider",
+            "calls",
+            "peak_prompt",
+            "billed_input_cost",
+            "summary_cost",
+            "cost",
+            "lower_bound",
+            "cost_vs_lower_bound",
+            "compactions",
+            "over_window_calls",
+            "failed_at",
+        ],
+    )
+
+
+__all__ = ["DEFAULT_WINDOW", "import_", "replay", "run_simulation", "simulate"]

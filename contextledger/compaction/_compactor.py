@@ -1,0 +1,539 @@
+"""Running a compaction: the thin shell around the planner and a summarizer.
+
+``compact`` asks for a compaction (``CompactionRequested``) unless one is open, plans it
+(``policy.compaction.plan_compaction``), opens the summary message, has the summarizer write
+the summary (in chunks, a few at a time, when the head is too large for one call), and then
+either completes it in one batch (the summary text, its finish, ``CompactionCompleted``, and
+the placeholders for oversized results that arrived meanwhile) or rolls it back
+(``CompactionRolledBack``: the summary overflowed, was empty or repeated itself, the
+summarizer failed, or the turn has used its attempts). A completed compaction is followed by
+the post-compaction prune and, for an automatic one, the replayed request or the continue
+message. Whatever interrupts it (a cancellation included) rolls it back, so a compaction is
+never half visible: the view is exactly what it was before, or the compacted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Final, Literal
+
+import msgspec
+import structlog
+import trio
+
+from contextledger.compaction._summarizers import Summarizer, SummaryInput
+from contextledger.config import Config
+from contextledger.events._catalogue import (
+    MAIN_AGENT,
+    AssistantFinished,
+    CompactionCompleted,
+    CompactionRequested,
+    CompactionRolledBack,
+    Event,
+    MessageAdded,
+    PartAdded,
+    RollbackReason,
+    ToolOutputCleared,
+)
+from contextledger.events._ids import IdGenerator
+from contextledger.events._parts import CompactionTrigger, ModelRef, TextPart
+from contextledger.history._projection import History
+from contextledger.history._view import ViewOptions, model_view, view_messages
+from contextledger.ledger import EventLog
+from contextledger.logging import mask_secrets
+from contextledger.policy._cache import place_marks
+from contextledger.policy._compaction import (
+    CHUNK_OUTPUT_TOKENS,
+    EXHAUSTED_DETAIL,
+    CompactionPlan,
+    arrived_since,
+    arrived_tail,
+    plan_compaction,
+    rollback_reason,
+    text_tokens,
+)
+from contextledger.policy._decisions import CompactionReason, after_compaction, output_cap
+from contextledger.policy._overflow import usable
+from contextledger.policy._prune import plan_prune
+from contextledger.policy._templates import TEMPLATES
+from contextledger.policy._transcript import render_manifest, wrap_summary
+from contextledger.providers._errors import ContextOverflowError, ProviderError
+from contextledger.vocabulary._messages import ModelMessage
+from contextledger.vocabulary._models import Model
+
+_log = structlog.get_logger(__name__)
+
+#: The agent name of summary messages (opencode's hidden ``compaction`` agent).
+COMPACTION_AGENT: Final = "compaction"
+
+Outcome = Literal["completed", "rolled_back"]
+Clock = Callable[[], int]
+
+
+class CompactionExhausted(RuntimeError):
+    """The turn is still over the window after ``compaction.max_attempts`` compactions."""
+
+
+class CompactionResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a compaction did. ``reason`` says why it was rolled back; ``cleared`` counts the
+    outputs the post-compaction prune and the arrived-tail rule replaced by placeholders;
+    ``resumed_with`` is the id of the replayed or continue message, if one was added."""
+
+    request_message_id: str
+    outcome: Outcome
+    summary_message_id: str | None = None
+    tail_start_id: str | None = None
+    reason: RollbackReason | None = None
+    detail: str = ""
+    cleared: int = 0
+    resumed_with: str | None = None
+
+
+class _Ids:
+    """New message and part ids after everything the history holds now (other writers may
+    append while a summary is written) and after every id issued before."""
+
+    def __init__(self, history: History, clock: Clock) -> None:
+        self._history = history
+        self._clock = clock
+        self._message = ""
+        self._part = ""
+
+    def message(self) -> str:
+        messages = self._history.messages
+        last = max(self._message, messages[-1].id if messages else "")
+        self._message = IdGenerator("msg", last or None).next(self._clock())
+        return self._message
+
+    def part(self) -> str:
+        last = max(self._part, self._history.index.last_part_id)
+        self._part = IdGenerator("prt", last or None).next(self._clock())
+        return self._part
+
+
+async def request_compaction(
+    log: EventLog,
+    *,
+    trigger: CompactionTrigger = "auto",
+    agent_id: str = MAIN_AGENT,
+    clock: Clock,
+) -> str:
+    """Append a compaction request (``auto`` unless manual, ``overflow`` for an overflow);
+    return its message id."""
+    ids = _Ids(log.history, clock)
+    message_id = ids.message()
+    await log.append(
+        [
+            CompactionRequested(
+                session_id=log.session_id,
+                agent_id=agent_id,
+                time_ms=clock(),
+                message_id=message_id,
+                part_id=ids.part(),
+                auto=trigger != "manual",
+                overflow=trigger == "overflow",
+                trigger=trigger,
+            )
+        ]
+    )
+    return message_id
+
+
+def open_request(history: History, agent_id: str = MAIN_AGENT) -> str | None:
+    """The id of ``agent_id``'s open (requested, not yet completed or rolled back)
+    compaction, if any."""
+    for compaction in reversed(history.state.compactions.values()):
+        if compaction.status != "requested":
+            continue
+        if history.message(compaction.request_message_id).agent_id == agent_id:
+            return compaction.request_message_id
+    return None
+
+
+async def compact(
+    log: EventLog,
+    summarizer: Summarizer,
+    *,
+    model: Model,
+    config: Config,
+    clock: Clock,
+    trigger: CompactionTrigger = "auto",
+    agent_id: str = MAIN_AGENT,
+) -> CompactionResult:
+    """Compact ``agent_id``'s slice of the session: the open request, or a new one."""
+    request_id = open_request(log.history, agent_id) or await request_compaction(
+        log, trigger=trigger, agent_id=agent_id, clock=clock
+    )
+    run = _Run(log, summarizer, model=model, config=config, clock=clock, agent_id=agent_id)
+    return await run.complete(request_id)
+
+
+class _Run:
+    """One compaction, from plan to completion or rollback."""
+
+    def __init__(
+        self,
+        log: EventLog,
+        summarizer: Summarizer,
+        *,
+        model: Model,
+        config: Config,
+        clock: Clock,
+        agent_id: str,
+    ) -> None:
+        self.log = log
+        self.summarizer = summarizer
+        self.model = model
+        self.config = config
+        self.clock = clock
+        self.agent_id = agent_id
+        self.ids = _Ids(log.history, clock)
+
+    async def complete(self, request_id: str) -> CompactionResult:
+        history = self.log.history
+        window = usable(self.model, self.config)
+        if self.summarizer.max_input_tokens:
+            window = min(window, self.summarizer.max_input_tokens)
+        plan = plan_compaction(
+            history,
+            request_id,
+            config=self.config,
+            usable_tokens=window,
+            agent_id=None if self.agent_id == MAIN_AGENT else self.agent_id,
+        )
+        if plan.exhausted:
+            attempts = self.config.compaction.max_attempts
+            return await self._roll_back(plan, "error", EXHAUSTED_DETAIL.format(attempts=attempts))
+        summary_id: str | None = None
+        try:
+            summary_id = await self._open_summary(plan)
+            try:
+                text = await self._summarize(plan)
+            except ContextOverflowError as exc:
+                return await self._roll_back(plan, "overflow", exc.detail, summary_id)
+            except ProviderError as exc:
+                return await self._roll_back(plan, "error", exc.detail or str(exc), summary_id)
+            reason = rollback_reason(text, overflowed=False)
+            if reason is not None:
+                return await self._roll_back(plan, reason, "", summary_id)
+            cleared = await self._finish(plan, summary_id, text)
+        except BaseException as exc:
+            cancelled = isinstance(exc, trio.Cancelled | KeyboardInterrupt)
+            with trio.CancelScope(shield=True):
+                if self._open(plan.request_message_id):
+                    await self._roll_back(
+                        plan,
+                        "cancelled" if cancelled else "error",
+                        "" if cancelled else repr(exc),
+                        summary_id,
+                    )
+            raise
+        cleared += await self._post_prune()
+        resumed = await self._resume(plan)
+        _log.info(
+            "compaction completed",
+            session_id=self.log.session_id,
+            agent_id=self.agent_id,
+            request=plan.request_message_id,
+            head_messages=len(plan.head_ids),
+            tail_start_id=plan.tail_start_id,
+            cleared=cleared,
+        )
+        return CompactionResult(
+            request_message_id=plan.request_message_id,
+            outcome="completed",
+            summary_message_id=summary_id,
+            tail_start_id=plan.tail_start_id,
+            cleared=cleared,
+            resumed_with=resumed,
+        )
+
+    # --- steps --------------------------------------------------------------------------------
+
+    def _open(self, request_id: str) -> bool:
+        compaction = self.log.history.state.compactions.get(request_id)
+        return compaction is not None and compaction.status == "requested"
+
+    async def _open_summary(self, plan: CompactionPlan) -> str:
+        """The summary message, added before the summary is written, so rounds that arrive
+        meanwhile come after it (the view hides both until the compaction completes)."""
+        summary_id = self.ids.message()
+        await self.log.append(
+            [
+                MessageAdded(
+                    session_id=self.log.session_id,
+                    agent_id=self.agent_id,
+                    time_ms=self.clock(),
+                    message_id=summary_id,
+                    role="assistant",
+                    parent_id=plan.request_message_id,
+                    agent=COMPACTION_AGENT,
+                    model=self._model_ref(),
+                    summary=True,
+                )
+            ]
+        )
+        return summary_id
+
+    def _model_ref(self) -> ModelRef:
+        return ModelRef(provider_id=self.model.provider_id, model_id=self.model.model_id)
+
+    def _input(
+        self, plan: CompactionPlan, transcript: str, prompt: str, whole: bool
+    ) -> SummaryInput:
+        """A summary request. ``whole``: the head's messages go along as the session sent
+        them, with the session's pinned system, tools and cache breakpoints, so a model
+        summarizer reads the session's prompt cache."""
+        history = self.log.history
+        head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
+        prefix = history.state.prefix
+        messages: tuple[ModelMessage, ...] = ()
+        if whole and not plan.overflow:
+            options = ViewOptions.from_config(self.config, self._model_ref())
+            view = model_view(history, msgspec.structs.replace(options, agent_id=self._slice()))
+            keep = set(plan.head_ids)
+            messages = tuple(m for m in view if m.source_id in keep)
+        system = prefix.profile.system if prefix else ()
+        tools = prefix.tool_table if prefix else ()
+        marks = place_marks(
+            self.config.request.cache_policy(),
+            tools=len(tools),
+            system_blocks=len(system),
+            messages=messages,
+        )
+        return SummaryInput(
+            session_id=self.log.session_id,
+            head=head,
+            transcript=transcript,
+            previous_summary=plan.previous_summary,
+            template=TEMPLATES[plan.template],
+            prompt=prompt,
+            model=self._model_ref(),
+            system=system,
+            tools=tools,
+            messages=messages,
+            marks=marks,
+        )
+
+    def _slice(self) -> str | None:
+        return None if self.agent_id == MAIN_AGENT else self.agent_id
+
+    async def _summarize(self, plan: CompactionPlan) -> str:
+        if not plan.chunks or self.summarizer.max_input_tokens is None:
+            return await self.summarizer.summarize(
+                self._roomy(
+                    self._input(plan, plan.transcript, plan.prompt, whole=True), plan.head_tokens
+                )
+            )
+        partials = [""] * len(plan.chunks)
+        failures: list[ProviderError] = []
+        limiter = trio.CapacityLimiter(self.config.compaction.chunk_concurrency)
+
+        async def one(index: int) -> None:
+            async with limiter:
+                if failures:
+                    return
+                request = plan.chunk_request(index)
+                try:
+                    task = self._input(plan, "", request, whole=False)
+                    partials[index] = await self.summarizer.summarize(
+                        msgspec.structs.replace(task, max_output_tokens=CHUNK_OUTPUT_TOKENS)
+                    )
+                except ProviderError as exc:
+                    failures.append(exc)
+
+        async with trio.open_nursery() as nursery:
+            for index in range(len(plan.chunks)):
+                nursery.start_soon(one, index)
+        if failures:
+            raise failures[0]
+        merge = plan.merge_request([p for p in partials if p.strip()])
+        return await self.summarizer.summarize(
+            self._roomy(self._input(plan, "", merge, whole=True), text_tokens(len(merge)))
+        )
+
+    def _roomy(self, task: SummaryInput, prompt_tokens: int) -> SummaryInput:
+        """``task`` asking for no more output than the window leaves beside a request of
+        ``prompt_tokens`` (``policy.decisions.output_cap``)."""
+        room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt_tokens)
+        return msgspec.structs.replace(task, max_output_tokens=room)
+
+    def _stored_text(self, plan: CompactionPlan, summary: str, has_tail: bool) -> str:
+        """What the summary message says: the summary; under the continuation template,
+        MiMo's ``<conversation-summary>`` block with the file manifest."""
+        if plan.template != "continuation":
+            return summary
+        manifest = render_manifest(plan.file_manifest)
+        body = f"{summary.strip()}\n\n{manifest}" if manifest else summary
+        return wrap_summary(body, plan.trigger, has_tail)
+
+    async def _finish(self, plan: CompactionPlan, summary_id: str, summary: str) -> int:
+        """Complete the compaction in one batch; return how many outputs it cleared."""
+        history = self.log.history
+        settings = self.config.compaction
+        arrived = arrived_since(history, plan.request_message_id, self._slice())
+        arrived = [m for m in arrived if m.id != summary_id]
+        tail = arrived_tail(
+            arrived,
+            budget_tokens=settings.arrived_tail_tokens,
+            result_max_tokens=settings.arrived_result_tokens,
+        )
+        now = self.clock()
+        events: list[Event] = [
+            PartAdded(
+                session_id=self.log.session_id,
+                agent_id=self.agent_id,
+                time_ms=now,
+                part=TextPart(
+                    id=self.ids.part(),
+                    message_id=summary_id,
+                    text=self._stored_text(plan, summary, bool(tail.kept)),
+                ),
+            ),
+            AssistantFinished(
+                session_id=self.log.session_id,
+                agent_id=self.agent_id,
+                time_ms=now,
+                message_id=summary_id,
+                finish="stop",
+            ),
+            CompactionCompleted(
+                session_id=self.log.session_id,
+                agent_id=self.agent_id,
+                time_ms=now,
+                request_message_id=plan.request_message_id,
+                summary_message_id=summary_id,
+                tail_start_id=plan.tail_start_id,
+                projection=plan.projection(summary),
+            ),
+        ]
+        if tail.cleared:
+            events.append(self._cleared(tail.cleared, now))
+        await self.log.append(events)
+        return len(tail.cleared)
+
+    def _cleared(self, part_ids: tuple[str, ...] | list[str], now: int) -> ToolOutputCleared:
+        return ToolOutputCleared(
+            session_id=self.log.session_id,
+            agent_id=self.agent_id,
+            time_ms=now,
+            part_ids=tuple(part_ids),
+            reason="post-compaction",
+        )
+
+    async def _post_prune(self) -> int:
+        """opencode's prune with reason ``post-compaction`` over the new view (the cache is
+        rebuilt anyway)."""
+        prune = self.config.prune
+        options = msgspec.structs.replace(
+            ViewOptions.from_config(self.config), agent_id=self._slice()
+        )
+        plan = plan_prune(
+            view_messages(self.log.history, options),
+            reason="post-compaction",
+            protect_tokens=prune.protect_tokens,
+            minimum_tokens=prune.minimum_tokens,
+            protected_tools=prune.protected_tools,
+        )
+        if plan is None:
+            return 0
+        await self.log.append([self._cleared(plan.part_ids, self.clock())])
+        return len(plan.part_ids)
+
+    async def _resume(self, plan: CompactionPlan) -> str | None:
+        """After an automatic compaction: the replayed request, or the continue message.
+        Both are synthetic user messages, so they never count as a new turn."""
+        texts = plan.replay_parts or ((plan.continue_text,) if plan.continue_text else ())
+        if not texts or not plan.auto:
+            return None
+        message_id = self.ids.message()
+        now = self.clock()
+        replayed = plan.replay_id is not None
+        events: list[Event] = [
+            MessageAdded(
+                session_id=self.log.session_id,
+                agent_id=self.agent_id,
+                time_ms=now,
+                message_id=message_id,
+                role="user",
+                parent_id=None,
+                agent=self.log.history.message(plan.request_message_id).agent,
+                model=self._model_ref(),
+                synthetic=True,
+            )
+        ]
+        events.extend(
+            PartAdded(
+                session_id=self.log.session_id,
+                agent_id=self.agent_id,
+                time_ms=now,
+                part=TextPart(
+                    id=self.ids.part(),
+                    message_id=message_id,
+                    text=text,
+                    synthetic=not replayed,
+                    metadata={} if replayed else {"compaction_continue": True},
+                ),
+            )
+            for text in texts
+        )
+        await self.log.append(events)
+        return message_id
+
+    async def _roll_back(
+        self,
+        plan: CompactionPlan,
+        reason: RollbackReason,
+        detail: str,
+        summary_id: str | None = None,
+    ) -> CompactionResult:
+        # The detail is often an exception's text (a summarizer's provider error): a key in
+        # it must not reach the log, nor the result handed back.
+        detail = mask_secrets(detail)
+        await self.log.append(
+            [
+                CompactionRolledBack(
+                    session_id=self.log.session_id,
+                    agent_id=self.agent_id,
+                    time_ms=self.clock(),
+                    request_message_id=plan.request_message_id,
+                    reason=reason,
+                    detail=detail,
+                )
+            ]
+        )
+        _log.warning(
+            "compaction rolled back",
+            session_id=self.log.session_id,
+            agent_id=self.agent_id,
+            request=plan.request_message_id,
+            reason=reason,
+        )
+        return CompactionResult(
+            request_message_id=plan.request_message_id,
+            outcome="rolled_back",
+            summary_message_id=summary_id,
+            reason=reason,
+            detail=detail,
+        )
+
+
+async def compact_while_due(
+    due: Callable[[], Awaitable[CompactionReason | None]],
+    run: Callable[[], Awaitable[CompactionResult]],
+    *,
+    max_attempts: int,
+) -> None:
+    """What a session does before a request: while ``await due()`` gives a reason (at most
+    ``max_attempts + 1`` checks), ``run()`` a compaction and let ``after_compaction`` say
+    whether to send, check again or raise ``CompactionExhausted``."""
+    for _ in range(max_attempts + 1):
+        reason = await due()
+        if reason is None:
+            return
+        result = await run()
+        verdict = after_compaction(reason, result.outcome, result.detail)
+        if verdict == "exhausted":
+            raise CompactionExhausted(result.detail)
+        if verdict == "send":
+            return

@@ -1,0 +1,537 @@
+"""The ``History`` projection: one session's messages and parts with every mutation applied.
+
+``History.apply`` folds one recorded event in, in constant time (per part touched), and
+``History.rebuild`` folds many. The state lives in one msgspec Struct (``HistoryState``) so a
+snapshot is its encoding and two projections are equal exactly when their states are.
+Messages are kept in id order; a message's ``version`` counts its changes, so views can
+memoise per message version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import msgspec
+
+from contextledger.events._catalogue import (
+    AssistantFinished,
+    CompactionCompleted,
+    CompactionProjection,
+    CompactionRequested,
+    CompactionRolledBack,
+    EnvironmentCaptured,
+    Event,
+    InstructionLoaded,
+    MemoryPinned,
+    MessageAdded,
+    PartAdded,
+    PartsStripped,
+    PartUpdated,
+    PrefixAdvanced,
+    PrefixPinned,
+    PrefixProfile,
+    PrefixRotated,
+    RecordedEvent,
+    RequestSent,
+    Role,
+    SessionStarted,
+    ToolOutputCleared,
+    ToolOutputTrimmed,
+    ToolStateChanged,
+    UsageReported,
+)
+from contextledger.events._parts import (
+    CompactionPart,
+    MessageError,
+    ModelRef,
+    Part,
+    ToolCompleted,
+    ToolPart,
+    ToolSchema,
+    Usage,
+)
+from contextledger.history._estimate import estimate_part_tokens, input_chars
+from contextledger.history._validation import (
+    NOTERS,
+    CompactionStatus,
+    SessionIndex,
+    validate_events,
+)
+
+#: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
+#: and the session is rebuilt from its events instead.
+SNAPSHOT_SCHEMA: Final = 4
+
+
+class Message(msgspec.Struct, kw_only=True, gc=False):
+    """One message of the history with its parts in id order.
+
+    ``finished_ms`` is when an assistant message finished (its ``AssistantFinished``), None
+    until it has. ``excluded`` is set when a rolled-back compaction withdrew the message from
+    every view.
+    ``stripped`` lists, in event order, the file and reasoning parts a ``PartsStripped``
+    marked: the view sends a placeholder for such a file and nothing for such reasoning; the
+    parts themselves stay as they were. ``version`` grows by one with each change to the
+    message or one of its parts.
+    """
+
+    id: str
+    role: Role
+    parent_id: str | None = None
+    agent: str
+    agent_id: str
+    model: ModelRef | None = None
+    summary: bool = False
+    synthetic: bool = False
+    created_ms: int = 0
+    finished_ms: int | None = None
+    finish: str | None = None
+    usage: Usage | None = None
+    cost: float = 0.0
+    error: MessageError | None = None
+    excluded: bool = False
+    stripped: tuple[str, ...] = ()
+    version: int = 0
+    parts: list[Part] = []
+
+
+class Compaction(msgspec.Struct, kw_only=True, gc=False):
+    """One compaction request and what became of it."""
+
+    request_message_id: str
+    status: CompactionStatus = "requested"
+    summary_message_ids: list[str] = []
+    tail_start_id: str | None = None
+    projection: CompactionProjection | None = None
+
+
+class PinnedPrefix(msgspec.Struct, kw_only=True, gc=False):
+    """The request prefix in force and how far a successful step has carried it."""
+
+    key: str
+    profile: PrefixProfile
+    tool_table: tuple[ToolSchema, ...] = ()
+    advanced_to: str | None = None
+
+
+class HistoryState(msgspec.Struct, kw_only=True):
+    """Everything a session's events amount to. Its encoding is the projection snapshot.
+
+    The projection's structs are not tracked by the garbage collector (``gc=False``): they
+    hold plain data and never refer back to each other, so they cannot form cycles, and a
+    long history of them would otherwise make every collection slower.
+    """
+
+    session_id: str
+    seq: int = 0
+    started: SessionStarted | None = None
+    messages: list[Message] = []
+    part_tokens: dict[str, int] = {}
+    compactions: dict[str, Compaction] = {}
+    environment: dict[str, str] = {}
+    memory: str | None = None
+    instructions: list[InstructionLoaded] = []
+    prefix: PinnedPrefix | None = None
+    last_request: RequestSent | None = None
+    usage_reports: list[UsageReported] = []
+
+
+TokenEstimator = Callable[[Part], int]
+
+
+_snapshot_encoder = msgspec.msgpack.Encoder()
+_snapshot_decoder = msgspec.msgpack.Decoder(HistoryState)
+
+
+class History:
+    """The projection of one session. Apply events in order; read ``messages``.
+
+    Invariants kept by construction: messages and parts are in id order; a part's token
+    estimate is computed once per part version; ``seq`` is the last applied event's seq.
+    """
+
+    __slots__ = (
+        "_changes",
+        "_estimate",
+        "_index",
+        "_inputs",
+        "_messages",
+        "_parts",
+        "_structure",
+        "state",
+    )
+
+    def __init__(self, session_id: str, *, estimate: TokenEstimator = estimate_part_tokens) -> None:
+        self.state = HistoryState(session_id=session_id)
+        # Built on first use from the state, then kept current: a replay that never
+        # validates (views, the CLI, benchmarks) does not pay for it.
+        self._index: SessionIndex | None = None
+        self._estimate = estimate
+        # Tool calls keep their input from version to version: its size is measured once.
+        self._inputs: dict[str, tuple[dict[str, Any], int]] = {}
+        self._messages: dict[str, Message] = {}
+        self._parts: dict[str, tuple[Message, int]] = {}
+        self._changes: list[str] = []
+        self._structure = 0
+
+    # --- reading --------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The session this history projects."""
+        return self.state.session_id
+
+    @property
+    def seq(self) -> int:
+        """The seq of the last event applied (0 before any)."""
+        return self.state.seq
+
+    @property
+    def messages(self) -> list[Message]:
+        """Every message in id order, excluded ones included (views skip those)."""
+        return self.state.messages
+
+    def message(self, message_id: str) -> Message:
+        """The message ``message_id``; raises ``KeyError`` when it does not exist."""
+        return self._messages[message_id]
+
+    def part(self, part_id: str) -> Part:
+        """The current version of part ``part_id``; raises ``KeyError`` when unknown."""
+        message, i = self._parts[part_id]
+        return message.parts[i]
+
+    def part_tokens(self, part_id: str) -> int:
+        """The token estimate of the current version of part ``part_id``."""
+        return self.state.part_tokens[part_id]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, History) and self.state == other.state
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def structure(self) -> int:
+        """Counts events after which a view must be rebuilt rather than patched: they move
+        messages in or out of it (a compaction requested, completed or rolled back, and a
+        summary message appearing or finishing)."""
+        return self._structure
+
+    def changed_since(self, cursor: int) -> tuple[list[str], int]:
+        """Ids of the messages changed by events applied since ``cursor`` (oldest first, may
+        repeat) and the cursor to pass next time. Cursors are valid for this object only."""
+        return self._changes[cursor:], len(self._changes)
+
+    # --- writing --------------------------------------------------------------------------
+
+    def validate(self, events: Iterable[Event]) -> None:
+        """Raise ``InvalidEvent`` if ``events`` may not be appended next; change nothing."""
+        validate_events(self.index, events)
+
+    def apply(self, recorded: RecordedEvent) -> None:
+        """Fold one recorded event into the projection."""
+        self._apply(recorded.event)
+        self.state.seq = recorded.seq
+
+    def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
+        """Fold events in order."""
+        for r in recorded:
+            self._apply(r.event)
+            self.state.seq = r.seq
+
+    @classmethod
+    def rebuild(
+        cls,
+        session_id: str,
+        recorded: Iterable[RecordedEvent],
+        *,
+        estimate: TokenEstimator = estimate_part_tokens,
+    ) -> History:
+        """A new projection of ``session_id`` from its events."""
+        history = cls(session_id, estimate=estimate)
+        history.apply_all(recorded)
+        return history
+
+    def _apply(self, event: Event) -> None:
+        kind = type(event)
+        if self._index is not None:
+            noter = NOTERS.get(kind)
+            if noter is not None:
+                noter(self._index, event)
+        _APPLIERS[kind](self, event)
+
+    # One method per event type, dispatched on the type (this runs for every event applied).
+
+    def _on_part_added(self, event: PartAdded) -> None:
+        self._add_part(event.part)
+
+    def _on_tool_state(self, event: ToolStateChanged) -> None:
+        message, i = self._parts[event.part_id]
+        part = message.parts[i]
+        assert isinstance(part, ToolPart)
+        self._replace_part(msgspec.structs.replace(part, state=event.state))
+
+    def _on_message(self, event: MessageAdded) -> None:
+        self._add_message(
+            Message(
+                id=event.message_id,
+                role=event.role,
+                parent_id=event.parent_id,
+                agent=event.agent,
+                agent_id=event.agent_id,
+                model=event.model,
+                summary=event.summary,
+                synthetic=event.synthetic,
+                created_ms=event.time_ms,
+            )
+        )
+        if event.summary:
+            self._structure += 1
+            compaction = self.state.compactions.get(event.parent_id or "")
+            if compaction is not None:
+                compaction.summary_message_ids.append(event.message_id)
+
+    def _on_finished(self, event: AssistantFinished) -> None:
+        message = self._messages[event.message_id]
+        message.finish = event.finish
+        message.finished_ms = event.time_ms
+        message.usage = event.usage
+        message.cost = event.cost
+        message.error = event.error
+        if message.summary:
+            self._structure += 1  # a finished summary is what cuts the view before it
+        self._touch(message)
+
+    def _on_part_updated(self, event: PartUpdated) -> None:
+        self._replace_part(event.part)
+
+    def _on_cleared(self, event: ToolOutputCleared) -> None:
+        for part_id in event.part_ids:
+            self._update_tool(
+                part_id,
+                lambda p: _with_output(
+                    p, compacted_ms=event.time_ms, compacted_reason=event.reason
+                ),
+            )
+
+    def _on_trimmed(self, event: ToolOutputTrimmed) -> None:
+        self._update_tool(
+            event.part_id,
+            lambda p: _with_output(p, trimmed=(event.head_chars, event.tail_chars)),
+        )
+
+    def _on_stripped(self, event: PartsStripped) -> None:
+        for part_id in event.part_ids:
+            message, _ = self._parts[part_id]
+            message.stripped = (*message.stripped, part_id)
+            self._touch(message)
+
+    def _on_compaction_requested(self, event: CompactionRequested) -> None:
+        self._structure += 1
+        self._add_message(
+            Message(
+                id=event.message_id,
+                role="user",
+                parent_id=event.parent_id,
+                agent=event.agent_id,
+                agent_id=event.agent_id,
+                synthetic=event.trigger != "manual",
+                created_ms=event.time_ms,
+            )
+        )
+        self._add_part(
+            CompactionPart(
+                id=event.part_id,
+                message_id=event.message_id,
+                auto=event.auto,
+                overflow=event.overflow,
+                trigger=event.trigger,
+            )
+        )
+        self.state.compactions[event.message_id] = Compaction(request_message_id=event.message_id)
+
+    def _on_compaction_completed(self, event: CompactionCompleted) -> None:
+        self._structure += 1
+        compaction = self.state.compactions[event.request_message_id]
+        compaction.status = "completed"
+        compaction.tail_start_id = event.tail_start_id
+        compaction.projection = event.projection
+        for part in self._messages[event.request_message_id].parts:
+            if isinstance(part, CompactionPart):
+                self._replace_part(msgspec.structs.replace(part, tail_start_id=event.tail_start_id))
+
+    def _on_rolled_back(self, event: CompactionRolledBack) -> None:
+        self._structure += 1
+        compaction = self.state.compactions[event.request_message_id]
+        compaction.status = "rolled_back"
+        for message_id in (event.request_message_id, *compaction.summary_message_ids):
+            message = self._messages[message_id]
+            message.excluded = True
+            self._touch(message)
+
+    def _on_started(self, event: SessionStarted) -> None:
+        self.state.started = event
+
+    def _on_environment(self, event: EnvironmentCaptured) -> None:
+        self.state.environment[event.user_message_id] = event.text
+        self._touch(self._messages[event.user_message_id])
+
+    def _on_memory(self, event: MemoryPinned) -> None:
+        self.state.memory = event.text
+
+    def _on_instruction(self, event: InstructionLoaded) -> None:
+        self.state.instructions.append(event)
+
+    def _on_prefix(self, event: PrefixPinned | PrefixRotated) -> None:
+        self.state.prefix = PinnedPrefix(
+            key=event.key, profile=event.profile, tool_table=event.tool_table
+        )
+
+    def _on_prefix_advanced(self, event: PrefixAdvanced) -> None:
+        if self.state.prefix is not None:
+            self.state.prefix.advanced_to = event.message_id
+
+    def _on_request(self, event: RequestSent) -> None:
+        self.state.last_request = event
+
+    def _on_usage(self, event: UsageReported) -> None:
+        self.state.usage_reports.append(event)
+
+    def _touch(self, message: Message) -> None:
+        message.version += 1
+        self._changes.append(message.id)
+
+    def _add_message(self, message: Message) -> None:
+        self._messages[message.id] = message
+        self.state.messages.append(message)
+        self._changes.append(message.id)
+
+    def _add_part(self, part: Part) -> None:
+        message = self._messages[part.message_id]
+        self._parts[part.id] = (message, len(message.parts))
+        message.parts.append(part)
+        self._touch(message)
+        self.state.part_tokens[part.id] = self._tokens(part)
+
+    def _tokens(self, part: Part) -> int:
+        if type(part) is not ToolPart or self._estimate is not estimate_part_tokens:
+            return self._estimate(part)
+        tool_input = part.state.input
+        known = self._inputs.get(part.id)
+        if known is None or (known[0] is not tool_input and known[0] != tool_input):
+            known = self._inputs[part.id] = (tool_input, input_chars(tool_input))
+        return estimate_part_tokens(part, tool_input_chars=known[1])
+
+    def _replace_part(self, part: Part) -> None:
+        message, i = self._parts[part.id]
+        message.parts[i] = part
+        self._touch(message)
+        self.state.part_tokens[part.id] = self._tokens(part)
+
+    def _update_tool(self, part_id: str, change: Callable[[ToolPart], ToolPart]) -> None:
+        message, i = self._parts[part_id]
+        part = message.parts[i]
+        assert isinstance(part, ToolPart)
+        self._replace_part(change(part))
+
+    # --- snapshots ------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The projection encoded; ``History.from_snapshot`` restores it."""
+        return _snapshot_encoder.encode(self.state)
+
+    @classmethod
+    def from_snapshot(
+        cls, data: bytes, *, estimate: TokenEstimator = estimate_part_tokens
+    ) -> History:
+        """Restore a projection saved by ``snapshot`` (same ``SNAPSHOT_SCHEMA``)."""
+        state = _snapshot_decoder.decode(data)
+        history = cls(state.session_id, estimate=estimate)
+        history.state = state
+        for message in state.messages:
+            history._messages[message.id] = message
+            for i, part in enumerate(message.parts):
+                history._parts[part.id] = (message, i)
+        return history
+
+    @property
+    def index(self) -> SessionIndex:
+        """The facts validation checks new events against (built from the state on first
+        use, then kept current by ``apply``)."""
+        if self._index is None:
+            self._index = self._index_from_state()
+        return self._index
+
+    def _index_from_state(self) -> SessionIndex:
+        state = self.state
+        index = SessionIndex(state.session_id)
+        index.started = state.started is not None
+        index.memory_pinned = state.memory is not None
+        index.prefix_key = state.prefix.key if state.prefix else None
+        for message in state.messages:
+            index.note(
+                MessageAdded(
+                    session_id=state.session_id,
+                    message_id=message.id,
+                    role=message.role,
+                    parent_id=message.parent_id,
+                    summary=message.summary,
+                )
+            )
+            if message.finish is not None and message.role == "assistant":
+                index.messages[message.id].finished = True
+            for part in message.parts:
+                index.note(PartAdded(session_id=state.session_id, part=part))
+            for part_id in message.stripped:
+                index.stripped[part_id] = None
+        for compaction in state.compactions.values():
+            index.compactions[compaction.request_message_id] = compaction.status
+        # Parts can be added to an older message later, so the last part noted is not always
+        # the greatest; ids must keep increasing.
+        index.last_part_id = max(self._parts, default="")
+        for message_id in state.environment:
+            index.environment[message_id] = None
+        for instruction in state.instructions:
+            index.instructions[(instruction.path, instruction.message_id)] = None
+        return index
+
+
+def _with_output(
+    part: ToolPart,
+    *,
+    compacted_ms: int | None = None,
+    compacted_reason: str | None = None,
+    trimmed: tuple[int, int] | None = None,
+) -> ToolPart:
+    state = part.state
+    assert isinstance(state, ToolCompleted)
+    changes: dict[str, object] = {}
+    if compacted_ms is not None:
+        changes.update(compacted_ms=compacted_ms, compacted_reason=compacted_reason)
+    if trimmed is not None:
+        changes["trimmed"] = trimmed
+    return msgspec.structs.replace(part, state=msgspec.structs.replace(state, **changes))
+
+
+_APPLIERS: dict[type, Callable[[History, Any], None]] = {
+    PartAdded: History._on_part_added,
+    ToolStateChanged: History._on_tool_state,
+    MessageAdded: History._on_message,
+    AssistantFinished: History._on_finished,
+    PartUpdated: History._on_part_updated,
+    ToolOutputCleared: History._on_cleared,
+    ToolOutputTrimmed: History._on_trimmed,
+    PartsStripped: History._on_stripped,
+    CompactionRequested: History._on_compaction_requested,
+    CompactionCompleted: History._on_compaction_completed,
+    CompactionRolledBack: History._on_rolled_back,
+    SessionStarted: History._on_started,
+    EnvironmentCaptured: History._on_environment,
+    MemoryPinned: History._on_memory,
+    InstructionLoaded: History._on_instruction,
+    PrefixPinned: History._on_prefix,
+    PrefixRotated: History._on_prefix,
+    PrefixAdvanced: History._on_prefix_advanced,
+    RequestSent: History._on_request,
+    UsageReported: History._on_usage,
+}

@@ -1,0 +1,260 @@
+"""``import_trace``: import a transcript of any supported format, chosen by its content.
+
+The file is read once. A folder holding ``event-*.json`` files (directly or under ``events/``)
+is an OpenHands V1 conversation. A file whose text does not start with ``{`` or ``[`` is an
+aider chat history when it has a ``# aider chat started at`` header. A file that is one JSON
+document is:
+
+- a SWE-agent trajectory: an object with ``history`` and ``trajectory`` (or ``info``), or a
+  demonstration (an object whose ``history`` holds ``role`` messages);
+- a mini-swe-agent trajectory: an object whose ``trajectory_format`` names mini-swe-agent, or
+  a list of ``{role, content}`` messages whose assistant messages hold a
+  `` ```mswea_bash_command `` block (or, without any ``tool_calls``, a `` ```bash `` block
+  answered by a ``<returncode>``);
+- a Gemini CLI recording (``sessionId``, ``projectHash`` or ``startTime``, ``messages``);
+- an opencode export (``info.id`` and ``messages`` of ``{info, parts}``);
+- one OpenHands V1 event (an object whose ``kind`` ends in ``Event``);
+- an OpenAI chat log: a list of messages with a ``role``, or an object with ``messages``.
+
+Otherwise the file is read as JSON lines, by its first record: a record with ``history`` is an
+OpenHands run; one with ``timestamp``, ``type`` and a ``payload`` object a Codex rollout line;
+a V1 event an OpenHands V1 conversation; one with a ``type`` (``user``, ``assistant``,
+``summary``, …) a Claude Code transcript. A file that starts like JSON but is not (a truncated
+document) raises ``TraceImportError`` saying where the parser stopped; anything else "unknown
+trace format".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from contextledger.importers._aider import import_aider_lines, is_aider_history
+from contextledger.importers._claude_code import import_claude_code_lines
+from contextledger.importers._codex import import_codex_lines
+from contextledger.importers._errors import TraceImportError
+from contextledger.importers._gemini_cli import import_gemini_cli_data, is_gemini_cli
+from contextledger.importers._imported import ImportedSession
+from contextledger.importers._mini_swe_agent import ACTION_BLOCK, import_mini_swe_agent_data
+from contextledger.importers._openai_chat import import_openai_chat_data
+from contextledger.importers._opencode import import_opencode_data, is_opencode_export
+from contextledger.importers._openhands import import_openhands_lines
+from contextledger.importers._openhands_v1 import (
+    import_openhands_v1,
+    import_openhands_v1_events,
+    is_conversation_folder,
+    is_v1_event,
+)
+from contextledger.importers._records import json_lines, not_json
+from contextledger.importers._report import ImportResult, import_report
+from contextledger.importers._swe_agent import import_swe_agent_data
+
+#: Every format ``detect_format`` names.
+FORMATS: Final = (
+    "aider",
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "mini-swe-agent",
+    "openai-chat",
+    "opencode",
+    "openhands",
+    "openhands-v1",
+    "swe-agent",
+)
+#: The file suffixes a folder's transcripts have (aider histories are ``.md``).
+TRANSCRIPT_SUFFIXES: Final = frozenset({".jsonl", ".json", ".traj"})
+#: The line types of a Codex rollout.
+CODEX_TYPES: Final = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+)
+_MINI_MARK: Final = "```mswea_bash_command"
+_LINE_FORMATS: Final = frozenset({"openhands", "claude-code", "codex", "openhands-v1"})
+_KNOWN: Final = (
+    "Claude Code JSONL, Codex rollout, OpenHands output.jsonl or V1 events, SWE-agent .traj, "
+    "mini-swe-agent, Gemini CLI, opencode export, aider history, OpenAI chat"
+)
+
+
+def import_trace(path: str | Path) -> list[ImportedSession]:
+    """Import the transcript at ``path`` in whichever supported format it is."""
+    return import_with_report(path).sessions
+
+
+def import_with_report(path: str | Path, *, session_id: str | None = None) -> ImportResult:
+    """Import the transcript at ``path`` and report what was read, written and left out.
+    ``session_id`` names the (first) session; otherwise ids come from the source."""
+    path = Path(path)
+    source = str(path)
+    if path.is_dir():
+        if not is_conversation_folder(path):
+            raise TraceImportError(
+                source, 0, "", "a folder that is not an OpenHands V1 conversation"
+            )
+        sessions = [import_openhands_v1(path, session_id=session_id)]
+        return ImportResult(
+            sessions=sessions, report=import_report(sessions, source=source, fmt="openhands-v1")
+        )
+    data = path.read_bytes()
+    fmt, document = _detect(data, source)
+    sessions = _import(fmt, document, data, source, session_id)
+    return ImportResult(sessions=sessions, report=import_report(sessions, source=source, fmt=fmt))
+
+
+def detect_format(path: str | Path) -> str:
+    """The name of the format of the transcript at ``path`` (see ``import_trace``), one of
+    ``FORMATS``."""
+    path = Path(path)
+    if path.is_dir():
+        if is_conversation_folder(path):
+            return "openhands-v1"
+        raise TraceImportError(
+            str(path), 0, "", "a folder that is not an OpenHands V1 conversation"
+        )
+    return _detect(path.read_bytes(), str(path))[0]
+
+
+def transcripts_under(folder: str | Path) -> list[Path]:
+    """Every transcript under ``folder``, sorted: its ``.jsonl``, ``.json`` and ``.traj`` files,
+    its aider histories (``.md`` files with a session header), and each OpenHands V1
+    conversation folder as one transcript (its files are not listed)."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        here = Path(root)
+        dirs.sort()
+        if is_conversation_folder(here):
+            found.append(here)
+            dirs.clear()
+            continue
+        for name in sorted(files):
+            path = here / name
+            if path.suffix in TRANSCRIPT_SUFFIXES or (path.suffix == ".md" and _is_aider(path)):
+                found.append(path)
+    return sorted(found)
+
+
+def _is_aider(path: Path) -> bool:
+    return is_aider_history(path.read_bytes().decode("utf-8", "replace"))
+
+
+# --- detection -----------------------------------------------------------------------------
+
+
+def _detect(data: bytes, source: str) -> tuple[str, Any]:
+    """The format of ``data`` and, for a JSON document, the decoded document."""
+    text = data.decode("utf-8", "replace")
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        if is_aider_history(text):
+            return "aider", None
+        raise _unknown(source, 1)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as whole:
+        return _lines_format(text.splitlines(), source, whole), None
+    return _document_format(document, source), document
+
+
+def _import(
+    fmt: str, document: Any, data: bytes, source: str, session_id: str | None
+) -> list[ImportedSession]:
+    lines = data.splitlines()
+    if fmt == "aider":
+        text = data.decode("utf-8", "replace")
+        return import_aider_lines(text.splitlines(), source=source, session_id=session_id)
+    if fmt == "openhands":
+        return import_openhands_lines(lines, source=source, session_id=session_id)
+    if fmt == "codex":
+        return [import_codex_lines(lines, source=source, session_id=session_id)]
+    if fmt == "claude-code":
+        return [import_claude_code_lines(lines, source=source, session_id=session_id)]
+    if fmt == "openhands-v1":
+        if is_v1_event(document):
+            events: Any = iter([(1, document, "")])
+        else:
+            events = ((n, v, "") for n, v in json_lines(lines, source))
+        return [import_openhands_v1_events(events, source=source, session_id=session_id)]
+    if fmt == "swe-agent":
+        return [import_swe_agent_data(document, source=source, session_id=session_id)]
+    if fmt == "mini-swe-agent":
+        return [import_mini_swe_agent_data(document, source=source, session_id=session_id)]
+    if fmt == "gemini-cli":
+        return [import_gemini_cli_data(document, source=source, session_id=session_id)]
+    if fmt == "opencode":
+        return [import_opencode_data(document, source=source, session_id=session_id)]
+    return [import_openai_chat_data(document, source=source, session_id=session_id)]
+
+
+def _document_format(document: Any, source: str) -> str:
+    if isinstance(document, dict):
+        history = document.get("history")
+        if "history" in document and ("trajectory" in document or "info" in document):
+            return "swe-agent"
+        if isinstance(history, list) and history and all(_is_message(m) for m in history):
+            return "swe-agent"
+        if str(document.get("trajectory_format", "")).startswith("mini-swe-agent"):
+            return "mini-swe-agent"
+        if is_gemini_cli(document):
+            return "gemini-cli"
+        if is_opencode_export(document):
+            return "opencode"
+        if isinstance(document.get("messages"), list):
+            return "mini-swe-agent" if _looks_mini(document["messages"]) else "openai-chat"
+    if isinstance(document, list) and document and all(_is_message(m) for m in document):
+        return "mini-swe-agent" if _looks_mini(document) else "openai-chat"
+    return _record_format(document, source, 1)
+
+
+def _record_format(record: Any, source: str, line: int) -> str:
+    """The format of a JSON-lines file whose first record is ``record``."""
+    if not isinstance(record, dict):
+        raise _unknown(source, line)
+    if isinstance(record.get("history"), list):
+        return "openhands"
+    if is_v1_event(record):
+        return "openhands-v1"
+    kind = record.get("type")
+    if kind in CODEX_TYPES and isinstance(record.get("payload"), dict):
+        return "codex"
+    if isinstance(kind, str):
+        return "claude-code"
+    raise _unknown(source, line)
+
+
+def _lines_format(lines: list[str], source: str, whole: json.JSONDecodeError) -> str:
+    """The format of JSON lines, by the first record; when the first line is no JSON either,
+    the file is a broken JSON document: where the parser stopped reading it."""
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError:
+            raise TraceImportError(source, whole.lineno, "", not_json(whole)) from None
+        return _record_format(record, source, number)
+    raise _unknown(source, 1)
+
+
+def _unknown(source: str, line: int) -> TraceImportError:
+    return TraceImportError(source, line, "", f"unknown trace format (known: {_KNOWN})")
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("role"), str)
+
+
+def _looks_mini(messages: list[Any]) -> bool:
+    assistants = [m for m in messages if _is_message(m) and m["role"] == "assistant"]
+    texts = [m.get("content") for m in assistants]
+    if any(isinstance(t, str) and _MINI_MARK in t for t in texts):
+        return True
+    if any(m.get("tool_calls") for m in assistants):
+        return False
+    blocks = any(isinstance(t, str) and ACTION_BLOCK.search(t) for t in texts)
+    answers = any(
+        _is_message(m) and m["role"] == "user" and "<returncode>" in str(m.get("content"))
+        for m in messages
+    )
+    return blocks and answers

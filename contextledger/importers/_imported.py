@@ -1,0 +1,80 @@
+"""What every importer returns: the sessions it built, each with its API calls, what it read
+and what it left out (with the line and the reason), and the session ids derived from the
+source."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Final
+
+import msgspec
+
+from contextledger.events._catalogue import Event
+from contextledger.events._ids import format_id
+from contextledger.events._parts import Usage
+
+#: Bits of a source's hash in a derived session id: the id's 6-hex-digit counter. Two sources
+#: collide only with the same start millisecond and the same 24 bits (1 in 16.7 million).
+_HASH_HEX_DIGITS: Final = 6
+
+
+class ApiCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One API call of a transcript: the assistant message we made of it, the provider's
+    ``message.id``, the model and the usage it reported (counted once)."""
+
+    message_id: str
+    api_message_id: str
+    model: str
+    usage: Usage
+    line: int
+    time_ms: int
+
+
+class LeftOut(msgspec.Struct, frozen=True, kw_only=True):
+    """Something in the input that became no event: where it is (the 1-based ``line`` of a
+    JSON-lines or text file, the message's position in a JSON document's list; 0 for the
+    file as a whole), the ``field`` inside it (a JSON path, empty for the whole record), what
+    it is (``kind``: a record type, a block type, …) and why it was left out."""
+
+    line: int
+    kind: str
+    reason: str
+    field: str = ""
+
+
+class ImportedSession(msgspec.Struct, kw_only=True):
+    """A session imported from a transcript: its events (valid for ``validate_events``), its API
+    calls in order, its sub-agent ``children``, and what was skipped (record or block kind →
+    count). ``parent_call_id`` is the ``Task`` call a child answers. ``read`` counts the input
+    records by kind; ``left_out`` lists each one (or part of one) that became no event."""
+
+    session_id: str
+    events: list[Event]
+    calls: list[ApiCall]
+    children: list[ImportedSession] = []
+    skipped: dict[str, int] = {}
+    summaries: list[str] = []
+    source_session_id: str | None = None
+    parent_call_id: str | None = None
+    read: dict[str, int] = {}
+    left_out: list[LeftOut] = []
+
+    def sessions(self) -> Iterator[ImportedSession]:
+        """This session and its children, depth first."""
+        yield self
+        for child in self.children:
+            yield from child.sessions()
+
+    def all_calls(self) -> list[ApiCall]:
+        """Every API call of this session and its children."""
+        return [call for session in self.sessions() for call in session.calls]
+
+
+def derived_session_id(start_ms: int, key: str | bytes) -> str:
+    """A session id from the source: ``ses_`` with ``start_ms`` and 24 bits of the SHA-256 of
+    ``key`` (the source's own session id, or its content), so the same source always gets the
+    same id and two sources (almost) never share one."""
+    data = key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key
+    counter = int(hashlib.sha256(data).hexdigest()[:_HASH_HEX_DIGITS], 16)
+    return format_id("ses", max(start_ms, 0), counter)

@@ -1,0 +1,128 @@
+"""Reading input records: JSON documents and lines, loosely written values, times. Every
+failure is a ``TraceImportError`` naming the file, the line and the field."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from contextledger.importers._errors import TraceImportError
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MILLISECOND: Final = timedelta(milliseconds=1)
+
+
+def not_json(error: json.JSONDecodeError) -> str:
+    """The reason a document is not JSON: where the parser stopped (the character position,
+    its line and column) and why."""
+    return (
+        f"not JSON at position {error.pos} (line {error.lineno}, column {error.colno}): {error.msg}"
+    )
+
+
+def parse_document(data: bytes, source: str) -> Any:
+    """``data`` decoded as one JSON document (bytes that are not UTF-8 become U+FFFD);
+    ``TraceImportError`` at the line the parser stopped at when it is not JSON."""
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except json.JSONDecodeError as e:
+        raise TraceImportError(source, e.lineno, "", not_json(e)) from None
+
+
+def load_json(path: str | Path) -> Any:
+    """The JSON document at ``path`` (see ``parse_document``)."""
+    path = Path(path)
+    return parse_document(path.read_bytes(), str(path))
+
+
+def json_lines(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line; a line that is not JSON raises
+    ``TraceImportError`` naming it."""
+    for number, raw in enumerate(lines, 1):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            continue
+        try:
+            yield number, json.loads(text)
+        except json.JSONDecodeError as e:
+            raise TraceImportError(source, number, "", not_json(e)) from None
+
+
+def loose_literal(value: Any) -> Any:
+    """``value``, or, for a string, the JSON or Python literal it spells (several formats write
+    lists and dicts with ``str()``); unparseable strings are returned unchanged."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value
+
+
+def require_str(obj: dict[str, Any], key: str, source: str, line: int, at: str) -> str:
+    """``obj[key]`` as a string, or ``TraceImportError`` naming ``at.key``."""
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise TraceImportError(
+            source, line, f"{at}.{key}" if at else key, "missing or not a string"
+        )
+    return value
+
+
+def require_object(value: Any, source: str, line: int, at: str) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else ``TraceImportError`` naming ``at``."""
+    if not isinstance(value, dict):
+        raise TraceImportError(source, line, at, "must be a JSON object")
+    return value
+
+
+def require_list(value: Any, source: str, line: int, at: str) -> list[Any]:
+    """``value`` when it is a JSON list, else ``TraceImportError`` naming ``at``."""
+    if not isinstance(value, list):
+        raise TraceImportError(source, line, at, "missing or not a list")
+    return value
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (for optional objects)."""
+    return value if isinstance(value, dict) else {}
+
+
+def text_or_none(value: Any) -> str | None:
+    """``value`` when it is a non-empty string."""
+    return value if isinstance(value, str) and value else None
+
+
+def count(value: Any) -> int:
+    """A token count: an int (not a bool), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def iso_ms(value: Any) -> int | None:
+    """Milliseconds since the epoch of an ISO-8601 time (UTC when it names no zone); ``None``
+    when ``value`` is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // _MILLISECOND
+
+
+def require_time(value: Any, source: str, line: int, at: str) -> int:
+    """``iso_ms(value)``, or ``TraceImportError`` naming ``at``."""
+    time_ms = iso_ms(value)
+    if time_ms is None:
+        raise TraceImportError(source, line, at, f"not an ISO-8601 time: {value!r}")
+    return time_ms

@@ -1,0 +1,249 @@
+"""The decisions about a session's context, in one place.
+
+Before each request: must the agent's slice be compacted first, and why
+(``compaction_due``); after a compaction: send, check again or give up
+(``after_compaction``); how much output the request asks for (``output_cap``). After each
+turn: which prune plans to carry out (``prune_plans``).
+
+The runtime's actors, the strategies, the simulation, the CLI's ``compact`` and ``prune`` and
+the benchmarks all decide through these functions, and every input they need is derived from
+the history here (``slice_facts``, ``latest_answer``), so no two callers can see a different
+"last usage" or "last finished step". Pure: the clock is an argument, nothing is read or
+written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
+
+from contextledger.config import Config
+from contextledger.events._parts import ToolSchema, Usage
+from contextledger.history._projection import History, Message
+from contextledger.history._view import ViewOptions, model_view, view_messages
+from contextledger.policy._cadence import (
+    early_compaction_due,
+    early_compaction_refused,
+    estimate_view_tokens,
+)
+from contextledger.policy._compaction import EXHAUSTED_DETAIL
+from contextledger.policy._overflow import (
+    PreflightMeasure,
+    is_overflow,
+    max_output_tokens,
+    measure_preflight,
+    output_budget,
+    preflight_enabled,
+    pressure_level,
+    should_compact_preflight,
+)
+from contextledger.policy._prune import Plan, plan_after_turn
+from contextledger.prices._multipliers import price_for
+from contextledger.vocabulary._models import Model
+
+#: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;
+#: ``preflight``: the request about to be sent would; ``economic``: the view passed its
+#: economic threshold (``policy.cadence``); ``strategy``: a strategy's own trigger (pi's
+#: compact-at-N); ``manual``: asked for by the caller.
+CompactionReason = Literal["overflow", "preflight", "economic", "strategy", "manual"]
+
+#: How a rollback past the attempt cap starts (``EXHAUSTED_DETAIL`` without its figures).
+_EXHAUSTED = EXHAUSTED_DETAIL.partition("{")[0]
+
+
+@dataclass(frozen=True)
+class SliceFacts:
+    """What the decisions read of one agent's slice, derived once.
+
+    ``messages``: the history messages of the slice's view (``view_messages``); ``answer``:
+    the agent's latest answer that reported usage (not a summary; an answer whose usage is
+    all zeros, as a failed call's is, reported none and does not hide the one before it);
+    ``compacted_since``: a compaction of the slice completed after ``answer``;
+    ``last_finished_ms``: when the view's latest assistant message finished (its
+    ``AssistantFinished`` time; None when none has), the moment the prompt cache was last
+    written."""
+
+    agent_id: str
+    messages: list[Message]
+    answer: Message | None
+    compacted_since: bool
+    last_finished_ms: int | None
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage ``answer`` reported, None without one."""
+        return self.answer.usage if self.answer is not None else None
+
+
+def slice_facts(history: History, config: Config, agent_id: str) -> SliceFacts:
+    """The ``SliceFacts`` of ``agent_id``'s slice of ``history`` under ``config``."""
+    messages = view_messages(history, ViewOptions.from_config(config, agent_id=agent_id))
+    answer = latest_answer(history, agent_id)
+    finished = next(
+        (
+            m.finished_ms
+            for m in reversed(messages)
+            if m.role == "assistant" and m.finished_ms is not None
+        ),
+        None,
+    )
+    return SliceFacts(
+        agent_id, messages, answer, _compacted_since(history, answer, agent_id), finished
+    )
+
+
+def latest_answer(history: History, agent_id: str) -> Message | None:
+    """The agent's latest answer that reported usage (see ``SliceFacts``)."""
+    for message in reversed(history.messages):
+        if (
+            message.role == "assistant"
+            and message.agent_id == agent_id
+            and not message.summary
+            and message.usage is not None
+            and message.usage.total > 0
+        ):
+            return message
+    return None
+
+
+def _compacted_since(history: History, answer: Message | None, agent_id: str) -> bool:
+    return answer is not None and any(
+        c.status == "completed"
+        and c.request_message_id > answer.id
+        and history.message(c.request_message_id).agent_id == agent_id
+        for c in history.state.compactions.values()
+    )
+
+
+def compaction_due(
+    history: History,
+    model: Model,
+    config: Config,
+    *,
+    agent_id: str,
+    system: Sequence[str] = (),
+    tools: Sequence[ToolSchema] = (),
+) -> CompactionReason | None:
+    """Why ``agent_id``'s slice must be compacted before its next request, or None.
+
+    ``overflow`` when the latest answer's reported usage reaches the compaction limit and no
+    compaction completed since; else ``preflight`` when preflight is on and the request
+    (the view with ``system`` and ``tools``) would reach it; else, under
+    ``compaction.cadence = "economic"``, ``economic`` when the view has passed its threshold,
+    unless the slice's last early compaction was rolled back and no step finished since."""
+    answer = latest_answer(history, agent_id)
+    if (
+        answer is not None
+        and answer.usage is not None
+        and not _compacted_since(history, answer, agent_id)
+        and is_overflow(model, answer.usage, config)
+    ):
+        return "overflow"
+    preflight = preflight_enabled(model, config)
+    if not preflight and config.compaction.cadence != "economic":
+        return None
+    view = model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
+    if preflight:
+        measure = measure_preflight(view, config, tools=tools, system=system)
+        if should_compact_preflight(model, measure, config).compact:
+            return "preflight"
+    if early_compaction_due(view, model, config) and not early_compaction_refused(
+        history, agent_id
+    ):
+        return "economic"
+    return None
+
+
+def after_compaction(
+    reason: CompactionReason, outcome: Literal["completed", "rolled_back"], detail: str
+) -> Literal["send", "check", "exhausted"]:
+    """What follows a compaction run before a request: ``send`` after an early (economic or
+    a strategy's) one, whatever came of it, since it was optional; ``exhausted`` when it was
+    rolled back for having used the turn's attempts (``compaction.max_attempts``); else
+    ``check`` whether the slice is still full."""
+    if reason in ("economic", "strategy"):
+        return "send"
+    if outcome == "rolled_back" and detail.startswith(_EXHAUSTED):
+        return "exhausted"
+    return "check"
+
+
+def reported_prompt(history: History, config: Config, facts: SliceFacts) -> Usage:
+    """The prompt the slice last had: the latest answer's reported usage, or (when no answer
+    reported a prompt) the view's estimate as uncached input."""
+    usage = facts.usage
+    if usage is not None and usage.prompt > 0:
+        return usage
+    view = model_view(history, ViewOptions.from_config(config, agent_id=facts.agent_id))
+    return Usage(input=estimate_view_tokens(view))
+
+
+def slice_pressure(history: History, model: Model, config: Config, *, agent_id: str) -> int:
+    """The pressure level of ``agent_id``'s slice (``pressure_level`` of ``reported_prompt``)."""
+    facts = slice_facts(history, config, agent_id)
+    return pressure_level(model, reported_prompt(history, config, facts), config)
+
+
+def prune_plans(
+    history: History,
+    model: Model,
+    config: Config,
+    *,
+    agent_id: str,
+    now_ms: int,
+    force: bool = False,
+    level: int | None = None,
+) -> list[Plan]:
+    """The prune plans for ``agent_id``'s slice after a turn, by ``prune.mode``; none unless
+    ``prune.enabled`` or ``force``.
+
+    The prompt the plans weigh is ``reported_prompt``; the pressure level (``mimo`` mode) is
+    that prompt's unless ``level`` is given; the cache counts as warm within the price's TTL
+    of ``last_finished_ms`` (``cost`` mode)."""
+    settings = config.prune
+    if force:
+        settings = msgspec.structs.replace(settings, enabled=True)
+    if not settings.enabled:
+        return []
+    facts = slice_facts(history, config, agent_id)
+    usage = reported_prompt(history, config, facts)
+    return plan_after_turn(
+        facts.messages,
+        config=settings,
+        level=pressure_level(model, usage, config) if level is None else level,
+        now_ms=now_ms,
+        last_finished_ms=facts.last_finished_ms,
+        prompt_tokens=usage.prompt,
+        price=price_for(model.provider_id, model.model_id),
+        part_tokens=(
+            {p.id: history.part_tokens(p.id) for m in facts.messages for p in m.parts}
+            if settings.mode == "cost"
+            else None
+        ),
+    )
+
+
+def output_cap(model: Model, config: Config, *, requested: int | None, prompt_tokens: int) -> int:
+    """The output a request asks for: ``requested`` (else the model's default,
+    ``max_output_tokens``), lowered by ``output.budget_rule`` (``output_budget``) so that the
+    prompt (``prompt_tokens``, an estimate) plus the output fit the window, never below
+    ``output.min``; unchanged when the window is unknown. When the estimate leaves no room at
+    all, ``output.min``: asking for the whole output then would make a request the provider
+    refuses even if the estimate was high, and a prompt that really fills the window is
+    refused either way (its overflow leads to a compaction)."""
+    wanted = (
+        requested
+        if requested is not None
+        else max_output_tokens(model.limits, config.output.max_tokens)
+    )
+    context = model.limits.context
+    if context and prompt_tokens + config.output.safety >= context:
+        return min(wanted, config.output.min)
+    # The output budget reads only the normalized size and the media count of the measure.
+    measure = PreflightMeasure(
+        normalized=prompt_tokens, raw=prompt_tokens, tail=0, overhead=0, continuation=False, media=0
+    )
+    return output_budget(model, wanted, measure, config) or wanted

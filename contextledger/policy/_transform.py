@@ -1,0 +1,75 @@
+"""The view-transform hook: pi's ``transformContext`` for the model view.
+
+A ``Transform`` takes the view about to be encoded and a ``TransformContext`` and returns the
+messages to send. It is pure: the log keeps every event, only what the model sees changes.
+``apply_transform`` runs one and refuses a result that separates a tool call from its result;
+``load_transform`` resolves a transform named in configuration as ``"module.path:function"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from contextledger.history._view import tool_pairs_ok
+from contextledger.policy._cadence import estimate_view_tokens
+from contextledger.vocabulary._messages import ModelMessage
+
+
+class StrategyError(Exception):
+    """A strategy could not be loaded, named or applied."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformContext:
+    """What a transform may consult besides the view: the model's usable window in tokens (0
+    when unknown), the turn index (real user messages so far) and a token estimate."""
+
+    usable_tokens: int = 0
+    turn: int = 0
+    estimate: Callable[[Sequence[ModelMessage]], int] = field(default=estimate_view_tokens)
+
+
+Transform = Callable[[Sequence[ModelMessage], TransformContext], list[ModelMessage]]
+
+
+def apply_transform(
+    transform: Transform,
+    view: Sequence[ModelMessage],
+    context: TransformContext | None = None,
+    *,
+    name: str | None = None,
+) -> list[ModelMessage]:
+    """``transform(view, context)``, checked: raises ``StrategyError`` naming the strategy when
+    the result separates a tool call from its result."""
+    result = transform(view, context or TransformContext())
+    if not tool_pairs_ok(result):
+        label = name or getattr(transform, "__name__", repr(transform))
+        raise StrategyError(
+            f"strategy {label!r} separated a tool call from its result; a transform must "
+            "keep or drop each call together with its result"
+        )
+    return result
+
+
+def load_transform(spec: str) -> Transform:
+    """The callable named by ``"module.path:attribute"`` (the attribute may be dotted)."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise StrategyError(f"transform {spec!r} is not of the form 'module.path:function'")
+    try:
+        target: object = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise StrategyError(f"transform {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    for name in attribute.split("."):
+        try:
+            target = getattr(target, name)
+        except AttributeError as exc:
+            raise StrategyError(
+                f"transform {spec!r}: {module_name!r} has no {attribute!r}"
+            ) from exc
+    if not callable(target):
+        raise StrategyError(f"transform {spec!r} is a {type(target).__name__}, not callable")
+    return cast(Transform, target)

@@ -1,0 +1,361 @@
+"""Recording what an agent did: the commands, the ``Recorder`` that turns them into events.
+
+A recording command says what the user or the model did (``AddUser``, ``StartAssistant``,
+``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``); ``Recorder.record``
+type-checks it (``InvalidCommand``, nothing written), appends its events to one session's
+log, with ids issued from the clock in increasing order, and answers with what the command's
+docstring names. Error texts (a tool's error, an assistant message's error) are stored with
+their secrets masked. The runtime's ``Session`` actor records through it, and so does the
+simulation's ``LocalSession``, so both record a turn identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+
+from contextledger.events._catalogue import (
+    MAIN_AGENT,
+    AssistantFinished,
+    Event,
+    MessageAdded,
+    PartAdded,
+    ToolStateChanged,
+)
+from contextledger.events._errors import LedgerError
+from contextledger.events._ids import IdGenerator
+from contextledger.events._parts import (
+    MessageError,
+    ModelRef,
+    Part,
+    ReasoningPart,
+    StepFinishPart,
+    StepStartPart,
+    TextPart,
+    ToolCompleted,
+    ToolErrored,
+    ToolPart,
+    ToolPending,
+    Usage,
+)
+from contextledger.events._strict import WrongType, strict_copy
+from contextledger.ledger import EventLog
+from contextledger.logging import mask_secrets
+from contextledger.request._context import EditorState
+from contextledger.request._turn import user_message_events
+
+Clock = Callable[[], int]
+C = TypeVar("C", bound=msgspec.Struct)
+
+
+class InvalidCommand(LedgerError):
+    """A command whose arguments do not match their types (bytes given as text, None as a
+    finish reason, a number as an agent id); nothing was written. ``command`` names the
+    command, ``field`` the argument (a dotted path into it: ``usage.input``)."""
+
+    def __init__(self, command: str, field: str, reason: str) -> None:
+        super().__init__(f"invalid {command}: {field + ': ' if field else ''}{reason}")
+        self.command = command
+        self.field = field
+        self.reason = reason
+
+
+class Command(msgspec.Struct, frozen=True, kw_only=True):
+    """A command about one agent's slice of a session."""
+
+    agent_id: str = MAIN_AGENT
+
+
+def checked(command: C) -> C:
+    """``command`` with every argument checked against its declared type, strictly
+    (``events.strict``); raises ``InvalidCommand`` naming the first that does not match."""
+    try:
+        return strict_copy(command)
+    except WrongType as exc:
+        raise InvalidCommand(type(command).__name__, exc.field, exc.reason) from None
+
+
+def as_tuple(values: Sequence[Any]) -> Any:
+    """``values`` as a tuple for a command's field, or as given when it is not a sequence at
+    all, so that the command's type check (``checked``) names the argument instead of
+    ``tuple()`` failing with a ``TypeError`` first."""
+    return tuple(values) if isinstance(values, Sequence) else values
+
+
+class AddUser(Command, frozen=True):
+    """A user message typed now (wrapped when it interrupts a running turn, with its mode
+    reminders and its captured environment). ``files`` are ``(mime, url, filename)``.
+    Reply: the message id."""
+
+    text: str
+    agent: str = "build"
+    model: ModelRef | None = None
+    files: tuple[tuple[str, str, str | None], ...] = ()
+    editor: EditorState | None = None
+    plan_path: str | None = None
+    plan_exists: bool = False
+
+
+class StartAssistant(Command, frozen=True):
+    """An assistant message answering ``parent_id``, with its first step started.
+    Reply: the message id."""
+
+    parent_id: str
+    agent: str = "build"
+    model: ModelRef | None = None
+
+
+class StartStep(Command, frozen=True):
+    """A new model step of an assistant message. Reply: the step-start part's id."""
+
+    message_id: str
+
+
+class AddText(Command, frozen=True):
+    """Text (or, with ``reasoning``, reasoning with its provider ``metadata``) the model
+    wrote. Reply: the part id."""
+
+    message_id: str
+    text: str
+    reasoning: bool = False
+    metadata: dict[str, Any] = {}
+
+
+class CallTool(Command, frozen=True):
+    """A tool call the model made. Reply: the tool part's id."""
+
+    message_id: str
+    tool: str
+    input: dict[str, Any] = {}
+    call_id: str | None = None
+
+
+class ToolResult(Command, frozen=True):
+    """The result of a tool call: its output, or with ``error`` its error text.
+    Reply: the session's new seq."""
+
+    part_id: str
+    output: str
+    error: bool = False
+
+
+class Finish(Command, frozen=True):
+    """An assistant message ended: its finish reason, usage and error, if any.
+    Reply: the session's new seq."""
+
+    message_id: str
+    finish: str = "stop"
+    usage: Usage | None = None
+    error: MessageError | None = None
+
+
+RecordingCommand = AddUser | StartAssistant | StartStep | AddText | CallTool | ToolResult | Finish
+
+
+class AssistantStep(Command, frozen=True):
+    """The arguments of ``SessionApi.record_assistant``, a whole assistant step recorded as
+    several commands: checked together before the first of them is sent, so that a bad one
+    writes nothing. Not a command the ``Recorder`` takes."""
+
+    parent_id: str
+    text: str = ""
+    tool_calls: tuple[tuple[str, dict[str, Any], str], ...] = ()
+    usage: Usage | None = None
+    agent: str = "build"
+
+
+class Recorder:
+    """Records one session's commands into its log (see the module docstring)."""
+
+    def __init__(
+        self, log: EventLog, clock: Clock, *, default_model: ModelRef | None = None
+    ) -> None:
+        self.log = log
+        self._clock = clock
+        self._model = default_model
+        self._message_id = ""
+        self._part_id = ""
+
+    @property
+    def session_id(self) -> str:
+        """The session recorded."""
+        return self.log.session_id
+
+    async def record(self, command: RecordingCommand) -> str | int:
+        """Append ``command``'s events; its reply (an id, or the session's new seq).
+
+        The command is type-checked first (``checked``: ``InvalidCommand``), and its events
+        again when appended (``InvalidEvent``); either way nothing is written."""
+        if isinstance(command, Command):
+            command = checked(command)
+        match command:
+            case AddUser():
+                return await self._add_user(command)
+            case StartAssistant():
+                return await self._start_assistant(command)
+            case StartStep(message_id=message_id, agent_id=agent_id):
+                return await self._part(
+                    StepStartPart(id=self._new_part(), message_id=message_id), agent_id
+                )
+            case AddText():
+                return await self._add_text(command)
+            case CallTool():
+                return await self._call_tool(command)
+            case ToolResult():
+                return await self._tool_result(command)
+            case Finish():
+                return await self._finish(command)
+        raise TypeError(f"no recording command {type(command).__name__}")
+
+    async def _write(self, events: Sequence[Event]) -> int:
+        """Append ``events``; the new seq."""
+        await self.log.append(events)
+        return self.log.history.seq
+
+    def _stamp(self, agent_id: str) -> dict[str, Any]:
+        return {"session_id": self.session_id, "agent_id": agent_id, "time_ms": self._clock()}
+
+    def _new_message(self) -> str:
+        messages = self.log.history.messages
+        last = max(self._message_id, messages[-1].id if messages else "")
+        self._message_id = IdGenerator("msg", last or None).next(self._clock())
+        return self._message_id
+
+    def _new_part(self) -> str:
+        last = max(self._part_id, self.log.history.index.last_part_id)
+        self._part_id = IdGenerator("prt", last or None).next(self._clock())
+        return self._part_id
+
+    async def _part(self, part: Part, agent_id: str) -> str:
+        await self._write([PartAdded(part=part, **self._stamp(agent_id))])
+        return part.id
+
+    async def _add_user(self, command: AddUser) -> str:
+        message_id = self._new_message()
+        events = user_message_events(
+            self.log.history,
+            message_id=message_id,
+            new_part_id=self._new_part,
+            text=command.text,
+            agent=command.agent,
+            model=command.model
+            or self._model
+            or ModelRef(provider_id="unknown", model_id="unknown"),
+            agent_id=command.agent_id,
+            files=command.files,
+            editor=command.editor,
+            plan_path=command.plan_path,
+            plan_exists=command.plan_exists,
+            time_ms=self._clock(),
+        )
+        await self._write(events)
+        return message_id
+
+    async def _start_assistant(self, command: StartAssistant) -> str:
+        message_id = self._new_message()
+        stamp = self._stamp(command.agent_id)
+        await self._write(
+            [
+                MessageAdded(
+                    message_id=message_id,
+                    role="assistant",
+                    parent_id=command.parent_id,
+                    agent=command.agent,
+                    model=command.model or self._model,
+                    **stamp,
+                ),
+                PartAdded(part=StepStartPart(id=self._new_part(), message_id=message_id), **stamp),
+            ]
+        )
+        return message_id
+
+    async def _add_text(self, command: AddText) -> str:
+        part_id = self._new_part()
+        part: Part
+        if command.reasoning:
+            part = ReasoningPart(
+                id=part_id,
+                message_id=command.message_id,
+                text=command.text,
+                metadata=command.metadata,
+            )
+        else:
+            part = TextPart(
+                id=part_id,
+                message_id=command.message_id,
+                text=command.text,
+                metadata=command.metadata,
+            )
+        return await self._part(part, command.agent_id)
+
+    async def _call_tool(self, command: CallTool) -> str:
+        part_id = self._new_part()
+        part = ToolPart(
+            id=part_id,
+            message_id=command.message_id,
+            call_id=command.call_id or f"call_{part_id.removeprefix('prt_')}",
+            tool=command.tool,
+            state=ToolPending(input=command.input),
+        )
+        return await self._part(part, command.agent_id)
+
+    async def _tool_result(self, command: ToolResult) -> int:
+        part = self.log.history.part(command.part_id)
+        if not isinstance(part, ToolPart):
+            raise ValueError(f"part {command.part_id!r} is not a tool call")
+        now = self._clock()
+        started = getattr(part.state, "started_ms", None) or now
+        state: ToolCompleted | ToolErrored
+        if command.error:
+            # A tool's error is mostly an exception's text: masked before it is stored.
+            error = mask_secrets(command.output)
+            state = ToolErrored(
+                input=part.state.input, error=error, started_ms=started, ended_ms=now
+            )
+        else:
+            state = ToolCompleted(
+                input=part.state.input, output=command.output, started_ms=started, ended_ms=now
+            )
+        return await self._write(
+            [
+                ToolStateChanged(
+                    message_id=part.message_id,
+                    part_id=part.id,
+                    state=state,
+                    **self._stamp(command.agent_id),
+                )
+            ]
+        )
+
+    async def _finish(self, command: Finish) -> int:
+        stamp = self._stamp(command.agent_id)
+        usage = command.usage
+        error = command.error
+        if error is not None:
+            # A provider's error text may echo a request header: masked before it is stored.
+            error = msgspec.structs.replace(error, message=mask_secrets(error.message))
+        events: list[Event] = []
+        if usage is not None:
+            events.append(
+                PartAdded(
+                    part=StepFinishPart(
+                        id=self._new_part(),
+                        message_id=command.message_id,
+                        reason=command.finish,
+                        usage=usage,
+                    ),
+                    **stamp,
+                )
+            )
+        events.append(
+            AssistantFinished(
+                message_id=command.message_id,
+                finish=command.finish,
+                usage=usage or Usage(),
+                error=error,
+                **stamp,
+            )
+        )
+        return await self._write(events)

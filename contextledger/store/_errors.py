@@ -1,0 +1,66 @@
+"""Errors raised by event stores: one family, ``StoreError``.
+
+A store raises nothing else of its own: the SQLite backend turns every ``apsw`` exception
+into one of these at its boundary (``SQLiteStore``), so a caller handles a damaged file, a
+locked one, a full disk or a read-only medium without knowing the backend. Events that cannot
+be decoded raise ``EventDecodeError`` (``contextledger.events``), which names the stream and
+position. Every one is a ``LedgerError``.
+"""
+
+from __future__ import annotations
+
+from contextledger.events._errors import LedgerError
+
+
+class StoreError(LedgerError):
+    """Base class of the errors a store raises."""
+
+
+class ConcurrencyError(StoreError):
+    """An append expected the stream at one version and found another; nothing was written."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, the append expected {expected}"
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class StoreClosedError(StoreError):
+    """The store was used after it was closed."""
+
+
+class StoreSchemaError(StoreError):
+    """The file is not a store this release reads (missing, another application's database,
+    not SQLite at all, or written under another store schema); nothing was changed."""
+
+
+class StoreBusyError(StoreError):
+    """Another process kept the database locked longer than the store waits; nothing of the
+    append was written. Retrying later may succeed."""
+
+    def __init__(self, path: str, waited_ms: int) -> None:
+        super().__init__(f"{path} stayed locked by another process for {waited_ms} ms")
+        self.path = path
+        self.waited_ms = waited_ms
+
+
+class StoreCorruptError(StoreError):
+    """The file is damaged (truncated, overwritten, a page that does not read back as it was
+    written). Reads of the damaged part fail; nothing is repaired."""
+
+
+class StoreFullError(StoreError):
+    """The disk (or the file size limit) is full; nothing of the write was committed."""
+
+
+class StoreReadOnlyError(StoreError):
+    """A write to a store opened read-only (a read-only file or medium); nothing was
+    written."""
+
+
+class StoreIOError(StoreError):
+    """Any other failure of the medium or the database engine (an I/O error, a file that
+    can no longer be opened); the operation did not take effect."""

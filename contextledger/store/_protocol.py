@@ -1,0 +1,84 @@
+"""The ``EventStore`` contract every backend implements.
+
+A store holds named streams (one per session) of events. Each stream has a version: the
+number of events in it. ``append`` is optimistic: it names the version it expects and fails
+with ``ConcurrencyError``, writing nothing, when another writer got there first. Every event
+also gets a global, gap-free ``position`` in commit order, which ``read_all`` and
+``subscribe`` follow. Snapshots of a stream's projection are stored beside it so that a long
+session loads from its latest snapshot plus the events after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Final, Protocol
+
+import msgspec
+
+from contextledger.events._catalogue import Event, RecordedEvent
+
+#: Pass as ``expected_version`` to append without a concurrency check.
+ANY_VERSION: Final = -1
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    """A projection of ``stream`` as of ``seq``, encoded by its owner under ``schema``."""
+
+    stream: str
+    seq: int
+    schema: int
+    data: bytes
+
+
+class EventStore(Protocol):
+    """An append-only store of event streams. All methods are trio-async."""
+
+    async def append(
+        self, stream: str, expected_version: int, events: Sequence[Event]
+    ) -> list[RecordedEvent]:
+        """Append ``events`` to ``stream`` atomically and return them as recorded.
+
+        Returns only after the events are committed. Raises ``ConcurrencyError`` (nothing
+        written) when the stream's version is not ``expected_version`` (``ANY_VERSION`` skips
+        the check). An empty ``events`` writes nothing, checks nothing and returns ``[]``.
+        Once called, an append runs to completion: a cancellation arriving meanwhile takes
+        effect at the caller's next checkpoint, so a returned result is always committed and
+        a raised error always means nothing was written.
+        """
+        ...
+
+    async def read(
+        self, stream: str, from_seq: int = 1, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """The events of ``stream`` with ``seq >= from_seq``, in order (at most ``limit``)."""
+        ...
+
+    async def read_all(
+        self, from_position: int = 1, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """Every stream's events with ``position >= from_position``, in commit order."""
+        ...
+
+    def subscribe(self, from_position: int = 1) -> AsyncIterator[RecordedEvent]:
+        """Yield every event from ``from_position`` on, then each new one as it commits."""
+        ...
+
+    async def stream_version(self, stream: str) -> int:
+        """The number of events in ``stream`` (0 when it does not exist)."""
+        ...
+
+    async def streams(self) -> list[str]:
+        """The names of all streams, in order of their first event."""
+        ...
+
+    async def save_snapshot(self, snapshot: Snapshot) -> None:
+        """Store ``snapshot``, replacing an older one of the same stream."""
+        ...
+
+    async def load_snapshot(self, stream: str) -> Snapshot | None:
+        """The latest snapshot of ``stream``, if any."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store's resources; later calls raise ``StoreClosedError``."""
+        ...

@@ -1,0 +1,743 @@
+"""The embedded default store: SQLite through apsw, in WAL mode, behind one writer.
+
+How a write travels. ``append`` encodes its events on the caller's task and queues them. If
+no commit is in progress, the caller leads: it takes every queued append and commits them in
+one transaction. Appends that arrive while a commit is in progress wait, and the next leader
+commits them together, so concurrent appends share commits (group commit). An append returns
+only after the transaction holding it has committed.
+
+Where the commit runs. A small commit at ``synchronous=NORMAL`` costs about 20 us (WAL
+append, no fsync); a trip to a worker thread and back costs about 130 us, so such commits
+run inline on the trio thread. Commits that can be slow (``durability="full"``, which
+fsyncs every commit, or a batch over ``INLINE_COMMIT_BYTES``) run on a worker thread and
+the event loop keeps going. An inline commit never waits for another process's lock either:
+it moves to a worker thread, which waits up to ``BUSY_TIMEOUT_MS`` and then fails the whole
+batch with ``StoreBusyError`` (nothing written). The writer never checkpoints on commit
+(``wal_autocheckpoint=0``); each time the WAL grows by ``CHECKPOINT_PAGES``, a long-lived
+checkpointer thread with a connection of its own checkpoints it while commits go on, so no
+commit pays for it; past ``WAL_RESTART_PAGES`` it restarts the WAL in a gap between commits
+(a commit then waits at most for the few frames written since the last round).
+
+Durability. ``"normal"`` (the default) survives a crash of the process at any moment: an
+acknowledged append is never lost and no partial transaction is ever visible. It can lose the
+last commits on a power failure or an OS crash. ``"full"`` fsyncs the WAL on every commit and
+survives those too, at the cost of an fsync per commit (group commit amortises it).
+
+Errors. No ``apsw`` exception leaves this module: each becomes a ``StoreError`` (corrupt,
+busy, full, read-only, schema, I/O; ``store_error``). A read that fails, whatever the
+reason, ends its read transaction before its connection goes back to the pool.
+
+Read-only files. A store file that cannot be written (no write permission bit, or on a
+read-only mount) is opened for reading only, without creating ``-wal`` or ``-shm`` files:
+as ``immutable`` when no ``-wal`` file exists (nobody has it open; nothing to lock), through
+the existing ``-wal`` otherwise. Writes then raise ``StoreReadOnlyError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Sequence
+from itertools import count, repeat
+from typing import Any, Final, Literal, NamedTuple, TypeVar
+
+import apsw
+import structlog
+import trio
+
+from contextledger.events._catalogue import Event, RecordedEvent
+from contextledger.events._codec import DEFAULT_CODEC, EncodedBatch, EventCodec
+from contextledger.store._errors import (
+    ConcurrencyError,
+    StoreBusyError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreFullError,
+    StoreIOError,
+    StoreReadOnlyError,
+    StoreSchemaError,
+)
+from contextledger.store._protocol import ANY_VERSION, Snapshot
+
+Durability = Literal["normal", "full"]
+
+#: Batches larger than this commit on a worker thread: writing 1 MiB into the WAL takes
+#: about a millisecond, longer than the 130 us thread round trip that avoids blocking.
+INLINE_COMMIT_BYTES: Final = 1 << 20
+#: Checkpoint each time the WAL grows by this many pages (SQLite's own default, 4 MiB).
+CHECKPOINT_PAGES: Final = 1000
+#: Past this many pages (64 MiB at 4 KiB) the checkpointer looks for a gap between commits
+#: to start the WAL over, instead of letting it grow without bound.
+WAL_RESTART_PAGES: Final = 16 * CHECKPOINT_PAGES
+#: How often it looks for that gap while the WAL is past the limit.
+RESTART_RETRY_SECONDS: Final = 0.01
+#: How long a connection waits for a lock held by another process before failing.
+BUSY_TIMEOUT_MS: Final = 10_000
+#: An inline commit never waits, so a task appending in a loop would never let others run;
+#: after this long without a pause, an append yields to the scheduler once.
+YIELD_SECONDS: Final = 0.001
+#: ``subscribe`` re-reads this often even without a local commit, to see other processes'.
+SUBSCRIBE_POLL_SECONDS: Final = 0.5
+#: Rows fetched per page by ``subscribe``.
+SUBSCRIBE_PAGE: Final = 1000
+
+_SCHEMA_VERSION: Final = 1
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS streams (
+    id   INTEGER PRIMARY KEY,
+    name TEXT    NOT NULL UNIQUE
+);
+CREATE TABLE IF NOT EXISTS events (
+    position INTEGER PRIMARY KEY,
+    stream   INTEGER NOT NULL,
+    seq      INTEGER NOT NULL,
+    v        INTEGER NOT NULL,
+    data     BLOB    NOT NULL,
+    UNIQUE (stream, seq)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    stream TEXT PRIMARY KEY,
+    seq    INTEGER NOT NULL,
+    schema INTEGER NOT NULL,
+    data   BLOB    NOT NULL
+) WITHOUT ROWID;
+"""
+
+_INSERT: Final = "INSERT INTO events (position, stream, seq, v, data) VALUES (?, ?, ?, ?, ?)"
+
+_log = structlog.get_logger("contextledger.store._sqlite")
+
+Row = tuple[str, int, str, int, bytes]
+T = TypeVar("T")
+
+
+class _Write:
+    """One queued write: an append or a snapshot, with its outcome once committed."""
+
+    __slots__ = ("done", "error", "nbytes", "result", "run", "wake")
+
+    def __init__(self, run: Callable[[apsw.Cursor], Any], nbytes: int) -> None:
+        self.run = run
+        self.nbytes = nbytes
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.wake: trio.Event | None = None
+
+
+def _one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    row = cur.execute(sql, args).fetchone()
+    assert row is not None, sql
+    return tuple(row)
+
+
+def store_error(exc: apsw.Error, path: str) -> StoreError:
+    """The ``StoreError`` for SQLite's ``exc`` on the store at ``path``: the boundary past
+    which no ``apsw`` exception goes."""
+    reason = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return StoreBusyError(path, BUSY_TIMEOUT_MS)
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        return StoreCorruptError(f"{path} is damaged ({reason})")
+    if isinstance(exc, apsw.FullError):
+        return StoreFullError(f"{path}: the disk or the file size limit is full ({reason})")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreReadOnlyError(f"{path} cannot be written ({reason})")
+    return StoreIOError(f"{path}: {reason}")
+
+
+class _Access(NamedTuple):
+    """How connections open the file: the name passed to SQLite (a path, or a ``file:`` URI
+    for read-only access), the open flags, and whether the store may write."""
+
+    name: str
+    flags: int
+    read_only: bool
+
+
+def file_is_read_only(path: str) -> bool:
+    """Whether the store file at ``path`` exists and can only be read: it has no write
+    permission bit (so even root treats it as read-only), this process may not write it, or
+    it is on a read-only mount."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return False
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return True
+    if not os.access(path, os.W_OK):
+        return True
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _access(path: str, create: bool) -> _Access:
+    """Read-write (creating the file when ``create``), or read-only for a file that
+    ``file_is_read_only``. Read-only, SQLite would create ``-wal`` and ``-shm`` files it
+    could never remove; with no ``-wal`` file there is nothing to read from one, and the
+    file is opened ``immutable`` (no locks, no side files). An existing ``-wal`` means the
+    file is open elsewhere or was not closed cleanly: it is read through (``mode=ro``)."""
+    if not file_is_read_only(path):
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        return _Access(path, flags, False)
+    mode = "mode=ro" if os.path.exists(path + "-wal") else "mode=ro&immutable=1"
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?{mode}"
+    return _Access(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, True)
+
+
+def _open_writer(
+    path: str, access: _Access, durability: Durability, create: bool
+) -> apsw.Connection:
+    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints. The file's
+    store schema is checked before any setting is changed (``_check_schema``). Read-only,
+    it changes nothing and only reads."""
+    try:
+        conn = apsw.Connection(access.name, flags=access.flags)
+    except apsw.CantOpenError as exc:
+        raise StoreSchemaError(f"cannot open {path}: {exc}") from exc
+    except apsw.Error as exc:
+        raise store_error(exc, path) from exc
+    try:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        _check_schema(conn, path, create and not access.read_only)
+        if not access.read_only:
+            cur = conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+            cur.execute("PRAGMA wal_autocheckpoint=0")
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, apsw.NotADBError):
+            raise StoreSchemaError(f"{path} is not a SQLite database") from exc
+        if isinstance(exc, apsw.Error):
+            raise store_error(exc, path) from exc
+        raise
+    return conn
+
+
+def _open_reader(path: str, access: _Access) -> apsw.Connection:
+    """A connection for reads and checkpoints; it changes no database setting."""
+    conn = apsw.Connection(access.name, flags=access.flags & ~apsw.SQLITE_OPEN_CREATE)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return conn
+
+
+def _check_schema(conn: apsw.Connection, path: str, create: bool) -> None:
+    """Create the tables in a new file (when ``create``); refuse, changing nothing, a file
+    that is another application's or was written under another store schema."""
+    cur = conn.cursor()
+    (found,) = _one(cur, "PRAGMA user_version")
+    if found == _SCHEMA_VERSION:
+        return
+    (tables,) = _one(cur, "SELECT count(*) FROM sqlite_master")
+    if found == 0 and tables == 0 and create:
+        with conn:
+            cur.execute(_SCHEMA)
+            cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+        return
+    if found == 0:
+        what = "has no contextledger events" if tables == 0 else "is not a contextledger store"
+        raise StoreSchemaError(f"{path} {what}")
+    raise StoreSchemaError(f"{path} has store schema {found}; this release reads {_SCHEMA_VERSION}")
+
+
+class _WouldBlock(Exception):
+    """Another process holds the write lock: this commit must not wait on the trio thread."""
+
+
+class SQLiteStore:
+    """An ``EventStore`` in one SQLite file. Open it with ``SQLiteStore.open(path)``."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "normal",
+        codec: EventCodec = DEFAULT_CODEC,
+        create: bool = True,
+    ) -> None:
+        if durability not in ("normal", "full"):
+            raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
+        self.path = os.fspath(path)
+        self.durability: Durability = durability
+        self._codec = codec
+        self._access = _access(self.path, create)
+        #: Whether the file could only be opened for reading (``file_is_read_only``).
+        self.read_only = self._access.read_only
+        self._writer = _open_writer(self.path, self._access, durability, create)
+        self._writer.set_busy_timeout(0)
+        # stream name -> (its row id in ``streams``, its version), for the writer.
+        self._versions: dict[str, tuple[int, int]] = {}
+        self._last_position = 0
+        self._data_version = -1
+        self._wal_pages = 0
+        self._writer.set_wal_hook(self._on_wal)
+        self._readers: list[apsw.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._queue: list[_Write] = []
+        self._leading = False
+        self._closed = False
+        self._committed: trio.Event | None = None
+        self._last_yield = 0.0
+        self._checkpointer: threading.Thread | None = None
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_mark = 0
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "normal",
+        codec: EventCodec = DEFAULT_CODEC,
+        create: bool = True,
+    ) -> AsyncIterator[SQLiteStore]:
+        """Open the store at ``path`` for the duration of the block, creating it unless
+        ``create`` is false. Raises ``StoreSchemaError``, changing nothing, for a file that
+        is not a store of this release. A file that cannot be written is opened read-only
+        (``read_only``; writes raise ``StoreReadOnlyError``)."""
+        store = await trio.to_thread.run_sync(
+            lambda: cls(path, durability=durability, codec=codec, create=create)
+        )
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+    # --- writing --------------------------------------------------------------------------
+
+    async def append(
+        self, stream: str, expected_version: int, events: Sequence[Event]
+    ) -> list[RecordedEvent]:
+        """See ``EventStore.append``."""
+        self._check_writable()
+        if not events:
+            return []
+        batch = self._codec.encode_batch(events)
+        # The caller's own events come back: they encode to exactly the stored bytes. (Inside
+        # untyped fields a tuple is read back as a list; use lists there for equality.)
+        given = list(events)
+
+        def run(cur: apsw.Cursor) -> list[RecordedEvent]:
+            return self._insert(cur, stream, expected_version, batch, given)
+
+        result: list[RecordedEvent] = await self._submit(_Write(run, batch.nbytes))
+        return result
+
+    def _insert(
+        self,
+        cur: apsw.Cursor,
+        stream: str,
+        expected: int,
+        batch: EncodedBatch,
+        events: list[Event],
+    ) -> list[RecordedEvent]:
+        known = self._versions.get(stream)
+        if known is None:
+            row = cur.execute(
+                "SELECT id, (SELECT coalesce(max(seq), 0) FROM events WHERE stream = streams.id) "
+                "FROM streams WHERE name = ?",
+                (stream,),
+            ).fetchone()
+            known = (row[0], row[1]) if row is not None else (0, 0)
+        stream_id, version = known
+        if expected not in (ANY_VERSION, version):
+            raise ConcurrencyError(stream, expected, version)
+        if not stream_id:
+            cur.execute("INSERT INTO streams (name) VALUES (?)", (stream,))
+            stream_id = self._writer.last_insert_rowid()
+        last = self._last_position
+        if len(events) == 1:
+            cur.execute(
+                _INSERT, (last + 1, stream_id, version + 1, batch.versions[0], batch.datas[0])
+            )
+            self._versions[stream] = (stream_id, version + 1)
+            self._last_position = last + 1
+            return [RecordedEvent(stream, version + 1, last + 1, events[0])]
+        # Rows and results are zipped and mapped in C: no Python code runs per event here.
+        cur.executemany(
+            _INSERT,
+            zip(
+                count(last + 1),
+                repeat(stream_id),
+                count(version + 1),
+                batch.versions,
+                batch.datas,
+            ),
+        )
+        self._versions[stream] = (stream_id, version + len(events))
+        self._last_position = last + len(events)
+        return list(map(RecordedEvent, repeat(stream), count(version + 1), count(last + 1), events))
+
+    async def save_snapshot(self, snapshot: Snapshot) -> None:
+        """See ``EventStore.save_snapshot``."""
+        self._check_writable()
+
+        def run(cur: apsw.Cursor) -> None:
+            cur.execute(
+                "INSERT OR REPLACE INTO snapshots (stream, seq, schema, data) VALUES (?, ?, ?, ?)",
+                (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data),
+            )
+
+        await self._submit(_Write(run, len(snapshot.data)))
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        if self.read_only:
+            raise StoreReadOnlyError(f"{self.path} is read-only: the store was opened for reading")
+
+    async def _submit(self, write: _Write) -> Any:
+        """Queue ``write``, then lead a commit or wait for the leader's. Once queued, a write
+        is decided (committed or failed) before this returns: the wait is shielded."""
+        self._queue.append(write)
+        if self._leading or not self._fits_inline() or not self._commit_inline():
+            with trio.CancelScope(shield=True):
+                while not write.done:
+                    if self._leading:
+                        write.wake = trio.Event()
+                        await write.wake.wait()
+                    elif not self._fits_inline() or not self._commit_inline():
+                        batch = self._take_queue()
+                        try:
+                            await trio.to_thread.run_sync(self._commit, batch, True)
+                        finally:
+                            self._finish(batch)
+        elif (now := time.monotonic()) - self._last_yield >= YIELD_SECONDS:
+            # Inline commits do not wait for anything; let other tasks run now and then.
+            self._last_yield = now
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        if write.error is not None:
+            raise write.error
+        return write.result
+
+    def _fits_inline(self) -> bool:
+        if self.durability != "normal":
+            return False
+        queue = self._queue
+        if len(queue) == 1:
+            return queue[0].nbytes <= INLINE_COMMIT_BYTES
+        return sum(w.nbytes for w in queue) <= INLINE_COMMIT_BYTES
+
+    def _commit_inline(self) -> bool:
+        """Commit the queue on this thread; False (queue untouched) when another process
+        holds the write lock, so the caller commits on a thread and waits there instead."""
+        batch = self._take_queue()
+        try:
+            self._commit(batch, False)
+        except _WouldBlock:
+            self._queue[:0] = batch
+            self._leading = False
+            return False
+        self._finish(batch)
+        return True
+
+    def _take_queue(self) -> list[_Write]:
+        self._leading = True
+        batch, self._queue = self._queue, []
+        return batch
+
+    def _finish(self, batch: list[_Write]) -> None:
+        """After a commit: wake its waiting writers, promote the next queued write to lead,
+        wake subscribers, and ask for a checkpoint when the WAL has grown."""
+        self._leading = False
+        for write in batch:
+            if write.wake is not None:
+                write.wake.set()
+        if self._queue and self._queue[0].wake is not None:
+            self._queue[0].wake.set()
+        if self._committed is not None:
+            self._committed.set()
+            self._committed = None
+        pages = self._wal_pages
+        if pages < self._checkpoint_mark:  # the WAL started over
+            self._checkpoint_mark = 0
+        if pages - self._checkpoint_mark >= CHECKPOINT_PAGES:
+            self._checkpoint_mark = pages
+            self._request_checkpoint()
+
+    def _commit(self, batch: list[_Write], wait: bool) -> None:
+        """Run every write of ``batch`` in one transaction. A write that raises a version
+        conflict is rolled back to its savepoint alone; the others commit. Any other failure
+        rolls back the whole batch and fails every write in it. Without ``wait``, raise
+        ``_WouldBlock`` (nothing done) instead of waiting for another process's lock."""
+        cur = self._writer.cursor()
+        if wait:
+            self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        except apsw.BusyError as exc:
+            if not wait:
+                raise _WouldBlock from None
+            self._fail(batch, StoreBusyError(self.path, BUSY_TIMEOUT_MS))
+            _log.warning("append failed: database locked", path=self.path, error=str(exc))
+            return
+        except apsw.Error as exc:
+            self._fail(batch, store_error(exc, self.path))
+            return
+        finally:
+            if wait:
+                self._writer.set_busy_timeout(0)
+        try:
+            self._refresh_caches(cur)
+            for write in batch:
+                if len(batch) == 1:
+                    write.result = write.run(cur)
+                    continue
+                cur.execute("SAVEPOINT write")
+                try:
+                    write.result = write.run(cur)
+                except ConcurrencyError as exc:
+                    # Nothing of this write reached the database or the caches.
+                    write.error = exc
+                    cur.execute("ROLLBACK TO write")
+                cur.execute("RELEASE write")
+            cur.execute("COMMIT")
+        except BaseException as exc:
+            if not self._writer.getautocommit():
+                # SQLite may have rolled back already (a full disk, an I/O error); a failed
+                # ROLLBACK must not keep the batch's writers from hearing how it ended.
+                with contextlib.suppress(apsw.Error):
+                    cur.execute("ROLLBACK")
+            self._data_version = -1  # the caches may hold rolled-back writes: reload them
+            error = store_error(exc, self.path) if isinstance(exc, apsw.Error) else exc
+            for write in batch:
+                write.result = None
+                write.error = error
+        finally:
+            for write in batch:
+                write.done = True
+
+    @staticmethod
+    def _fail(batch: list[_Write], error: BaseException) -> None:
+        for write in batch:
+            write.result, write.error, write.done = None, error, True
+
+    def _commit_event(self) -> trio.Event:
+        """An event set by the next commit of this store."""
+        if self._committed is None:
+            self._committed = trio.Event()
+        return self._committed
+
+    def _refresh_caches(self, cur: apsw.Cursor) -> None:
+        """Forget cached stream versions if another connection committed since our last
+        transaction (``PRAGMA data_version`` changes exactly then)."""
+        (data_version,) = _one(cur, "PRAGMA data_version")
+        if data_version != self._data_version:
+            self._data_version = data_version
+            self._versions.clear()
+            (self._last_position,) = _one(cur, "SELECT coalesce(max(position), 0) FROM events")
+
+    # --- checkpoints ----------------------------------------------------------------------
+
+    def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        # Called on whichever thread committed; ``_finish`` acts on it after the commit.
+        self._wal_pages = pages
+        return int(apsw.SQLITE_OK)
+
+    def _request_checkpoint(self) -> None:
+        """Wake the checkpointer (starting it the first time): one long-lived thread with its
+        own connection, so neither the event loop nor the writer waits for a checkpoint."""
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(
+                target=self._checkpoint_loop, name="contextledger-checkpoint", daemon=True
+            )
+            self._checkpointer.start()
+        self._checkpoint_wanted.set()
+
+    def _checkpoint_loop(self) -> None:
+        try:
+            conn = _open_reader(self.path, self._access)
+            # A connection learns that the file is in WAL mode on its first read; before
+            # that, a checkpoint request does nothing.
+            conn.execute("PRAGMA journal_mode").fetchall()
+        except apsw.Error as exc:
+            # Commits go on without checkpoints (the WAL only grows); the next store retries.
+            _log.warning("checkpointer could not start", path=self.path, error=str(exc))
+            return
+        try:
+            while True:
+                self._checkpoint_wanted.wait()
+                self._checkpoint_wanted.clear()
+                if self._closed:
+                    return
+                # PASSIVE copies what it can without waiting for anyone. Under a steady
+                # stream of commits it never copies the very last frames, so the WAL file is
+                # never started over and only grows. Past WAL_RESTART_PAGES, first try a
+                # RESTART without waiting: it succeeds only in a gap between commits, and
+                # then copies just the few frames written since the last PASSIVE round.
+                try:
+                    if self._wal_pages >= WAL_RESTART_PAGES:
+                        conn.set_busy_timeout(0)
+                        try:
+                            conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
+                            continue
+                        except apsw.BusyError:
+                            # Try again in a moment (a sleep, not a spin: this thread must
+                            # not compete with the writer for the CPU).
+                            time.sleep(RESTART_RETRY_SECONDS)
+                            self._checkpoint_wanted.set()
+                        finally:
+                            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+                except apsw.BusyError:
+                    _log.info("checkpoint postponed: the database is busy", path=self.path)
+                except apsw.Error as exc:
+                    # The next request tries again; the WAL only grows meanwhile.
+                    _log.warning("checkpoint failed", path=self.path, error=str(exc))
+        finally:
+            conn.close()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def _reader(self) -> apsw.Connection:
+        with self._readers_lock:
+            if self._readers:
+                return self._readers.pop()
+        return _open_reader(self.path, self._access)
+
+    def _release(self, conn: apsw.Connection) -> None:
+        """Put ``conn`` back in the pool, unless the store is closed or a read transaction
+        is still open on it (then it is closed instead: pooled, it would serve an old
+        snapshot of the data to every later read and hold back every checkpoint)."""
+        with self._readers_lock:
+            if not self._closed and conn.txn_state() == apsw.SQLITE_TXN_NONE:
+                self._readers.append(conn)
+                return
+        conn.close()
+
+    def _query(self, run: Callable[[apsw.Cursor], T]) -> T:
+        """Run ``run`` with a cursor of a pooled reader connection (on a worker thread).
+
+        Whatever happens, the cursor is closed before the connection goes back: a read that
+        fails half-way (an event that does not decode) leaves its statement, and with it a
+        read transaction, open, and that connection would otherwise serve every later read
+        from an old snapshot and keep the WAL from being checkpointed past it. SQLite's
+        errors leave as ``StoreError``s (``store_error``)."""
+        conn: apsw.Connection | None = None
+        cursor: apsw.Cursor | None = None
+        try:
+            conn = self._reader()
+            cursor = conn.cursor()
+            return run(cursor)
+        except apsw.Error as exc:
+            raise store_error(exc, self.path) from exc
+        finally:
+            if cursor is not None:
+                cursor.close(force=True)
+            if conn is not None:
+                self._release(conn)
+
+    async def _read(
+        self, decode: Callable[[Any], list[RecordedEvent]], sql: str, args: tuple[Any, ...]
+    ) -> list[RecordedEvent]:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+        return await trio.to_thread.run_sync(
+            self._query, lambda cursor: decode(cursor.execute(sql, args))
+        )
+
+    async def read(
+        self, stream: str, from_seq: int = 1, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """See ``EventStore.read``."""
+        return await self._read(
+            lambda rows: self._codec.decode_stream(stream, rows),
+            "SELECT position, seq, v, data FROM events "
+            "WHERE stream = (SELECT id FROM streams WHERE name = ?) AND seq >= ? "
+            "ORDER BY seq LIMIT ?",
+            (stream, from_seq, -1 if limit is None else limit),
+        )
+
+    async def read_all(
+        self, from_position: int = 1, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """See ``EventStore.read_all``."""
+        return await self._read(
+            self._codec.decode_rows,
+            "SELECT events.position, streams.name, events.seq, events.v, events.data "
+            "FROM events JOIN streams ON streams.id = events.stream "
+            "WHERE events.position >= ? ORDER BY events.position LIMIT ?",
+            (from_position, -1 if limit is None else limit),
+        )
+
+    async def subscribe(self, from_position: int = 1) -> AsyncIterator[RecordedEvent]:
+        """See ``EventStore.subscribe``. Commits of this process wake it at once; those of
+        other processes are seen within ``SUBSCRIBE_POLL_SECONDS``."""
+        position = from_position
+        while True:
+            committed = self._commit_event()
+            batch = await self.read_all(position, SUBSCRIBE_PAGE)
+            for recorded in batch:
+                yield recorded
+            if batch:
+                position = batch[-1].position + 1
+            else:
+                with trio.move_on_after(SUBSCRIBE_POLL_SECONDS):
+                    await committed.wait()
+
+    async def _scalar(self, sql: str, args: tuple[Any, ...]) -> Any:
+        if self._closed:
+            raise StoreClosedError("the store is closed")
+
+        return await trio.to_thread.run_sync(
+            self._query, lambda cursor: cursor.execute(sql, args).fetchall()
+        )
+
+    async def stream_version(self, stream: str) -> int:
+        """See ``EventStore.stream_version``."""
+        rows = await self._scalar(
+            "SELECT coalesce(max(seq), 0) FROM events "
+            "WHERE stream = (SELECT id FROM streams WHERE name = ?)",
+            (stream,),
+        )
+        return int(rows[0][0])
+
+    async def streams(self) -> list[str]:
+        """See ``EventStore.streams``."""
+        rows = await self._scalar(
+            "SELECT streams.name FROM events JOIN streams ON streams.id = events.stream "
+            "WHERE events.seq = 1 ORDER BY events.position",
+            (),
+        )
+        return [str(r[0]) for r in rows]
+
+    async def load_snapshot(self, stream: str) -> Snapshot | None:
+        """See ``EventStore.load_snapshot``."""
+        rows = await self._scalar(
+            "SELECT seq, schema, data FROM snapshots WHERE stream = ?", (stream,)
+        )
+        if not rows:
+            return None
+        seq, schema, data = rows[0]
+        return Snapshot(stream, int(seq), int(schema), bytes(data))
+
+    async def aclose(self) -> None:
+        """See ``EventStore.aclose``. Waits for an in-flight commit and the checkpointer, then
+        closes every connection. Shielded: a cancellation cannot leave it half done."""
+        if self._closed:
+            return
+        with trio.CancelScope(shield=True):
+            while self._leading or self._queue:
+                await trio.sleep(0.001)
+            self._closed = True
+            if self._committed is not None:
+                self._committed.set()
+            with self._readers_lock:
+                readers, self._readers = self._readers, []
+            for conn in readers:
+                conn.close()
+            if self._checkpointer is not None:
+                self._checkpoint_wanted.set()
+                await trio.to_thread.run_sync(self._checkpointer.join)
+            self._writer.close()
