@@ -14,12 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, Protocol
 
+import msgspec
 import structlog
 import trio
 
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._codec import DEFAULT_CODEC
+from contextledger.events._errors import InvalidEvent, LedgerError
+from contextledger.events._parts import struct_tag
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History
+from contextledger.store._checker import Problem
+from contextledger.store._errors import StoreCorruptError
 from contextledger.store._protocol import EventStore, Snapshot
 
 #: Events between projection snapshots. Replaying 1,000 events takes a few milliseconds,
@@ -41,6 +46,26 @@ class EventLog(Protocol):
     def history(self) -> History: ...
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]: ...
+
+
+async def _usable_snapshot(store: EventStore, session_id: str) -> Snapshot | None:
+    """The session's snapshot if it can be loaded: one of another schema, or one that does
+    not match its checksum (``StoreCorruptError``), is logged and ignored in favour of a
+    rebuild from the events."""
+    try:
+        snapshot = await store.load_snapshot(session_id)
+    except StoreCorruptError as exc:
+        _log.warning("snapshot damaged, rebuilding", session_id=session_id, error=str(exc))
+        return None
+    if snapshot is not None and snapshot.schema != SNAPSHOT_SCHEMA:
+        _log.info(
+            "snapshot schema changed, rebuilding",
+            session_id=session_id,
+            found=snapshot.schema,
+            current=SNAPSHOT_SCHEMA,
+        )
+        return None
+    return snapshot
 
 
 class SessionLog:
@@ -68,24 +93,15 @@ class SessionLog:
         cls, store: EventStore, session_id: str, *, snapshot_every: int = SNAPSHOT_EVERY
     ) -> SessionLog:
         """Load ``session_id`` from its latest snapshot plus the events after it (an empty
-        history when the session has no events yet)."""
-        snapshot = await store.load_snapshot(session_id)
-        if snapshot is not None and snapshot.schema == SNAPSHOT_SCHEMA:
-            history = History.from_snapshot(snapshot.data)
-        else:
-            if snapshot is not None:
-                _log.info(
-                    "snapshot schema changed, rebuilding",
-                    session_id=session_id,
-                    found=snapshot.schema,
-                    current=SNAPSHOT_SCHEMA,
-                )
-            history = History(session_id)
+        history when the session has no events yet). A snapshot of another schema, or a
+        damaged one, is ignored and the session rebuilt from its events."""
+        snapshot = await _usable_snapshot(store, session_id)
+        history = History(session_id) if snapshot is None else History.from_snapshot(snapshot.data)
         history.apply_all(await store.read(session_id, history.seq + 1))
         log = cls(store, history, snapshot_every=snapshot_every)
-        # A stale snapshot counts as none, so the next append past the interval replaces it.
-        usable = snapshot is not None and snapshot.schema == SNAPSHOT_SCHEMA
-        log._snapshot_seq = snapshot.seq if usable and snapshot is not None else 0
+        # A stale or damaged snapshot counts as none: the next append past the interval
+        # replaces it.
+        log._snapshot_seq = 0 if snapshot is None else snapshot.seq
         return log
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
@@ -137,4 +153,44 @@ class SessionLog:
         self._snapshot_seq = self.history.seq
 
 
-__all__ = ["SNAPSHOT_EVERY", "EventLog", "SessionLog"]
+def _restored(snapshot: Snapshot) -> History | None:
+    """The projection in ``snapshot``, or None when its bytes do not decode."""
+    try:
+        return History.from_snapshot(snapshot.data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+async def check_sessions(store: EventStore) -> list[Problem]:
+    """Every problem in the sessions of ``store``, read through it: events that do not read
+    (``decode``), events that name another session or may not follow the ones before them
+    (``event``: a repeated message id, a part of no message, ...), and snapshots that differ
+    from a replay of the events up to their seq (``snapshot``). Each session's replay stops
+    at its first problem."""
+    problems: list[Problem] = []
+    for stream in await store.streams():
+        try:
+            recorded = await store.read(stream)
+        except LedgerError as exc:
+            where = getattr(exc, "position", None)
+            problems.append(Problem("decode", str(exc), stream, where))
+            continue
+        history = History(stream)
+        snapshot = await _usable_snapshot(store, stream)
+        for r in recorded:
+            try:
+                if r.event.session_id != stream:
+                    raise InvalidEvent(0, struct_tag(r.event), "names another session")
+                history.validate([r.event])
+            except InvalidEvent as exc:
+                detail = f"{exc.event_type}: {exc.reason}"
+                problems.append(Problem("event", detail, stream, r.position, r.seq))
+                break
+            history.apply(r)
+            if snapshot and r.seq == snapshot.seq and _restored(snapshot) != history:
+                detail = f"the snapshot at seq {snapshot.seq} differs from the replay"
+                problems.append(Problem("snapshot", detail, stream, seq=snapshot.seq))
+    return problems
+
+
+__all__ = ["SNAPSHOT_EVERY", "EventLog", "SessionLog", "check_sessions"]

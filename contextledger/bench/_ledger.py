@@ -45,7 +45,8 @@ from contextledger.bench._common import Options, rate, ratio, synthetic_corpus, 
 from contextledger.events._catalogue import Event
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.history._projection import History
-from contextledger.store._sqlite import _INSERT, _SCHEMA, Durability, SQLiteStore
+from contextledger.store._schema import INSERT_EVENT, TABLES, event_crc
+from contextledger.store._sqlite import Durability, SQLiteStore
 
 #: Events of the default run and of ``--full``.
 DEFAULT_EVENTS: Final = 100_000
@@ -73,8 +74,8 @@ _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 _SELECT_DATA = "SELECT data FROM events WHERE stream = ? ORDER BY seq"
 
 #: A row as the store writes it: position, stream id (the row id in ``streams``), seq,
-#: version, bytes.
-Row = tuple[int, int, int, int, bytes]
+#: version, bytes, checksum (computed beforehand: the floor only writes).
+Row = tuple[int, int, int, int, bytes, int]
 
 
 class _Corpus:
@@ -89,7 +90,9 @@ class _Corpus:
         for stream_id, (stream, events) in enumerate(self.streams, 1):
             for seq, event in enumerate(events, 1):
                 blob = codec.encode(event)
-                self.rows.append((len(self.rows) + 1, stream_id, seq, event.v, blob))
+                position = len(self.rows) + 1
+                crc = event_crc(stream_id, seq, position, event.v, blob)
+                self.rows.append((position, stream_id, seq, event.v, blob, crc))
                 self.tags.append(codec.tag_of(event))
                 self.flat.append((stream, seq, event))
         self.sizes = [len(row[4]) for row in self.rows]
@@ -157,7 +160,7 @@ def _floor_connection(path: str, durability: Durability = "normal") -> apsw.Conn
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
     cur.execute("PRAGMA wal_autocheckpoint=0")
-    cur.execute(_SCHEMA)
+    cur.execute(TABLES)
     return conn
 
 
@@ -168,7 +171,7 @@ def _floor_insert(path: str, chunks: list[list[Row]], durability: Durability = "
     start = time.perf_counter()
     for chunk in chunks:
         cur.execute("BEGIN IMMEDIATE")
-        cur.executemany(_INSERT, chunk)
+        cur.executemany(INSERT_EVENT, chunk)
         cur.execute("COMMIT")
     elapsed = time.perf_counter() - start
     conn.close()
@@ -181,7 +184,7 @@ def _floor_single(path: str, rows: list[Row]) -> float:
     start = time.perf_counter()
     for row in rows:
         cur.execute("BEGIN IMMEDIATE")
-        cur.execute(_INSERT, row)
+        cur.execute(INSERT_EVENT, row)
         cur.execute("COMMIT")
     elapsed = time.perf_counter() - start
     conn.close()
@@ -266,7 +269,7 @@ class _Peer:
                         topic=corpus.tags[position - 1],
                         state=blob,
                     )
-                    for position, stream_id, seq, _, blob in rows
+                    for position, stream_id, seq, _, blob, _ in rows
                 ]
                 for rows in corpus.row_batches
             ]

@@ -11,6 +11,8 @@ Commands (each table also as ``--json``):
   compact   compact a session with the extractive summarizer (--dry-run: print the plan)
   prune     clear, trim or strip old tool outputs and media (--dry-run: print the plan)
   import    import a transcript (any supported format) into a database
+  check     verify a database: every page, checksum, seq, owner and snapshot (exit 1 on a
+            problem)
   replay    check a session replays to its stored projection and recorded request prefixes
   simulate  price context strategies on transcripts with the prompt-cache simulator
   report    write a self-contained HTML report with charts of a simulation
@@ -36,6 +38,7 @@ from contextledger.cli import _commands as commands
 from contextledger.cli import _diffing as diffing
 from contextledger.cli import _maintenance as maintenance
 from contextledger.cli import _reporting as reporting
+from contextledger.cli import _storage as storage
 from contextledger.cli._demo import demo as demo_command
 from contextledger.cli._demo_session import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events._errors import LedgerError
@@ -134,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     imported.add_argument("--json", action="store_true")
 
+    checked = sub.add_parser("check", help="verify every page, row, seq and snapshot of a database")
+    checked.add_argument("db", type=Path)
+    checked.add_argument("--json", action="store_true")
+
     replayed = sub.add_parser("replay", help="check a session replays to what was recorded")
     replayed.add_argument("db", type=Path)
     replayed.add_argument("--session", required=True)
@@ -205,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "prune": maintenance.prune,
         "import": analysis.import_,
         "replay": analysis.replay,
+        "check": storage.check,
         "simulate": analysis.simulate,
         "report": reporting.report,
         "diff": diffing.diff,
@@ -215,14 +223,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"contextledger: no database at {args.db}\n")
         return 2
     try:
-        trio.run(handlers[args.command], args)
+        status = trio.run(handlers[args.command], args)
     except (LedgerError, ValueError) as exc:
         sys.stderr.write(f"contextledger: {exc}\n")
         return 1
     except BrokenPipeError:
         # The reader (e.g. ``head``) went away; stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+        return 0
+    return int(status or 0)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Event stores: the ``EventStore`` contract, SQLite (the embedded default) and memory."""
 
+from contextledger.store._checker import Problem
 from contextledger.store._errors import (
     ConcurrencyError,
     StoreBusyError,
@@ -7,6 +8,7 @@ from contextledger.store._errors import (
     StoreCorruptError,
     StoreError,
     StoreFullError,
+    StoreIntegrityError,
     StoreIOError,
     StoreReadOnlyError,
     StoreSchemaError,
@@ -21,6 +23,7 @@ __all__ = [
     "Durability",
     "EventStore",
     "MemoryStore",
+    "Problem",
     "SQLiteStore",
     "Snapshot",
     "StoreBusyError",
@@ -29,6 +32,7 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "StoreIOError",
+    "StoreIntegrityError",
     "StoreReadOnlyError",
     "StoreSchemaError",
 ]

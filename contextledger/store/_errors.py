@@ -52,6 +52,22 @@ class StoreCorruptError(StoreError):
     written). Reads of the damaged part fail; nothing is repaired."""
 
 
+class StoreIntegrityError(StoreCorruptError):
+    """A row does not read back as it was written: its checksum does not match, or it breaks
+    the store's structure (a seq gap, a row of another stream, a stream shorter than its
+    recorded version). ``stream`` names the stream (None when the row's stream is unknown),
+    ``position`` the event's global position (None for a stream's or a snapshot's row)."""
+
+    def __init__(self, stream: str | None, position: int | None, reason: str) -> None:
+        where = "" if stream is None else f"stream {stream!r}"
+        if position is not None:
+            where = f"{where} position {position}".strip()
+        super().__init__(f"{where or 'store'}: {reason}")
+        self.stream = stream
+        self.position = position
+        self.reason = reason
+
+
 class StoreFullError(StoreError):
     """The disk (or the file size limit) is full; nothing of the write was committed."""
 

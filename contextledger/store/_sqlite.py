@@ -42,7 +42,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
-from itertools import count, repeat
+from itertools import repeat
 from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 import apsw
@@ -51,6 +51,7 @@ import trio
 
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._codec import DEFAULT_CODEC, EncodedBatch, EventCodec
+from contextledger.store._checker import Problem, find_problems
 from contextledger.store._errors import (
     ConcurrencyError,
     StoreBusyError,
@@ -58,11 +59,27 @@ from contextledger.store._errors import (
     StoreCorruptError,
     StoreError,
     StoreFullError,
+    StoreIntegrityError,
     StoreIOError,
     StoreReadOnlyError,
     StoreSchemaError,
 )
 from contextledger.store._protocol import ANY_VERSION, Snapshot
+from contextledger.store._schema import (
+    INSERT_EVENT,
+    check_schema,
+    event_crc,
+    one,
+    snapshot_crc,
+    stream_crc,
+)
+from contextledger.store._verify import (
+    StreamHead,
+    verified_event,
+    verified_snapshot,
+    verified_stream,
+    verified_stream_events,
+)
 
 Durability = Literal["normal", "full"]
 
@@ -86,33 +103,12 @@ SUBSCRIBE_POLL_SECONDS: Final = 0.5
 #: Rows fetched per page by ``subscribe``.
 SUBSCRIBE_PAGE: Final = 1000
 
-_SCHEMA_VERSION: Final = 1
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS streams (
-    id   INTEGER PRIMARY KEY,
-    name TEXT    NOT NULL UNIQUE
-);
-CREATE TABLE IF NOT EXISTS events (
-    position INTEGER PRIMARY KEY,
-    stream   INTEGER NOT NULL,
-    seq      INTEGER NOT NULL,
-    v        INTEGER NOT NULL,
-    data     BLOB    NOT NULL,
-    UNIQUE (stream, seq)
-);
-CREATE TABLE IF NOT EXISTS snapshots (
-    stream TEXT PRIMARY KEY,
-    seq    INTEGER NOT NULL,
-    schema INTEGER NOT NULL,
-    data   BLOB    NOT NULL
-) WITHOUT ROWID;
-"""
-
-_INSERT: Final = "INSERT INTO events (position, stream, seq, v, data) VALUES (?, ?, ?, ?, ?)"
+_STREAM: Final = "SELECT id, name, version, crc FROM streams WHERE name = ?"
+#: The same lookup past the index on ``name``: tells a missing stream from a damaged index.
+_STREAM_UNINDEXED: Final = "SELECT id, name, version, crc FROM streams NOT INDEXED WHERE name = ?"
 
 _log = structlog.get_logger("contextledger.store._sqlite")
 
-Row = tuple[str, int, str, int, bytes]
 T = TypeVar("T")
 
 
@@ -128,12 +124,6 @@ class _Write:
         self.result: Any = None
         self.error: BaseException | None = None
         self.wake: trio.Event | None = None
-
-
-def _one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
-    row = cur.execute(sql, args).fetchone()
-    assert row is not None, sql
-    return tuple(row)
 
 
 def store_error(exc: apsw.Error, path: str) -> StoreError:
@@ -198,7 +188,7 @@ def _open_writer(
     path: str, access: _Access, durability: Durability, create: bool
 ) -> apsw.Connection:
     """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints. The file's
-    store schema is checked before any setting is changed (``_check_schema``). Read-only,
+    store schema is checked before any setting is changed (``check_schema``). Read-only,
     it changes nothing and only reads."""
     try:
         conn = apsw.Connection(access.name, flags=access.flags)
@@ -208,7 +198,7 @@ def _open_writer(
         raise store_error(exc, path) from exc
     try:
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        _check_schema(conn, path, create and not access.read_only)
+        check_schema(conn, path, create, not access.read_only)
         if not access.read_only:
             cur = conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
@@ -229,25 +219,6 @@ def _open_reader(path: str, access: _Access) -> apsw.Connection:
     conn = apsw.Connection(access.name, flags=access.flags & ~apsw.SQLITE_OPEN_CREATE)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     return conn
-
-
-def _check_schema(conn: apsw.Connection, path: str, create: bool) -> None:
-    """Create the tables in a new file (when ``create``); refuse, changing nothing, a file
-    that is another application's or was written under another store schema."""
-    cur = conn.cursor()
-    (found,) = _one(cur, "PRAGMA user_version")
-    if found == _SCHEMA_VERSION:
-        return
-    (tables,) = _one(cur, "SELECT count(*) FROM sqlite_master")
-    if found == 0 and tables == 0 and create:
-        with conn:
-            cur.execute(_SCHEMA)
-            cur.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
-        return
-    if found == 0:
-        what = "has no contextledger events" if tables == 0 else "is not a contextledger store"
-        raise StoreSchemaError(f"{path} {what}")
-    raise StoreSchemaError(f"{path} has store schema {found}; this release reads {_SCHEMA_VERSION}")
 
 
 class _WouldBlock(Exception):
@@ -344,49 +315,54 @@ class SQLiteStore:
     ) -> list[RecordedEvent]:
         known = self._versions.get(stream)
         if known is None:
-            row = cur.execute(
-                "SELECT id, (SELECT coalesce(max(seq), 0) FROM events WHERE stream = streams.id) "
-                "FROM streams WHERE name = ?",
-                (stream,),
-            ).fetchone()
-            known = (row[0], row[1]) if row is not None else (0, 0)
+            row = cur.execute(_STREAM, (stream,)).fetchone()
+            if row is not None:
+                head = verified_stream(row, stream)
+                known = (head.id, head.version)
+            else:
+                known = (0, 0)
         stream_id, version = known
         if expected not in (ANY_VERSION, version):
             raise ConcurrencyError(stream, expected, version)
-        if not stream_id:
-            cur.execute("INSERT INTO streams (name) VALUES (?)", (stream,))
-            stream_id = self._writer.last_insert_rowid()
-        last = self._last_position
-        if len(events) == 1:
+        new_version = version + len(events)
+        if stream_id:
             cur.execute(
-                _INSERT, (last + 1, stream_id, version + 1, batch.versions[0], batch.datas[0])
+                "UPDATE streams SET version = ?, crc = ? WHERE id = ?",
+                (new_version, stream_crc(stream_id, new_version, stream), stream_id),
             )
-            self._versions[stream] = (stream_id, version + 1)
-            self._last_position = last + 1
-            return [RecordedEvent(stream, version + 1, last + 1, events[0])]
-        # Rows and results are zipped and mapped in C: no Python code runs per event here.
-        cur.executemany(
-            _INSERT,
-            zip(
-                count(last + 1),
-                repeat(stream_id),
-                count(version + 1),
-                batch.versions,
-                batch.datas,
-            ),
-        )
-        self._versions[stream] = (stream_id, version + len(events))
+        else:
+            (stream_id,) = one(cur, "SELECT coalesce(max(id), 0) + 1 FROM streams")
+            cur.execute(
+                "INSERT INTO streams (id, name, version, crc) VALUES (?, ?, ?, ?)",
+                (stream_id, stream, new_version, stream_crc(stream_id, new_version, stream)),
+            )
+        last = self._last_position
+        self._versions[stream] = (stream_id, new_version)
         self._last_position = last + len(events)
-        return list(map(RecordedEvent, repeat(stream), count(version + 1), count(last + 1), events))
+        if len(events) == 1:
+            v, data = batch.versions[0], batch.datas[0]
+            crc = event_crc(stream_id, version + 1, last + 1, v, data)
+            cur.execute(INSERT_EVENT, (last + 1, stream_id, version + 1, v, data, crc))
+            return [RecordedEvent(stream, version + 1, last + 1, events[0])]
+        positions = range(last + 1, last + 1 + len(events))
+        seqs = range(version + 1, new_version + 1)
+        crcs = map(event_crc, repeat(stream_id), seqs, positions, batch.versions, batch.datas)
+        # Rows and results are zipped and mapped in C: only the checksum runs Python per event.
+        cur.executemany(
+            INSERT_EVENT, zip(positions, repeat(stream_id), seqs, batch.versions, batch.datas, crcs)
+        )
+        return list(map(RecordedEvent, repeat(stream), seqs, positions, events))
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``."""
         self._check_writable()
 
         def run(cur: apsw.Cursor) -> None:
+            crc = snapshot_crc(snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data)
             cur.execute(
-                "INSERT OR REPLACE INTO snapshots (stream, seq, schema, data) VALUES (?, ?, ?, ?)",
-                (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data),
+                "INSERT OR REPLACE INTO snapshots (stream, seq, schema, data, crc) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data, crc),
             )
 
         await self._submit(_Write(run, len(snapshot.data)))
@@ -532,11 +508,11 @@ class SQLiteStore:
     def _refresh_caches(self, cur: apsw.Cursor) -> None:
         """Forget cached stream versions if another connection committed since our last
         transaction (``PRAGMA data_version`` changes exactly then)."""
-        (data_version,) = _one(cur, "PRAGMA data_version")
+        (data_version,) = one(cur, "PRAGMA data_version")
         if data_version != self._data_version:
             self._data_version = data_version
             self._versions.clear()
-            (self._last_position,) = _one(cur, "SELECT coalesce(max(position), 0) FROM events")
+            (self._last_position,) = one(cur, "SELECT coalesce(max(position), 0) FROM events")
 
     # --- checkpoints ----------------------------------------------------------------------
 
@@ -638,38 +614,77 @@ class SQLiteStore:
             if conn is not None:
                 self._release(conn)
 
-    async def _read(
-        self, decode: Callable[[Any], list[RecordedEvent]], sql: str, args: tuple[Any, ...]
-    ) -> list[RecordedEvent]:
+    async def _run_query(self, run: Callable[[apsw.Cursor], T]) -> T:
+        """``run`` in one read transaction of a pooled reader, on a worker thread."""
         if self._closed:
             raise StoreClosedError("the store is closed")
-        return await trio.to_thread.run_sync(
-            self._query, lambda cursor: decode(cursor.execute(sql, args))
-        )
+
+        def transaction(cur: apsw.Cursor) -> T:
+            cur.execute("BEGIN")
+            try:
+                return run(cur)
+            finally:
+                # Only ends the read; a connection left in it is closed, not pooled.
+                with contextlib.suppress(apsw.Error):
+                    cur.execute("COMMIT")
+
+        return await trio.to_thread.run_sync(self._query, transaction)
+
+    def _head(self, cur: apsw.Cursor, stream: str) -> StreamHead | None:
+        """The verified row of ``stream``, or None when there is none; a stream the index on
+        names has lost but the table holds raises ``StoreIntegrityError``."""
+        row = cur.execute(_STREAM, (stream,)).fetchone()
+        if row is not None:
+            return verified_stream(row, stream)
+        if cur.execute(_STREAM_UNINDEXED, (stream,)).fetchone() is not None:
+            raise StoreIntegrityError(stream, None, "the index of stream names has lost it")
+        return None
 
     async def read(
         self, stream: str, from_seq: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """See ``EventStore.read``."""
-        return await self._read(
-            lambda rows: self._codec.decode_stream(stream, rows),
-            "SELECT position, seq, v, data FROM events "
-            "WHERE stream = (SELECT id FROM streams WHERE name = ?) AND seq >= ? "
-            "ORDER BY seq LIMIT ?",
-            (stream, from_seq, -1 if limit is None else limit),
-        )
+        """See ``EventStore.read``. Every row is verified (``verified_stream_events``)."""
+
+        def run(cur: apsw.Cursor) -> list[RecordedEvent]:
+            head = self._head(cur, stream)
+            if head is None:
+                return []
+            rows = cur.execute(
+                "SELECT position, stream, seq, v, data, crc FROM events "
+                "WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
+                (head.id, from_seq, -1 if limit is None else limit),
+            )
+            return self._codec.decode_stream(
+                stream, verified_stream_events(rows, head, from_seq, limit)
+            )
+
+        return await self._run_query(run)
 
     async def read_all(
         self, from_position: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """See ``EventStore.read_all``."""
-        return await self._read(
-            self._codec.decode_rows,
-            "SELECT events.position, streams.name, events.seq, events.v, events.data "
-            "FROM events JOIN streams ON streams.id = events.stream "
-            "WHERE events.position >= ? ORDER BY events.position LIMIT ?",
-            (from_position, -1 if limit is None else limit),
-        )
+        """See ``EventStore.read_all``. Every row and its stream's row are verified."""
+
+        def run(cur: apsw.Cursor) -> list[RecordedEvent]:
+            heads: dict[Any, StreamHead] = {}
+            rows = []
+            for row in cur.execute(
+                "SELECT events.position, events.stream, events.seq, events.v, events.data, "
+                "events.crc, streams.id, streams.name, streams.version, streams.crc "
+                "FROM events LEFT JOIN streams ON streams.id = events.stream "
+                "WHERE events.position >= ? ORDER BY events.position LIMIT ?",
+                (from_position, -1 if limit is None else limit),
+            ):
+                head = heads.get(row[1])
+                if head is None:
+                    if row[6] is None:
+                        raise StoreIntegrityError(None, row[0], "the row's stream does not exist")
+                    head = heads[row[1]] = verified_stream(row[6:])
+                position, seq, v, data = verified_event(row[:6], head)
+                rows.append((position, head.name, seq, v, data))
+            return self._codec.decode_rows(rows)
+
+        return await self._run_query(run)
 
     async def subscribe(self, from_position: int = 1) -> AsyncIterator[RecordedEvent]:
         """See ``EventStore.subscribe``. Commits of this process wake it at once; those of
@@ -686,41 +701,41 @@ class SQLiteStore:
                 with trio.move_on_after(SUBSCRIBE_POLL_SECONDS):
                     await committed.wait()
 
-    async def _scalar(self, sql: str, args: tuple[Any, ...]) -> Any:
-        if self._closed:
-            raise StoreClosedError("the store is closed")
-
-        return await trio.to_thread.run_sync(
-            self._query, lambda cursor: cursor.execute(sql, args).fetchall()
-        )
-
     async def stream_version(self, stream: str) -> int:
         """See ``EventStore.stream_version``."""
-        rows = await self._scalar(
-            "SELECT coalesce(max(seq), 0) FROM events "
-            "WHERE stream = (SELECT id FROM streams WHERE name = ?)",
-            (stream,),
-        )
-        return int(rows[0][0])
+        head = await self._run_query(lambda cur: self._head(cur, stream))
+        return 0 if head is None else head.version
 
     async def streams(self) -> list[str]:
-        """See ``EventStore.streams``."""
-        rows = await self._scalar(
-            "SELECT streams.name FROM events JOIN streams ON streams.id = events.stream "
-            "WHERE events.seq = 1 ORDER BY events.position",
-            (),
-        )
-        return [str(r[0]) for r in rows]
+        """See ``EventStore.streams``: in order of their row ids, given at their first
+        append."""
+
+        def run(cur: apsw.Cursor) -> list[str]:
+            rows = cur.execute("SELECT id, name, version, crc FROM streams ORDER BY id")
+            return [head.name for head in map(verified_stream, rows) if head.version]
+
+        return await self._run_query(run)
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
-        """See ``EventStore.load_snapshot``."""
-        rows = await self._scalar(
-            "SELECT seq, schema, data FROM snapshots WHERE stream = ?", (stream,)
-        )
-        if not rows:
-            return None
-        seq, schema, data = rows[0]
-        return Snapshot(stream, int(seq), int(schema), bytes(data))
+        """See ``EventStore.load_snapshot``. Raises ``StoreIntegrityError`` when the snapshot's
+        checksum does not match."""
+
+        def run(cur: apsw.Cursor) -> Snapshot | None:
+            row = cur.execute(
+                "SELECT seq, schema, data, crc FROM snapshots WHERE stream = ?", (stream,)
+            ).fetchone()
+            return None if row is None else Snapshot(stream, *verified_snapshot(row, stream))
+
+        return await self._run_query(run)
+
+    async def check(self) -> list[Problem]:
+        """Every problem in the file (``find_problems``): pages and indexes, every row's
+        checksum, every event's owner, every stream's seqs, every snapshot. A file too
+        damaged to be read through gives that one problem."""
+        try:
+            return await self._run_query(find_problems)
+        except StoreCorruptError as exc:
+            return [Problem("sqlite", str(exc))]
 
     async def aclose(self) -> None:
         """See ``EventStore.aclose``. Waits for an in-flight commit and the checkpointer, then

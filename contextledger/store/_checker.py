@@ -1,0 +1,114 @@
+"""Checking a whole SQLite store file: every page, checksum, seq and owner.
+
+Reads verify the rows they return; ``find_problems`` verifies every row of the file, whether
+anyone reads it or not, and reports each problem with where it is instead of stopping at
+the first. ``contextledger check`` runs it together with the session checks of
+``contextledger.ledger.check_sessions``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import apsw
+import msgspec
+
+from contextledger.store._errors import StoreIntegrityError
+from contextledger.store._verify import (
+    StreamHead,
+    verified_event,
+    verified_snapshot,
+    verified_stream,
+)
+
+#: SQLite's own check reports at most this many problems (its default is 100).
+SQLITE_PROBLEMS_MAX = 100
+
+
+class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One thing wrong in a store: its ``kind`` (``sqlite``, ``checksum``, ``owner``,
+    ``seq``, ``snapshot``, ``event``), where it is (the stream, the event's position and seq,
+    when known) and what is wrong."""
+
+    kind: str
+    detail: str
+    stream: str | None = None
+    position: int | None = None
+    seq: int | None = None
+
+
+def find_problems(cur: apsw.Cursor) -> list[Problem]:
+    """Every problem in the store ``cur`` reads: SQLite's ``integrity_check`` (pages and
+    indexes), the checksum of every stream, event and snapshot row, each event's owner, and
+    each stream's seqs (exactly 1 to its recorded version)."""
+    problems = _sqlite_problems(cur)
+    heads = _stream_heads(cur, problems)
+    seqs: dict[int, list[int]] = defaultdict(list)
+    for row in cur.execute("SELECT position, stream, seq, v, data, crc FROM events"):
+        head = heads.get(row[1])
+        if head is None:
+            problems.append(
+                Problem("owner", f"stream id {row[1]} does not exist", position=row[0], seq=row[2])
+            )
+            continue
+        try:
+            verified_event(row, head)
+        except StoreIntegrityError as exc:
+            problems.append(Problem("checksum", exc.reason, head.name, exc.position, row[2]))
+            continue
+        seqs[head.id].append(row[2])
+    for head in heads.values():
+        problems.extend(_seq_problems(head, sorted(seqs[head.id])))
+    names = {head.name: head for head in heads.values()}
+    for stream, seq, schema, data, crc in cur.execute(
+        "SELECT stream, seq, schema, data, crc FROM snapshots"
+    ):
+        name = stream if isinstance(stream, str) else repr(stream)
+        try:
+            seq, _, _ = verified_snapshot((seq, schema, data, crc), name)
+        except StoreIntegrityError as exc:
+            problems.append(Problem("snapshot", exc.reason, name))
+            continue
+        if name not in names or seq > names[name].version:
+            problems.append(Problem("snapshot", f"a snapshot at seq {seq} of no such events", name))
+    return problems
+
+
+def _sqlite_problems(cur: apsw.Cursor) -> list[Problem]:
+    rows = cur.execute(f"PRAGMA integrity_check({SQLITE_PROBLEMS_MAX})").fetchall()
+    return [Problem("sqlite", str(detail)) for (detail,) in rows if detail != "ok"]
+
+
+def _stream_heads(cur: apsw.Cursor, problems: list[Problem]) -> dict[int, StreamHead]:
+    heads = {}
+    for row in cur.execute("SELECT id, name, version, crc FROM streams"):
+        try:
+            head = verified_stream(row)
+        except StoreIntegrityError as exc:
+            problems.append(Problem("checksum", exc.reason, exc.stream))
+            continue
+        heads[head.id] = head
+    return heads
+
+
+def _seq_problems(head: StreamHead, seqs: list[int]) -> list[Problem]:
+    """Seqs missing from 1 to the stream's version, repeated, or past it."""
+    problems = []
+    expected = 1
+    for seq in seqs:
+        if seq > head.version:
+            problems.append(
+                Problem("seq", f"past the stream's version {head.version}", head.name, seq=seq)
+            )
+        elif seq < expected:
+            problems.append(Problem("seq", "seq held twice", head.name, seq=seq))
+        else:
+            if seq > expected:
+                missing = f"{expected}" if seq == expected + 1 else f"{expected} to {seq - 1}"
+                problems.append(Problem("seq", f"seq {missing} missing", head.name, seq=expected))
+            expected = seq + 1
+    if expected <= head.version:
+        problems.append(
+            Problem("seq", f"seq {expected} to {head.version} missing", head.name, seq=expected)
+        )
+    return problems

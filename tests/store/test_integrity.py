@@ -1,0 +1,309 @@
+"""Checksums and the checker: a row that does not read back as written raises a typed error
+naming its stream and position, a damaged snapshot is ignored in favour of the events, an
+older file gets checksums, and ``check`` reports every problem with where it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+import trio
+from structlog.testing import capture_logs
+
+from contextledger.events import DEFAULT_CODEC, MemoryPinned
+from contextledger.ledger import SessionLog, check_sessions
+from contextledger.store import (
+    Problem,
+    Snapshot,
+    SQLiteStore,
+    StoreIntegrityError,
+    StoreSchemaError,
+)
+from contextledger.testing._builder import SessionBuilder
+from tests.store._rows import raw_connection
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+def note(text: str, stream: str = "s") -> MemoryPinned:
+    return MemoryPinned(session_id=stream, text=text)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A closed store: stream ``s`` of five notes (positions 1-5), ``t`` of two (6-7)."""
+    path = tmp_path / "x.db"
+
+    async def fill() -> None:
+        async with SQLiteStore.open(path) as store:
+            await store.append("s", 0, [note(f"s{i}") for i in range(1, 6)])
+            await store.append("t", 0, [note("t1", "t"), note("t2", "t")])
+
+    trio.run(fill)
+    return path
+
+
+def damage(path: Path, sql: str, *args: object) -> None:
+    conn = raw_connection(path)
+    conn.execute(sql, args)
+    conn.close()
+
+
+async def problems_of(path: Path) -> list[Problem]:
+    async with SQLiteStore.open(path, create=False) as store:
+        return await store.check()
+
+
+# --- every read verifies -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("what", "sql"),
+    [
+        ("bytes", "UPDATE events SET data = CAST(data || x'00' AS BLOB) WHERE position = 3"),
+        ("one bit", "UPDATE events SET data = zeroblob(length(data)) WHERE position = 3"),
+        ("seq", "UPDATE events SET seq = 33 WHERE position = 3"),
+        ("version", "UPDATE events SET v = 2 WHERE position = 3"),
+        ("owner", "UPDATE events SET stream = 2 WHERE position = 3"),
+        ("type", "UPDATE events SET data = 'text' WHERE position = 3"),
+        ("checksum", "UPDATE events SET crc = crc + 1 WHERE position = 3"),
+    ],
+)
+@pytest.mark.parametrize("read", ["read", "read_all"])
+async def test_a_changed_event_row_raises_integrity_error_naming_stream_and_position(
+    db: Path, what: str, sql: str, read: str
+) -> None:
+    damage(db, sql)
+    async with SQLiteStore.open(db, create=False) as store:
+        with pytest.raises(StoreIntegrityError) as caught:
+            await (store.read("s") if read == "read" else store.read_all())
+    # A read of "s" that no longer finds seq 3 where it belongs stops at the row after it;
+    # read_all names the stream the row now claims.
+    moved = read == "read" and what in ("seq", "owner")
+    stream, position = ("t" if what == "owner" and not moved else "s"), (4 if moved else 3)
+    assert (caught.value.stream, caught.value.position) == (stream, position)
+    assert f"stream {stream!r} position {position}" in str(caught.value)
+
+
+@pytest.mark.parametrize("position", [3, 5], ids=["middle", "last"])
+async def test_a_deleted_event_raises_integrity_error(db: Path, position: int) -> None:
+    damage(db, "DELETE FROM events WHERE position = ?", position)
+    async with SQLiteStore.open(db, create=False) as store:
+        with pytest.raises(StoreIntegrityError, match=f"seq {position} .*cannot be found|seq"):
+            await store.read("s")
+        assert [r.seq for r in await store.read("s", 1, position - 1)] == list(range(1, position))
+
+
+async def test_a_changed_stream_row_raises_integrity_error(db: Path) -> None:
+    damage(db, "UPDATE streams SET version = 4 WHERE name = 's'")
+    async with SQLiteStore.open(db, create=False) as store:
+        for read in (store.read("s"), store.read_all(), store.stream_version("s")):
+            with pytest.raises(StoreIntegrityError, match="stream 's'"):
+                await read
+        with pytest.raises(StoreIntegrityError):
+            await store.append("s", 5, [note("s6")])
+        assert [r.seq for r in await store.read("t")] == [1, 2]
+
+
+async def test_a_row_of_a_stream_that_does_not_exist_raises_integrity_error(db: Path) -> None:
+    damage(db, "UPDATE events SET stream = 9 WHERE position = 7")
+    async with SQLiteStore.open(db, create=False) as store:
+        with pytest.raises(StoreIntegrityError, match="position 7"):
+            await store.read_all()
+
+
+async def test_rows_read_verified_still_upcast_and_page(db: Path) -> None:
+    async with SQLiteStore.open(db, create=False) as store:
+        assert [r.seq for r in await store.read("s", 2, 2)] == [2, 3]
+        assert [r.position for r in await store.read_all(4, 3)] == [4, 5, 6]
+        assert await store.read("s", 6) == []
+        assert await store.stream_version("t") == 2
+        assert await store.streams() == ["s", "t"]
+
+
+# --- snapshots -----------------------------------------------------------------------------
+
+
+async def session_with_snapshot(path: Path) -> SessionLog:
+    store = SQLiteStore(path)
+    log = await SessionLog.open(store, "ses")
+    builder = SessionBuilder("ses")
+    builder.user("hello")
+    await log.append(builder.events)
+    await log.save_snapshot()
+    first = len(builder.events)
+    builder.user("again")
+    await log.append(builder.events[first:])
+    return log
+
+
+async def test_a_damaged_snapshot_is_ignored_and_the_session_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "snap.db"
+    log = await session_with_snapshot(path)
+    await log.store.aclose()
+    damage(path, "UPDATE snapshots SET data = zeroblob(length(data))")
+
+    async with SQLiteStore.open(path, create=False) as store:
+        with pytest.raises(StoreIntegrityError, match="snapshot"):
+            await store.load_snapshot("ses")
+        with capture_logs() as logs:
+            reopened = await SessionLog.open(store, "ses")
+
+    assert reopened.history == log.history
+    assert [e["event"] for e in logs] == ["snapshot damaged, rebuilding"]
+    assert logs[0]["log_level"] == "warning"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE snapshots SET seq = 2",
+        "UPDATE snapshots SET schema = 5",
+        "UPDATE snapshots SET stream = 'b'",
+    ],
+)
+async def test_a_snapshot_checksum_covers_its_stream_seq_and_schema(
+    tmp_path: Path, sql: str
+) -> None:
+    path = tmp_path / "snap.db"
+    async with SQLiteStore.open(path) as store:
+        await store.save_snapshot(Snapshot("a", 3, 4, b"data"))
+    damage(path, sql)
+    async with SQLiteStore.open(path) as store:
+        with pytest.raises(StoreIntegrityError, match="snapshot"):
+            await store.load_snapshot("b" if "stream" in sql else "a")
+
+
+# --- an older file --------------------------------------------------------------------------
+
+SCHEMA_1 = """
+CREATE TABLE streams (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE events (
+    position INTEGER PRIMARY KEY, stream INTEGER NOT NULL, seq INTEGER NOT NULL,
+    v INTEGER NOT NULL, data BLOB NOT NULL, UNIQUE (stream, seq)
+);
+CREATE TABLE snapshots (
+    stream TEXT PRIMARY KEY, seq INTEGER NOT NULL, schema INTEGER NOT NULL, data BLOB NOT NULL
+) WITHOUT ROWID;
+PRAGMA user_version = 1;
+"""
+
+
+def schema_1_file(path: Path) -> list[MemoryPinned]:
+    """A store file as release schema 1 wrote it, with three events and a snapshot."""
+    events = [note("a"), note("b"), note("c", "t")]
+    conn = apsw.Connection(str(path))
+    conn.execute(SCHEMA_1)
+    conn.execute("INSERT INTO streams (id, name) VALUES (1, 's'), (2, 't')")
+    rows = [(1, 1, 1), (2, 1, 2), (3, 2, 1)]
+    for (position, stream, seq), event in zip(rows, events, strict=True):
+        conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, 1, ?)",
+            (position, stream, seq, DEFAULT_CODEC.encode(event)),
+        )
+    conn.execute("INSERT INTO snapshots VALUES ('s', 2, 4, x'00')")
+    conn.close()
+    return events
+
+
+async def test_a_schema_1_file_opens_and_gets_checksums(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    events = schema_1_file(path)
+
+    async with SQLiteStore.open(path, create=False) as store:
+        assert [r.event for r in await store.read_all()] == events
+        assert await store.stream_version("s") == 2
+        assert await store.load_snapshot("s") is None  # a cache, dropped
+        assert await store.check() == []
+        await store.append("s", 2, [note("d")])
+    conn = raw_connection(path)
+    assert conn.execute("PRAGMA user_version").get == 2
+    assert conn.execute("SELECT count(*) FROM events WHERE crc IS NULL").get == 0
+    conn.close()
+
+
+async def test_a_read_only_schema_1_file_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    schema_1_file(path)
+    before = path.read_bytes()
+    path.chmod(0o444)
+    with pytest.raises(StoreSchemaError, match="schema 1 and cannot be written"):
+        SQLiteStore(path, create=False)
+    assert path.read_bytes() == before
+
+
+# --- the checker ---------------------------------------------------------------------------
+
+
+async def test_a_sound_store_has_no_problems(db: Path) -> None:
+    assert await problems_of(db) == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "UPDATE events SET data = zeroblob(length(data)) WHERE position = 3",
+            [
+                Problem("checksum", "the event's row does not match its checksum", "s", 3, 3),
+                Problem("seq", "seq 3 missing", "s", seq=3),
+            ],
+        ),
+        (
+            "DELETE FROM events WHERE position = 3",
+            [Problem("seq", "seq 3 missing", "s", seq=3)],
+        ),
+        (
+            "DELETE FROM events WHERE position IN (4, 5)",
+            [Problem("seq", "seq 4 to 5 missing", "s", seq=4)],
+        ),
+        (
+            "UPDATE events SET stream = 9 WHERE position = 7",
+            [
+                Problem("owner", "stream id 9 does not exist", position=7, seq=2),
+                Problem("seq", "seq 2 to 2 missing", "t", seq=2),
+            ],
+        ),
+        (
+            "UPDATE streams SET name = 'u' WHERE name = 't'",
+            [Problem("checksum", "the stream's row does not match its checksum", "u")]
+            + [
+                Problem("owner", "stream id 2 does not exist", position=p, seq=s)
+                for p, s in ((6, 1), (7, 2))
+            ],
+        ),
+    ],
+    ids=["checksum", "gap", "tail", "owner", "stream"],
+)
+async def test_check_reports_each_problem_with_its_place(
+    db: Path, sql: str, expected: list[Problem]
+) -> None:
+    damage(db, sql)
+    assert await problems_of(db) == expected
+
+
+async def test_check_reports_a_damaged_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "snap.db"
+    log = await session_with_snapshot(path)
+    await log.store.aclose()
+    damage(path, "UPDATE snapshots SET seq = 1")
+    assert await problems_of(path) == [
+        Problem("snapshot", "the snapshot's row does not match its checksum", "ses")
+    ]
+
+
+async def test_check_sessions_reports_a_snapshot_that_differs_from_the_replay(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "snap.db"
+    log = await session_with_snapshot(path)
+    snapshot = await log.store.load_snapshot("ses")
+    assert snapshot is not None
+    # The projection of the whole session, saved as if it were the one at the earlier seq.
+    wrong = Snapshot("ses", snapshot.seq, snapshot.schema, log.history.snapshot())
+    await log.store.save_snapshot(wrong)
+    problems = await check_sessions(log.store)
+    await log.store.aclose()
+    detail = f"the snapshot at seq {snapshot.seq} differs from the replay"
+    assert problems == [Problem("snapshot", detail, "ses", seq=snapshot.seq)]
