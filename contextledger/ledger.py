@@ -25,7 +25,7 @@ from contextledger.events._parts import struct_tag
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History
 from contextledger.store._checker import Problem
 from contextledger.store._errors import StoreCorruptError
-from contextledger.store._protocol import EventStore, Snapshot
+from contextledger.store._protocol import EventStore, Snapshot, check_append
 
 #: Events between projection snapshots. Replaying 1,000 events takes a few milliseconds,
 #: while encoding a snapshot of a long session takes tens, so snapshots stay infrequent.
@@ -110,13 +110,15 @@ class SessionLog:
         Each event is first checked against its schema, strictly (``EventCodec.typed_copies``:
         bytes are not text, None is not a finish reason, a role is one of the roles); the
         checked copies are what is validated, written, applied and returned, so the projection
-        holds exactly what a later read of the store gives. Raises ``InvalidEvent`` (naming
+        holds exactly what a later read of the store gives. Raises ``StoreArgumentError`` when
+        ``events`` is not a list or tuple, ``InvalidEvent`` (naming
         the event's index in ``events`` and, for a wrong type, its field) or
         ``ConcurrencyError`` with nothing written and the projection unchanged. Once the
         batch has committed this returns normally: a snapshot written after it that fails is
         logged as a warning (``snapshot failed``) and tried again ``snapshot_every`` events
         later.
         """
+        check_append(self.session_id, self.history.seq, events)
         typed = DEFAULT_CODEC.typed_copies(events)
         self.history.validate(typed)
         recorded = await self.store.append(self.session_id, self.history.seq, typed)

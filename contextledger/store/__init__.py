@@ -3,6 +3,7 @@
 from contextledger.store._checker import Problem
 from contextledger.store._errors import (
     ConcurrencyError,
+    StoreArgumentError,
     StoreBusyError,
     StoreClosedError,
     StoreCorruptError,
@@ -26,6 +27,7 @@ __all__ = [
     "Problem",
     "SQLiteStore",
     "Snapshot",
+    "StoreArgumentError",
     "StoreBusyError",
     "StoreClosedError",
     "StoreCorruptError",

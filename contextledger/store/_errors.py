@@ -28,6 +28,12 @@ class ConcurrencyError(StoreError):
         self.actual = actual
 
 
+class StoreArgumentError(StoreError, TypeError):
+    """A store method was given a value of the wrong type (a stream name that is not text, a
+    version that is not an int, events that are not a list, a snapshot whose fields are not
+    of their types); nothing was written."""
+
+
 class StoreClosedError(StoreError):
     """The store was used after it was closed."""
 

@@ -9,7 +9,7 @@ import trio
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._codec import DEFAULT_CODEC, EventCodec
 from contextledger.store._errors import ConcurrencyError, StoreClosedError
-from contextledger.store._protocol import ANY_VERSION, Snapshot
+from contextledger.store._protocol import ANY_VERSION, Snapshot, check_append, check_snapshot
 
 
 class MemoryStore:
@@ -33,6 +33,7 @@ class MemoryStore:
     ) -> list[RecordedEvent]:
         """See ``EventStore.append``."""
         self._check_open()
+        check_append(stream, expected_version, events)
         if not events:
             await trio.lowlevel.checkpoint()
             return []
@@ -104,6 +105,7 @@ class MemoryStore:
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``."""
         self._check_open()
+        check_snapshot(snapshot)
         await trio.lowlevel.checkpoint()
         self._snapshots[snapshot.stream] = snapshot
 

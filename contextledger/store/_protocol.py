@@ -16,6 +16,7 @@ from typing import Final, Protocol
 import msgspec
 
 from contextledger.events._catalogue import Event, RecordedEvent
+from contextledger.store._errors import StoreArgumentError
 
 #: Pass as ``expected_version`` to append without a concurrency check.
 ANY_VERSION: Final = -1
@@ -30,6 +31,30 @@ class Snapshot(msgspec.Struct, frozen=True):
     data: bytes
 
 
+def check_append(stream: object, expected_version: object, events: object) -> None:
+    """Raise ``StoreArgumentError`` unless ``stream`` is text, ``expected_version`` an int
+    (not a bool) and ``events`` a list or tuple: what every backend's ``append`` checks
+    first. (The events themselves are checked by encoding them, ``EventEncodeError``.)"""
+    if type(stream) is not str:
+        raise StoreArgumentError(f"a stream name is text, not {type(stream).__name__}")
+    if type(expected_version) is not int:
+        kind = type(expected_version).__name__
+        raise StoreArgumentError(f"an expected version is an int, not {kind}")
+    if not isinstance(events, list | tuple):
+        raise StoreArgumentError(f"events come as a list, not {type(events).__name__}")
+
+
+def check_snapshot(snapshot: object) -> None:
+    """Raise ``StoreArgumentError`` unless ``snapshot`` is a ``Snapshot`` whose fields have
+    their types (msgspec structs check none when built)."""
+    if type(snapshot) is not Snapshot:
+        raise StoreArgumentError(f"a snapshot is a Snapshot, not {type(snapshot).__name__}")
+    fields = (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data)
+    if tuple(map(type, fields)) != (str, int, int, bytes):
+        kinds = ", ".join(type(f).__name__ for f in fields)
+        raise StoreArgumentError(f"a snapshot holds (str, int, int, bytes), not ({kinds})")
+
+
 class EventStore(Protocol):
     """An append-only store of event streams. All methods are trio-async."""
 
@@ -38,7 +63,8 @@ class EventStore(Protocol):
     ) -> list[RecordedEvent]:
         """Append ``events`` to ``stream`` atomically and return them as recorded.
 
-        Returns only after the events are committed. Raises ``ConcurrencyError`` (nothing
+        Returns only after the events are committed. Raises ``StoreArgumentError`` for
+        wrongly typed arguments (``check_append``) and ``ConcurrencyError`` (nothing
         written) when the stream's version is not ``expected_version`` (``ANY_VERSION`` skips
         the check). An empty ``events`` writes nothing, checks nothing and returns ``[]``.
         Once called, an append runs to completion: a cancellation arriving meanwhile takes
@@ -72,7 +98,8 @@ class EventStore(Protocol):
         ...
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
-        """Store ``snapshot``, replacing an older one of the same stream."""
+        """Store ``snapshot``, replacing an older one of the same stream; a snapshot whose
+        fields are wrongly typed raises ``StoreArgumentError`` (``check_snapshot``)."""
         ...
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:

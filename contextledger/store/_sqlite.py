@@ -36,6 +36,7 @@ the existing ``-wal`` otherwise. Writes then raise ``StoreReadOnlyError``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import threading
@@ -64,7 +65,7 @@ from contextledger.store._errors import (
     StoreReadOnlyError,
     StoreSchemaError,
 )
-from contextledger.store._protocol import ANY_VERSION, Snapshot
+from contextledger.store._protocol import ANY_VERSION, Snapshot, check_append, check_snapshot
 from contextledger.store._schema import (
     INSERT_EVENT,
     check_schema,
@@ -126,15 +127,32 @@ class _Write:
         self.wake: trio.Event | None = None
 
 
-def store_error(exc: apsw.Error, path: str) -> StoreError:
-    """The ``StoreError`` for SQLite's ``exc`` on the store at ``path``: the boundary past
-    which no ``apsw`` exception goes."""
+#: What SQLite raises through apsw: its own errors, and text that is not UTF-8 (a damaged
+#: row's column read as text).
+SQLITE_ERRORS: Final = (apsw.Error, UnicodeDecodeError)
+
+
+#: The operating system's ways of saying a write found no room: the disk is full, the file
+#: reached the process's size limit (``RLIMIT_FSIZE``), the user's quota is used up. SQLite
+#: reports only a short write as ``FULL``; a write refused outright is an ``IOERR``.
+_NO_ROOM: Final = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+
+
+def store_error(
+    exc: apsw.Error | UnicodeDecodeError, path: str, system_errno: int = 0
+) -> StoreError:
+    """The ``StoreError`` for SQLite's ``exc`` on the store at ``path`` (``system_errno``:
+    the connection's last ``errno``): the boundary past which no ``apsw`` exception goes."""
     reason = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, UnicodeDecodeError):
+        return StoreCorruptError(f"{path} is damaged (text that is not UTF-8: {reason})")
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return StoreBusyError(path, BUSY_TIMEOUT_MS)
     if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
         return StoreCorruptError(f"{path} is damaged ({reason})")
-    if isinstance(exc, apsw.FullError):
+    if isinstance(exc, apsw.FullError) or (
+        isinstance(exc, apsw.IOError) and system_errno in _NO_ROOM
+    ):
         return StoreFullError(f"{path}: the disk or the file size limit is full ({reason})")
     if isinstance(exc, apsw.ReadOnlyError):
         return StoreReadOnlyError(f"{path} cannot be written ({reason})")
@@ -208,7 +226,7 @@ def _open_writer(
         conn.close()
         if isinstance(exc, apsw.NotADBError):
             raise StoreSchemaError(f"{path} is not a SQLite database") from exc
-        if isinstance(exc, apsw.Error):
+        if isinstance(exc, SQLITE_ERRORS):
             raise store_error(exc, path) from exc
         raise
     return conn
@@ -292,6 +310,7 @@ class SQLiteStore:
     ) -> list[RecordedEvent]:
         """See ``EventStore.append``."""
         self._check_writable()
+        check_append(stream, expected_version, events)
         if not events:
             return []
         batch = self._codec.encode_batch(events)
@@ -356,6 +375,7 @@ class SQLiteStore:
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``."""
         self._check_writable()
+        check_snapshot(snapshot)
 
         def run(cur: apsw.Cursor) -> None:
             crc = snapshot_crc(snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data)
@@ -459,7 +479,7 @@ class SQLiteStore:
             _log.warning("append failed: database locked", path=self.path, error=str(exc))
             return
         except apsw.Error as exc:
-            self._fail(batch, store_error(exc, self.path))
+            self._fail(batch, store_error(exc, self.path, self._writer.system_errno))
             return
         finally:
             if wait:
@@ -480,13 +500,16 @@ class SQLiteStore:
                 cur.execute("RELEASE write")
             cur.execute("COMMIT")
         except BaseException as exc:
+            system_errno = self._writer.system_errno  # before the rollback can change it
             if not self._writer.getautocommit():
                 # SQLite may have rolled back already (a full disk, an I/O error); a failed
                 # ROLLBACK must not keep the batch's writers from hearing how it ended.
                 with contextlib.suppress(apsw.Error):
                     cur.execute("ROLLBACK")
             self._data_version = -1  # the caches may hold rolled-back writes: reload them
-            error = store_error(exc, self.path) if isinstance(exc, apsw.Error) else exc
+            error = (
+                store_error(exc, self.path, system_errno) if isinstance(exc, SQLITE_ERRORS) else exc
+            )
             for write in batch:
                 write.result = None
                 write.error = error
@@ -606,7 +629,7 @@ class SQLiteStore:
             conn = self._reader()
             cursor = conn.cursor()
             return run(cursor)
-        except apsw.Error as exc:
+        except SQLITE_ERRORS as exc:
             raise store_error(exc, self.path) from exc
         finally:
             if cursor is not None:

@@ -1,6 +1,13 @@
 """The child process of ``test_crash.py``: appends to one session until it is killed.
 
-Usage: ``python _crash_child.py DB SESSION_ID SEED``
+Usage: ``python _crash_child.py DB SESSION_ID SEED``, or ``python _crash_child.py --serve``:
+a fork server that has imported everything once and starts writers in a few milliseconds.
+It reads commands from stdin, one a line, and answers each with one line:
+
+- ``start DB SESSION_ID SEED ACKS``: fork a writer whose stdout is the file ACKS; answers
+  its pid;
+- ``wait PID``: wait for that writer to end (the parent kills it); answers its exit status
+  as ``os.waitstatus_to_exitcode`` gives it (``-9`` after SIGKILL).
 
 It opens the SQLite store at DB, continues SESSION_ID from its stored version (through
 ``SessionLog``, so the projection is loaded from its snapshot plus the events after it), and
@@ -20,8 +27,10 @@ The batches have a structure the parent can check for all-or-nothing visibility:
 from __future__ import annotations
 
 import logging
+import os
 import random
 import sys
+import traceback
 
 import structlog
 import trio
@@ -151,6 +160,33 @@ async def main(path: str, session_id: str, seed: int) -> None:
             print(recorded[-1].seq, flush=True)
 
 
+def serve() -> None:
+    """The fork server (see the module docstring). Writers are forked before any trio run
+    starts in this process, so each starts clean."""
+    for line in sys.stdin:
+        command, *args = line.split()
+        if command == "start":
+            db, session_id, seed, acks = args
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                fd = os.open(acks, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(fd, sys.stdout.fileno())
+                try:
+                    trio.run(main, db, session_id, int(seed))
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(1)
+            print(pid, flush=True)
+        elif command == "wait":
+            _, status = os.waitpid(int(args[0]), 0)
+            print(os.waitstatus_to_exitcode(status), flush=True)
+
+
 if __name__ == "__main__":
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    if sys.argv[1] == "--serve":
+        serve()
+    else:
+        trio.run(main, sys.argv[1], sys.argv[2], int(sys.argv[3]))

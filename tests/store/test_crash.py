@@ -1,17 +1,25 @@
 """Kill -9 during appends: the SQLite store loses no acknowledged append and never shows
 part of a batch.
 
-A child process (``_crash_child.py``) appends batches to one session through ``SessionLog``
-and prints each acknowledged seq. The parent kills it with SIGKILL at random moments,
-restarts it on the same file (it continues the session from the stored version), and after
-every kill opens the store and checks the log and the projection.
+Several writer processes (``_crash_child.py``, forked by its fork server so that a restart
+costs milliseconds, not an interpreter start) append batches to their own sessions in one
+file through ``SessionLog``, with snapshots every 40 events, and print each acknowledged
+seq. The parent kills each with SIGKILL at its own random moment (a quarter of them while
+they may still be opening the store), restarts them on the same file (each continues its
+session from the stored version and snapshot), and after every round checks that no
+acknowledged seq is lost; every ``CHECK_EVERY`` rounds, and after the last, it also checks
+every batch is whole and the snapshot plus tail equals a rebuild. ``CONTEXTLEDGER_FAULTS_FULL=1``
+runs ten times as many kills.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import trio
@@ -30,33 +38,28 @@ from contextledger.ledger import SessionLog
 from contextledger.store import SQLiteStore
 
 CHILD = Path(__file__).with_name("_crash_child.py")
-SESSION = "ses_crash"
 SEED = 20_241_130
-KILLS = 24
-#: Most kills come this long (at most) after the child's first acknowledged append.
-MAX_RUN_SECONDS = 0.25
+WRITERS = 5
+FULL = os.environ.get("CONTEXTLEDGER_FAULTS_FULL") == "1"
+ROUNDS = 420 if FULL else 42
+#: Most kills come this long (at most) after the writer's first acknowledged append.
+MAX_RUN_SECONDS = 0.08
 #: The other kills come at any moment from the start, while it may still be opening the store.
 EARLY_KILL_SHARE = 0.25
+EARLY_KILL_SECONDS = 0.05
+CHECK_EVERY = 10
 TIMEOUT = 20
 
 
 def acknowledged(path: Path) -> list[int]:
-    """The seqs the child printed; a line cut short by the kill is not an acknowledgement."""
+    """The seqs the writer printed; a line cut short by the kill is not an acknowledgement."""
     lines = path.read_bytes().split(b"\n")
     return [int(line) for line in lines[:-1]]
 
 
-async def wait_for_first_ack(acks: Path, errors: Path, child: trio.Process) -> None:
-    with trio.fail_after(TIMEOUT):
-        while b"\n" not in acks.read_bytes():
-            assert child.returncode is None, f"the child exited: {errors.read_text()}"
-            await trio.sleep(0.005)
-
-
-def check_batches(recorded: list[RecordedEvent], kills: int) -> None:
+def check_batches(recorded: list[RecordedEvent], where: str) -> None:
     """Walk the log batch by batch (see ``_crash_child``) and fail on a partial batch."""
     events = [r.event for r in recorded]
-    where = f"after {kills} kills"
     assert not events or isinstance(events[0], SessionStarted), where
     i = 1
     while i < len(events):
@@ -84,53 +87,98 @@ def check_batches(recorded: list[RecordedEvent], kills: int) -> None:
         i = j + 1
 
 
-async def check_store(db: Path, acked: int, kills: int) -> None:
+async def check_store(db: Path, acked: dict[str, int], where: str, deep: bool) -> None:
     async with SQLiteStore.open(db) as store:
-        recorded = await store.read(SESSION)
-        version = await store.stream_version(SESSION)
-        where = f"after {kills} kills"
+        for session, seq in acked.items():
+            version = await store.stream_version(session)
+            assert version >= seq, f"acknowledged {session} seq {seq} lost ({version}), {where}"
+            if not deep:
+                continue
+            recorded = await store.read(session)
+            assert [r.seq for r in recorded] == list(range(1, version + 1)), where
+            check_batches(recorded, f"{session}, {where}")
+            loaded = await SessionLog.open(store, session)
+            assert loaded.history == History.rebuild(session, recorded), where
+        if deep:
+            positions = [r.position for r in await store.read_all()]
+            assert positions == list(range(1, len(positions) + 1)), where
+            assert await store.check() == [], where
 
-        assert version >= acked, f"acknowledged seq {acked} lost (version {version}), {where}"
-        assert [r.seq for r in recorded] == list(range(1, version + 1)), where
-        assert [r.position for r in recorded] == list(range(1, version + 1)), where
-        check_batches(recorded, kills)
-        rebuilt = History.rebuild(SESSION, recorded)
-        loaded = await SessionLog.open(store, SESSION)
-        assert loaded.history == rebuilt, f"snapshot + tail != rebuild, {where}"
+
+class Server:
+    """The fork server, driven line by line."""
+
+    def __init__(self, errors: Path) -> None:
+        self._errors = errors.open("wb")
+        self._process = subprocess.Popen(
+            [sys.executable, str(CHILD), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._errors,
+            text=True,
+        )
+
+    def ask(self, line: str) -> int:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+        answer = self._process.stdout.readline()
+        assert answer, "the fork server ended"
+        return int(answer)
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait(TIMEOUT)
+        self._errors.close()
 
 
-async def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
+def wait_for_first_ack(acks: Path) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while b"\n" not in acks.read_bytes():
+        assert time.monotonic() < deadline, "no acknowledgement in time"
+        time.sleep(0.002)
+
+
+def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(SEED)
     db = tmp_path / "crash.db"
-    acked = 0
+    sessions = [f"ses_{i}" for i in range(WRITERS)]
+    acked = dict.fromkeys(sessions, 0)
+    errors = tmp_path / "errors.txt"
+    server = Server(errors)
     kills = 0
-    for run in range(KILLS):
-        acks, errors = tmp_path / f"acks-{run}.txt", tmp_path / f"errors-{run}.txt"
-        with acks.open("wb") as out, errors.open("wb") as err:
-            child = await trio.lowlevel.open_process(
-                [sys.executable, str(CHILD), str(db), SESSION, str(SEED + run)],
-                stdout=out,
-                stderr=err,
-            )
-        try:
-            if rng.random() < EARLY_KILL_SHARE:
-                await trio.sleep(rng.uniform(0, 0.5))
-            else:
-                await wait_for_first_ack(acks, errors, child)
-                await trio.sleep(rng.uniform(0, MAX_RUN_SECONDS))
-        finally:
-            child.kill()
-            await child.wait()
-        assert child.returncode == -signal.SIGKILL, f"the child exited: {errors.read_text()}"
-        kills += 1
+    try:
+        for run in range(ROUNDS):
+            started = time.monotonic()
+            writers = []
+            for i, session in enumerate(sessions):
+                acks = tmp_path / f"acks-{i}.txt"
+                acks.write_bytes(b"")
+                seed = SEED + run * WRITERS + i
+                pid = server.ask(f"start {db} {session} {seed} {acks}")
+                early = rng.random() < EARLY_KILL_SHARE
+                delay = rng.uniform(0, EARLY_KILL_SECONDS if early else MAX_RUN_SECONDS)
+                writers.append((session, acks, pid, early, delay))
+            for session, acks, pid, early, delay in sorted(writers, key=lambda w: w[4]):
+                if not early:
+                    wait_for_first_ack(acks)
+                time.sleep(max(0.0, started + delay - time.monotonic()))
+                os.kill(pid, signal.SIGKILL)
+                status = server.ask(f"wait {pid}")
+                assert status == -signal.SIGKILL, f"the writer exited: {errors.read_text()}"
+                kills += 1
+                seqs = acknowledged(acks)
+                where = f"{session} after {kills} kills"
+                assert seqs == sorted(set(seqs)), f"acks out of order, {where}"
+                assert not seqs or seqs[0] > acked[session], f"restarted behind, {where}"
+                acked[session] = max([acked[session], *seqs])
+            deep = run % CHECK_EVERY == CHECK_EVERY - 1 or run == ROUNDS - 1
+            trio.run(check_store, db, acked, f"after {kills} kills", deep)
+    finally:
+        server.close()
 
-        seqs = acknowledged(acks)
-        assert seqs == sorted(set(seqs)), f"acks out of order, after {kills} kills"
-        assert not seqs or seqs[0] > acked, f"the child restarted behind seq {acked}"
-        acked = max([acked, *seqs])
-        await check_store(db, acked, kills)
-
-    assert kills >= 20
-    assert acked > 0, f"nothing was acknowledged in {kills} kills"
+    assert kills == ROUNDS * WRITERS >= 200
+    assert all(acked.values()), f"a writer acknowledged nothing in {kills} kills: {acked}"
