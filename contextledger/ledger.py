@@ -11,21 +11,22 @@ batch cannot fail, and a snapshot that fails is logged, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Final, Protocol
 
 import msgspec
 import structlog
 import trio
 
-from contextledger.events._catalogue import Event, RecordedEvent
+from contextledger.events._catalogue import Event, RecordedEvent, SessionStarted
 from contextledger.events._codec import DEFAULT_CODEC
-from contextledger.events._errors import InvalidEvent, LedgerError
+from contextledger.events._errors import EventDecodeError, InvalidEvent, LedgerError
 from contextledger.events._parts import struct_tag
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History
 from contextledger.store._checker import Problem
-from contextledger.store._errors import StoreCorruptError
+from contextledger.store._errors import ConcurrencyError, StoreCorruptError
 from contextledger.store._protocol import EventStore, Snapshot, check_append
+from contextledger.store._sqlite import SQLiteStore
 
 #: Events between projection snapshots. Replaying 1,000 events takes a few milliseconds,
 #: while encoding a snapshot of a long session takes tens, so snapshots stay infrequent.
@@ -195,4 +196,149 @@ async def check_sessions(store: EventStore) -> list[Problem]:
     return problems
 
 
-__all__ = ["SNAPSHOT_EVERY", "EventLog", "SessionLog", "check_sessions"]
+# --- retention ------------------------------------------------------------------------------
+
+#: The first line of an exported session names this format and its version.
+EXPORT_FORMAT: Final = "contextledger-session"
+EXPORT_VERSION: Final = 1
+
+
+class InvalidExport(LedgerError):
+    """A file given to ``import_session`` is not a session exported by ``export_session``
+    (another format or version, a line that does not parse, seqs out of order, fewer or more
+    events than its header says); nothing was written."""
+
+
+async def session_tree(store: EventStore, session_id: str) -> list[str]:
+    """``session_id`` and every session started under it (``SessionStarted.
+    parent_session_id``, at any depth), parents first; empty when it does not exist."""
+    children: dict[str | None, list[str]] = {}
+    for stream in await store.streams():
+        first = await store.read(stream, 1, 1)
+        event = first[0].event if first else None
+        parent = event.parent_session_id if isinstance(event, SessionStarted) else None
+        children.setdefault(parent, []).append(stream)
+    if await store.stream_version(session_id) == 0:
+        return []
+    tree = [session_id]
+    for session in tree:  # grows while it is walked: breadth first
+        tree.extend(child for child in children.get(session, []) if child not in tree)
+    return tree
+
+
+async def delete_session(store: SQLiteStore, session_id: str) -> tuple[list[str], int]:
+    """Delete ``session_id`` with its child sessions (``session_tree``) in one transaction;
+    return the sessions and the number of events deleted. ``SQLiteStore.reclaim_space``
+    shrinks the file afterwards."""
+    tree = await session_tree(store, session_id)
+    return tree, await store.delete_streams(tree)
+
+
+async def expire_sessions(store: SQLiteStore, before_ms: int) -> tuple[list[str], int]:
+    """Delete every session tree (a session without a parent in the store, with its
+    children) whose newest event is older than ``before_ms`` (its ``time_ms``); return the
+    sessions and the number of events deleted."""
+    newest: dict[str, int] = {}
+    parents: dict[str, str | None] = {}
+    for stream in await store.streams():
+        first = await store.read(stream, 1, 1)
+        event = first[0].event if first else None
+        parents[stream] = event.parent_session_id if isinstance(event, SessionStarted) else None
+        last = await store.read(stream, await store.stream_version(stream), 1)
+        newest[stream] = last[0].event.time_ms if last else 0
+    expired: list[str] = []
+    for stream, parent in parents.items():
+        if parent in parents:
+            continue  # deleted with its root, or kept with it
+        tree = await session_tree(store, stream)
+        if max(newest[s] for s in tree) < before_ms:
+            expired.extend(tree)
+    return expired, await store.delete_streams(expired)
+
+
+async def export_session(store: EventStore, session_id: str) -> AsyncIterator[bytes]:
+    """The lines of a portable file of ``session_id``: a JSON header (``format``,
+    ``version``, ``session``, ``events``), then one JSON line per event with its ``seq``,
+    its schema version ``v`` and ``data``, its stored encoding (msgpack) in base64.
+    ``import_session`` writes it back with identical events."""
+    recorded = await store.read(session_id)
+    if not recorded:
+        raise ValueError(f"no session {session_id!r} to export")
+    header = {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": session_id,
+        "events": len(recorded),
+    }
+    yield _json.encode(header) + b"\n"
+    codec = DEFAULT_CODEC
+    for r in recorded:
+        line = _ExportedEvent(r.seq, r.event.v, codec.encode(r.event))
+        yield _json.encode(line) + b"\n"
+
+
+async def import_session(
+    store: EventStore, lines: Iterable[bytes], *, snapshot_every: int = SNAPSHOT_EVERY
+) -> SessionLog:
+    """Write the session of an exported file (``export_session``'s lines) into ``store``
+    through ``SessionLog`` (type-checked and validated) in one append, and return its log.
+    Raises ``InvalidExport`` for a file that is not such an export, and ``ConcurrencyError``
+    when the session already exists; nothing is written then."""
+    rows = iter(lines)
+    try:
+        header = _json_decoder.decode(next(rows))
+    except (StopIteration, msgspec.DecodeError):
+        raise InvalidExport("not an exported session: no header line") from None
+    if not isinstance(header, dict) or header.get("format") != EXPORT_FORMAT:
+        raise InvalidExport("not an exported session: its header names no such format")
+    if header.get("version") != EXPORT_VERSION or type(header.get("session")) is not str:
+        raise InvalidExport(f"an export of version {header.get('version')!r} cannot be read")
+    session_id: str = header["session"]
+    # Rows as the store keeps them, each numbered by its line in the file.
+    stored: list[tuple[int, int, int, bytes]] = []
+    for number, row in enumerate(rows, 2):
+        try:
+            event = _event_decoder.decode(row)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise InvalidExport(f"line {number}: {exc}") from None
+        if event.seq != len(stored) + 1:
+            raise InvalidExport(f"line {number}: seq {event.seq} where {len(stored) + 1} belongs")
+        stored.append((number, event.seq, event.v, event.data))
+    if len(stored) != header.get("events"):
+        raise InvalidExport(f"{len(stored)} events where the header says {header.get('events')}")
+    try:
+        events = [r.event for r in DEFAULT_CODEC.decode_stream(session_id, stored)]
+    except EventDecodeError as exc:
+        raise InvalidExport(f"line {exc.position}: {exc.reason}") from None
+    log = await SessionLog.open(store, session_id, snapshot_every=snapshot_every)
+    if log.history.seq:
+        raise ConcurrencyError(session_id, 0, log.history.seq)
+    await log.append(events)
+    return log
+
+
+class _ExportedEvent(msgspec.Struct):
+    seq: int
+    v: int
+    data: bytes
+
+
+_json = msgspec.json.Encoder()
+_json_decoder = msgspec.json.Decoder()
+_event_decoder = msgspec.json.Decoder(_ExportedEvent)
+
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "SNAPSHOT_EVERY",
+    "EventLog",
+    "InvalidExport",
+    "SessionLog",
+    "check_sessions",
+    "delete_session",
+    "expire_sessions",
+    "export_session",
+    "import_session",
+    "session_tree",
+]

@@ -13,6 +13,10 @@ Commands (each table also as ``--json``):
   import    import a transcript (any supported format) into a database
   check     verify a database: every page, checksum, seq, owner and snapshot (exit 1 on a
             problem)
+  delete    delete a session with its child sessions
+  gc        delete sessions older than some days and shrink the file
+  export    write a session to a portable file (JSON lines)
+  restore   write an exported session into a database
   replay    check a session replays to its stored projection and recorded request prefixes
   simulate  price context strategies on transcripts with the prompt-cache simulator
   report    write a self-contained HTML report with charts of a simulation
@@ -137,9 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     imported.add_argument("--json", action="store_true")
 
-    checked = sub.add_parser("check", help="verify every page, row, seq and snapshot of a database")
-    checked.add_argument("db", type=Path)
-    checked.add_argument("--json", action="store_true")
+    storage.add_parsers(sub)
 
     replayed = sub.add_parser("replay", help="check a session replays to what was recorded")
     replayed.add_argument("db", type=Path)
@@ -213,12 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "import": analysis.import_,
         "replay": analysis.replay,
         "check": storage.check,
+        "delete": storage.delete,
+        "gc": storage.gc,
+        "export": storage.export,
+        "restore": storage.restore,
         "simulate": analysis.simulate,
         "report": reporting.report,
         "diff": diffing.diff,
         "bench": benching.bench,
     }
-    exempt = ("demo", "import", "simulate", "report", "bench")
+    exempt = ("demo", "import", "restore", "simulate", "report", "bench")
     if args.command not in exempt and not os.path.exists(args.db):
         sys.stderr.write(f"contextledger: no database at {args.db}\n")
         return 2

@@ -1,20 +1,53 @@
-"""``check``: verify a store file, every page, row, seq and snapshot, and report each problem
-with where it is."""
+"""Looking after a store file: ``check`` verifies every page, row, seq and snapshot and
+reports each problem with where it is; ``delete`` and ``gc`` delete sessions and give the
+room back; ``export`` and ``restore`` move a session through a portable file."""
 
 from __future__ import annotations
 
 import argparse
+import time
+from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from contextledger.cli._output import emit_json, emit_table, emit_text
-from contextledger.ledger import check_sessions
+from contextledger.ledger import (
+    check_sessions,
+    delete_session,
+    expire_sessions,
+    export_session,
+    import_session,
+)
 from contextledger.store._checker import Problem
 from contextledger.store._errors import StoreError
 from contextledger.store._sqlite import SQLiteStore
 
+_DAY_MS = 86_400_000
 #: The exit status of ``check`` when it finds a problem (argparse's usage errors are 2).
 PROBLEMS_FOUND = 1
+
+
+def add_parsers(sub: Any) -> None:
+    """The arguments of ``check``, ``delete``, ``gc``, ``export`` and ``restore``."""
+    checked = sub.add_parser("check", help="verify every page, row, seq and snapshot of a database")
+    checked.add_argument("db", type=Path)
+    deleted = sub.add_parser("delete", help="delete a session with its child sessions")
+    deleted.add_argument("db", type=Path)
+    deleted.add_argument("--session", required=True)
+    collected = sub.add_parser("gc", help="delete old sessions and shrink the file")
+    collected.add_argument("db", type=Path)
+    days = "delete session trees whose newest event is older (default: delete nothing)"
+    collected.add_argument("--older-than", type=float, metavar="DAYS", help=days)
+    exported = sub.add_parser("export", help="write a session to a portable file")
+    exported.add_argument("db", type=Path)
+    exported.add_argument("--session", required=True)
+    exported.add_argument("--out", type=Path, required=True, help="the file (JSON lines)")
+    restored = sub.add_parser("restore", help="write an exported session into a database")
+    restored.add_argument("file", type=Path)
+    restored.add_argument("--db", type=Path, required=True)
+    for command in (checked, deleted, collected, exported, restored):
+        command.add_argument("--json", action="store_true")
 
 
 async def check(args: argparse.Namespace) -> int:
@@ -37,3 +70,62 @@ async def check(args: argparse.Namespace) -> int:
         noun = "session" if sessions == 1 else "sessions"
         emit_text(f"ok: {sessions} {noun}, every page, row, seq and snapshot checked")
     return PROBLEMS_FOUND if problems else 0
+
+
+async def delete(args: argparse.Namespace) -> None:
+    """Delete ``args.session`` with its child sessions (``delete_session``)."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        sessions, events = await delete_session(store, args.session)
+    if not sessions:
+        raise ValueError(f"no session {args.session!r} in {args.db}")
+    if args.json:
+        emit_json({"sessions": sessions, "events": events})
+    else:
+        emit_table([{"session": s} for s in sessions], ["session"])
+        emit_text(f"deleted {len(sessions)} sessions ({events} events)")
+
+
+async def gc(args: argparse.Namespace) -> None:
+    """Delete the session trees older than ``args.older_than`` days (when given), then give
+    the room back to the file system (``reclaim_space``)."""
+    sessions: list[str] = []
+    events = 0
+    async with SQLiteStore.open(args.db, create=False) as store:
+        if args.older_than is not None:
+            if args.older_than < 0:
+                raise ValueError(f"--older-than must not be negative, not {args.older_than}")
+            cutoff = time.time_ns() // 1_000_000 - int(args.older_than * _DAY_MS)
+            sessions, events = await expire_sessions(store, cutoff)
+        before, after = await store.reclaim_space()
+    result = {"sessions": sessions, "events": events, "bytes_before": before, "bytes_after": after}
+    if args.json:
+        emit_json(result)
+    else:
+        emit_text(f"deleted {len(sessions)} sessions ({events} events)")
+        emit_text(f"file and WAL: {before:,} bytes before, {after:,} after")
+
+
+async def export(args: argparse.Namespace) -> None:
+    """Write ``args.session`` to ``args.out`` as a portable file (``export_session``)."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        lines = [line async for line in export_session(store, args.session)]
+    args.out.write_bytes(b"".join(lines))
+    result = {"session": args.session, "events": len(lines) - 1, "file": str(args.out)}
+    if args.json:
+        emit_json(result)
+    else:
+        emit_text(f"exported {result['events']} events of {args.session} to {args.out}")
+
+
+async def restore(args: argparse.Namespace) -> None:
+    """Write the session of an exported file into ``args.db`` (``import_session``)."""
+    if not args.file.is_file():
+        raise ValueError(f"no exported session at {args.file}")
+    with args.file.open("rb") as lines:
+        async with SQLiteStore.open(args.db) as store:
+            log = await import_session(store, lines)
+    result = {"session": log.session_id, "events": log.history.seq, "db": str(args.db)}
+    if args.json:
+        emit_json(result)
+    else:
+        emit_text(f"restored {log.history.seq} events of {log.session_id} into {args.db}")

@@ -11,9 +11,11 @@ Schema versions (``PRAGMA user_version``):
 
 - 1: events, streams and snapshots without checksums.
 - 2: checksums on every row, each stream's version in its row (so a read knows where the
-  stream ends), and snapshots in a rowid table (a large snapshot no longer slows reading
-  the others). A version-1 file is migrated when it is first opened for writing: its rows
-  get their checksums and its snapshots, only a cache, are dropped.
+  stream ends), positions never given twice (``AUTOINCREMENT``: deleting the newest
+  sessions does not hand their positions to new events), and snapshots in a rowid table (a
+  large snapshot no longer slows reading the others). A version-1 file is migrated when
+  it is first opened for writing: its rows get their checksums and its snapshots, only a
+  cache, are dropped.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ CREATE TABLE streams (
     crc     INTEGER NOT NULL
 );
 CREATE TABLE events (
-    position INTEGER PRIMARY KEY,
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
     stream   INTEGER NOT NULL,
     seq      INTEGER NOT NULL,
     v        INTEGER NOT NULL,
@@ -60,15 +62,29 @@ CREATE TABLE snapshots (
 INSERT_EVENT: Final = (
     "INSERT INTO events (position, stream, seq, v, data, crc) VALUES (?, ?, ?, ?, ?, ?)"
 )
-_MIGRATE_FROM_1: Final = """
-ALTER TABLE streams ADD COLUMN version INTEGER;
-ALTER TABLE streams ADD COLUMN crc INTEGER;
-ALTER TABLE events ADD COLUMN crc INTEGER;
-UPDATE events SET crc = event_crc(stream, seq, position, v, data);
-UPDATE streams SET version = (SELECT coalesce(max(seq), 0) FROM events WHERE stream = id);
-UPDATE streams SET crc = stream_crc(id, version, name);
+_MIGRATE_FROM_1: Final = (
+    """
+ALTER TABLE events RENAME TO events_1;
+ALTER TABLE streams RENAME TO streams_1;
 DROP TABLE snapshots;
 """
+    + TABLES
+    + """
+INSERT INTO events (position, stream, seq, v, data, crc)
+    SELECT position, stream, seq, v, data, event_crc(stream, seq, position, v, data)
+    FROM events_1 ORDER BY position;
+INSERT INTO streams (id, name, version, crc)
+    SELECT id, name, version, stream_crc(id, version, name) FROM (
+        SELECT id, name, (SELECT coalesce(max(seq), 0) FROM events_1 WHERE stream = id) AS version
+        FROM streams_1
+    );
+DROP TABLE events_1;
+DROP TABLE streams_1;
+"""
+)
+#: The last position ever given: it stays when the newest events are deleted, so positions
+#: are never given twice (``AUTOINCREMENT`` keeps it in ``sqlite_sequence``).
+LAST_POSITION: Final = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'events'"
 
 _EVENT_HEAD: Final = struct.Struct("<qqqq")
 _PAIR: Final = struct.Struct("<qq")

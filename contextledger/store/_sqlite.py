@@ -55,6 +55,7 @@ from contextledger.events._codec import DEFAULT_CODEC, EncodedBatch, EventCodec
 from contextledger.store._checker import Problem, find_problems
 from contextledger.store._errors import (
     ConcurrencyError,
+    StoreArgumentError,
     StoreBusyError,
     StoreClosedError,
     StoreCorruptError,
@@ -68,6 +69,7 @@ from contextledger.store._errors import (
 from contextledger.store._protocol import ANY_VERSION, Snapshot, check_append, check_snapshot
 from contextledger.store._schema import (
     INSERT_EVENT,
+    LAST_POSITION,
     check_schema,
     event_crc,
     one,
@@ -387,6 +389,70 @@ class SQLiteStore:
 
         await self._submit(_Write(run, len(snapshot.data)))
 
+    # --- retention ------------------------------------------------------------------------
+
+    async def delete_streams(self, streams: Sequence[str]) -> int:
+        """Delete ``streams`` (their events, rows and snapshots) in one transaction and return
+        how many events went; a name that is no stream is skipped. Positions are never given
+        again, so the log keeps its order with gaps where the streams were. The file keeps
+        its size until ``reclaim_space``."""
+        self._check_writable()
+        names = list(streams)
+        if not all(type(name) is str for name in names):
+            raise StoreArgumentError("stream names are text")
+
+        def run(cur: apsw.Cursor) -> int:
+            deleted = 0
+            for name in names:
+                row = cur.execute(_STREAM, (name,)).fetchone()
+                cur.execute("DELETE FROM snapshots WHERE stream = ?", (name,))
+                if row is None:
+                    continue
+                head = verified_stream(row, name)
+                cur.execute("DELETE FROM events WHERE stream = ?", (head.id,))
+                deleted += self._writer.changes()
+                cur.execute("DELETE FROM streams WHERE id = ?", (head.id,))
+                self._versions.pop(name, None)
+            return deleted
+
+        result: int = await self._submit(_Write(run, 0))
+        return result
+
+    async def reclaim_space(self) -> tuple[int, int]:
+        """Give the room of deleted rows back to the file system (``VACUUM``, then a
+        checkpoint that truncates the WAL) and return the size of the file and its WAL
+        before and after, in bytes. Appends wait meanwhile; it needs a moment when no other
+        connection reads (it waits up to ``BUSY_TIMEOUT_MS``, then ``StoreBusyError``)."""
+        self._check_writable()
+        with trio.CancelScope(shield=True):
+            while self._leading or self._queue:
+                await trio.sleep(0.001)
+            self._leading = True  # appends queue behind it, as behind a commit
+            try:
+                before = self._size()
+                await trio.to_thread.run_sync(self._vacuum)
+            finally:
+                self._data_version = -1
+                self._finish([])
+        return before, self._size()
+
+    def _vacuum(self) -> None:
+        self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
+        try:
+            self._writer.execute("VACUUM")
+            self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+        except SQLITE_ERRORS as exc:
+            raise store_error(exc, self.path, self._writer.system_errno) from exc
+        finally:
+            self._writer.set_busy_timeout(0)
+
+    def _size(self) -> int:
+        return sum(
+            os.path.getsize(name)
+            for name in (self.path, self.path + "-wal")
+            if os.path.exists(name)
+        )
+
     def _check_writable(self) -> None:
         if self._closed:
             raise StoreClosedError("the store is closed")
@@ -535,7 +601,7 @@ class SQLiteStore:
         if data_version != self._data_version:
             self._data_version = data_version
             self._versions.clear()
-            (self._last_position,) = one(cur, "SELECT coalesce(max(position), 0) FROM events")
+            (self._last_position,) = one(cur, LAST_POSITION)
 
     # --- checkpoints ----------------------------------------------------------------------
 

@@ -86,3 +86,64 @@ def test_check_of_a_file_that_is_not_a_store_is_one_problem(
     assert code == 1
     (problem,) = json.loads(out)["problems"]
     assert problem["kind"] == "sqlite"
+
+
+def test_delete_removes_a_session_and_says_what_went(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(capsys, "delete", str(db), "--session", "ses_a", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["sessions"] == ["ses_a"]
+    assert report["events"] > 0
+    _, out, _ = run_cli(capsys, "sessions", str(db), "--json")
+    assert [row["session"] for row in json.loads(out)] == ["ses_b"]
+
+    code, _, err = run_cli(capsys, "delete", str(db), "--session", "ses_a")
+    assert code == 1
+    assert "no session 'ses_a'" in err
+
+
+def test_gc_deletes_old_sessions_and_shrinks_the_file(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The generated sessions' clocks are in 2026; a cutoff of 0 days deletes everything
+    # older than now, a cutoff of 100 years nothing.
+    code, out, _ = run_cli(capsys, "gc", str(db), "--older-than", "36500", "--json")
+    assert code == 0
+    assert json.loads(out)["sessions"] == []
+
+    code, out, _ = run_cli(capsys, "gc", str(db), "--older-than", "0", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["sessions"] == ["ses_a", "ses_b"]
+    assert report["bytes_after"] < report["bytes_before"]
+
+    code, out, _ = run_cli(capsys, "gc", str(db))
+    assert code == 0
+    assert out.startswith("deleted 0 sessions (0 events)\nfile and WAL: ")
+
+
+def test_export_then_restore_gives_the_same_events(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exported = tmp_path / "ses_a.jsonl"
+    copy = tmp_path / "copy.db"
+    code, out, _ = run_cli(capsys, "export", str(db), "--session", "ses_a", "--out", str(exported))
+    assert code == 0
+    assert out.startswith("exported ")
+
+    code, out, _ = run_cli(capsys, "restore", str(exported), "--db", str(copy), "--json")
+    assert code == 0
+    assert json.loads(out)["session"] == "ses_a"
+
+    _, original, _ = run_cli(capsys, "events", str(db), "--session", "ses_a", "--json")
+    _, restored, _ = run_cli(capsys, "events", str(copy), "--session", "ses_a", "--json")
+    strip = [{k: v for k, v in e.items() if k != "position"} for e in json.loads(original)]
+    assert strip == [{k: v for k, v in e.items() if k != "position"} for e in json.loads(restored)]
+
+    code, _, err = run_cli(capsys, "restore", str(exported), "--db", str(copy))
+    assert code == 1
+    assert "stream 'ses_a' is at version" in err
+    code, _, err = run_cli(capsys, "restore", str(tmp_path / "none"), "--db", str(copy))
+    assert (code, err) == (1, f"contextledger: no exported session at {tmp_path / 'none'}\n")
