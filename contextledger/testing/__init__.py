@@ -4,7 +4,9 @@ rebuild, snapshots restore, events round-trip, tool calls never split from their
 replay determinism, live view == rebuilt view, prefix stability) and ``appends_only`` (the
 events after a step that leave earlier messages alone), for property-testing your own
 strategies. ``contextledger.testing.loopback`` is a provider on 127.0.0.1 to run an agent loop
-against (scripted tool loops, the APIs' validation, cache usage, faults on demand)."""
+against (scripted tool loops, the APIs' validation, cache usage, faults on demand).
+``StoreContract`` is the ``EventStore`` contract as a pytest suite: subclass it with a
+factory of your backend's stores."""
 
 from contextledger.testing._invariants import (
     InvariantViolation,
@@ -19,10 +21,12 @@ from contextledger.testing._invariants import (
     check_view_deterministic,
 )
 from contextledger.testing._steps import appends_only
+from contextledger.testing._store_contract import StoreContract
 from contextledger.testing._strategies import session_events, split_batches
 
 __all__ = [
     "InvariantViolation",
+    "StoreContract",
     "appends_only",
     "check_history",
     "check_ids_increase",

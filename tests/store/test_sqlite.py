@@ -42,23 +42,13 @@ from contextledger.store import (
     StoreSchemaError,
 )
 from contextledger.store._sqlite import INLINE_COMMIT_BYTES, file_is_read_only, store_error
+from contextledger.testing._store_contract import TIMEOUT, note, texts
 from tests.store._rows import insert_row, raw_connection
-
-#: Generous: a test that needs it has hung, it is not slow.
-TIMEOUT = 10
-
-
-def note(text: str, stream: str = "s") -> MemoryPinned:
-    return MemoryPinned(session_id=stream, text=text)
 
 
 def big(stream: str = "big") -> MemoryPinned:
     """One event larger than ``INLINE_COMMIT_BYTES``: its commit runs on a worker thread."""
     return MemoryPinned(session_id=stream, text="x" * (INLINE_COMMIT_BYTES + 1))
-
-
-def texts(recorded: list[RecordedEvent]) -> list[str]:
-    return [r.event.text for r in recorded]  # type: ignore[union-attr]
 
 
 class Commits:
