@@ -36,15 +36,25 @@ import sys
 import time
 import uuid
 from typing import Any, Final
+from unittest import mock
 
 import apsw
 import msgspec
 import trio
 
-from contextledger.bench._common import Options, rate, ratio, synthetic_corpus, table, temp_dir
+from contextledger.bench._common import (
+    Options,
+    median,
+    rate,
+    ratio,
+    synthetic_corpus,
+    table,
+    temp_dir,
+)
 from contextledger.events._catalogue import Event
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.history._projection import History
+from contextledger.store import _sqlite as sqlite_store
 from contextledger.store._schema import INSERT_EVENT, TABLES, event_crc
 from contextledger.store._sqlite import Durability, SQLiteStore
 
@@ -68,6 +78,13 @@ TARGETS: Final = {
     "batched_vs_eventsourcing": 2.0,
     "single_vs_floor": 0.5,
     "replay_vs_floor": 0.4,
+}
+
+#: Ours divided by the same without must stay below these.
+CEILINGS: Final = {
+    # Batched appends with row checksums against the same appends with the checksum
+    # functions replaced by a constant: what computing them costs.
+    "checksum_overhead": 1.1,
 }
 
 _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
@@ -130,6 +147,12 @@ async def _ours_batched(path: str, corpus: _Corpus, durability: Durability) -> f
         for stream, version, events in corpus.batches:
             await store.append(stream, version, events)
         return time.perf_counter() - start
+
+
+def _without_checksums() -> contextlib.AbstractContextManager[Any]:
+    """The store's checksum functions replaced by a constant, for ``checksum_overhead``."""
+    constant = lambda *fields: 0  # noqa: E731
+    return mock.patch.multiple(sqlite_store, event_crc=constant, stream_crc=constant)
 
 
 async def _ours_single(path: str, corpus: _Corpus, count: int) -> float:
@@ -329,6 +352,10 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         path = fresh("ours", i)
         timed("batched", await _ours_batched(path, corpus, "normal"))
         replay_db = _remove_db(path, keep=last)
+        path = fresh("ours-unchecked", i)
+        with _without_checksums():
+            timed("batched_unchecked", await _ours_batched(path, corpus, "normal"))
+        _remove_db(path)
         path = fresh("ours-full", i)
         timed("batched_full", await _ours_batched(path, corpus, "full"))
         _remove_db(path)
@@ -410,6 +437,7 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
             figures["batched_appends_per_s"], figures["floor_insert_batched_per_s"]
         ),
     }
+    overheads = {"checksum_overhead": median(times["batched"]) / median(times["batched_unchecked"])}
     return {
         "benchmark": "ledger",
         "events": n,
@@ -427,6 +455,7 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         **figures,
         **ratios,
         **extra_ratios,
+        **overheads,
         "batched_vs_eventsourcing_synchronous": "NORMAL" if peer.available else None,
         "eventsourcing_recorder": "SQLiteApplicationRecorder" if peer.available else None,
         "eventsourcing_version": peer.version,
@@ -434,9 +463,13 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         "eventsourcing_sqlite_version": peer.sqlite_version,
         "eventsourcing_unavailable": peer.reason,
         "targets": TARGETS,
+        "ceilings": CEILINGS,
         "met": {
-            key: None if ratios[key] is None else bool(ratios[key] >= target)  # type: ignore[operator]
-            for key, target in TARGETS.items()
+            **{
+                key: None if ratios[key] is None else bool(ratios[key] >= target)  # type: ignore[operator]
+                for key, target in TARGETS.items()
+            },
+            **{key: bool(overheads[key] <= ceiling) for key, ceiling in CEILINGS.items()},
         },
         "sqlite_version": apsw.sqlite_lib_version(),
         "apsw_version": apsw.apsw_version(),
@@ -517,6 +550,8 @@ def render(result: dict[str, Any]) -> str:
         ]
     )
     ratios.append(["batched_vs_floor_batched", _num(r["batched_vs_floor_batched"], 3), "", ""])
+    for key, ceiling in r["ceilings"].items():
+        ratios.append([key, _num(r[key], 3), f"<= {ceiling}", "yes" if r["met"][key] else "NO"])
     tail = ""
     if r["eventsourcing_unavailable"]:
         tail = f"\neventsourcing unavailable: {r['eventsourcing_unavailable']}\n"

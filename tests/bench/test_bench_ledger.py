@@ -12,7 +12,8 @@ from contextledger.bench import BENCHMARKS
 from contextledger.bench import _ledger as ledger
 from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
-from contextledger.bench._ledger import BATCH, TARGETS
+from contextledger.bench._ledger import BATCH, CEILINGS, TARGETS
+from contextledger.store import _sqlite as sqlite_store
 
 FIGURES = (
     "single_appends_per_s",
@@ -61,6 +62,17 @@ def test_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
         assert isinstance(result[key], float) and result[key] > 0, key
     for key in RATIOS:
         assert result["met"][key] is None or isinstance(result["met"][key], bool)
+    assert result["ceilings"] == CEILINGS
+    assert isinstance(result["checksum_overhead"], float) and result["checksum_overhead"] > 0
+    assert isinstance(result["met"]["checksum_overhead"], bool)
+
+
+def test_the_unchecked_run_replaces_the_checksums_only_inside_it() -> None:
+    crc = sqlite_store.event_crc  # type: ignore[attr-defined]
+    with ledger._without_checksums():
+        assert sqlite_store.event_crc(1, 1, 1, 1, b"x") == 0  # type: ignore[attr-defined]
+    assert sqlite_store.event_crc is crc  # type: ignore[attr-defined]
+    assert crc(1, 1, 1, 1, b"x") != 0
 
 
 def test_table_and_all(capsys: pytest.CaptureFixture[str]) -> None:
