@@ -36,15 +36,11 @@ the existing ``-wal`` otherwise. Writes then raise ``StoreReadOnlyError``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import stat
-import threading
 import time
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import repeat
-from typing import Any, Final, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 import apsw
 import structlog
@@ -53,24 +49,28 @@ import trio
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._codec import DEFAULT_CODEC, EncodedBatch, EventCodec
 from contextledger.store._checker import Problem, find_problems
+from contextledger.store._checkpointer import Checkpointer
+from contextledger.store._connections import (
+    BUSY_TIMEOUT_MS,
+    SQLITE_ERRORS,
+    access_of,
+    open_writer,
+    store_error,
+)
 from contextledger.store._errors import (
     ConcurrencyError,
     StoreArgumentError,
     StoreBusyError,
     StoreClosedError,
     StoreCorruptError,
-    StoreError,
-    StoreFullError,
     StoreIntegrityError,
-    StoreIOError,
     StoreReadOnlyError,
-    StoreSchemaError,
 )
 from contextledger.store._protocol import ANY_VERSION, Snapshot, check_append, check_snapshot
+from contextledger.store._readers import ReaderPool
 from contextledger.store._schema import (
     INSERT_EVENT,
     LAST_POSITION,
-    check_schema,
     event_crc,
     one,
     snapshot_crc,
@@ -89,15 +89,6 @@ Durability = Literal["normal", "full"]
 #: Batches larger than this commit on a worker thread: writing 1 MiB into the WAL takes
 #: about a millisecond, longer than the 130 us thread round trip that avoids blocking.
 INLINE_COMMIT_BYTES: Final = 1 << 20
-#: Checkpoint each time the WAL grows by this many pages (SQLite's own default, 4 MiB).
-CHECKPOINT_PAGES: Final = 1000
-#: Past this many pages (64 MiB at 4 KiB) the checkpointer looks for a gap between commits
-#: to start the WAL over, instead of letting it grow without bound.
-WAL_RESTART_PAGES: Final = 16 * CHECKPOINT_PAGES
-#: How often it looks for that gap while the WAL is past the limit.
-RESTART_RETRY_SECONDS: Final = 0.01
-#: How long a connection waits for a lock held by another process before failing.
-BUSY_TIMEOUT_MS: Final = 10_000
 #: An inline commit never waits, so a task appending in a loop would never let others run;
 #: after this long without a pause, an append yields to the scheduler once.
 YIELD_SECONDS: Final = 0.001
@@ -129,118 +120,6 @@ class _Write:
         self.wake: trio.Event | None = None
 
 
-#: What SQLite raises through apsw: its own errors, and text that is not UTF-8 (a damaged
-#: row's column read as text).
-SQLITE_ERRORS: Final = (apsw.Error, UnicodeDecodeError)
-
-
-#: The operating system's ways of saying a write found no room: the disk is full, the file
-#: reached the process's size limit (``RLIMIT_FSIZE``), the user's quota is used up. SQLite
-#: reports only a short write as ``FULL``; a write refused outright is an ``IOERR``.
-_NO_ROOM: Final = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
-
-
-def store_error(
-    exc: apsw.Error | UnicodeDecodeError, path: str, system_errno: int = 0
-) -> StoreError:
-    """The ``StoreError`` for SQLite's ``exc`` on the store at ``path`` (``system_errno``:
-    the connection's last ``errno``): the boundary past which no ``apsw`` exception goes."""
-    reason = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, UnicodeDecodeError):
-        return StoreCorruptError(f"{path} is damaged (text that is not UTF-8: {reason})")
-    if isinstance(exc, apsw.BusyError | apsw.LockedError):
-        return StoreBusyError(path, BUSY_TIMEOUT_MS)
-    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
-        return StoreCorruptError(f"{path} is damaged ({reason})")
-    if isinstance(exc, apsw.FullError) or (
-        isinstance(exc, apsw.IOError) and system_errno in _NO_ROOM
-    ):
-        return StoreFullError(f"{path}: the disk or the file size limit is full ({reason})")
-    if isinstance(exc, apsw.ReadOnlyError):
-        return StoreReadOnlyError(f"{path} cannot be written ({reason})")
-    return StoreIOError(f"{path}: {reason}")
-
-
-class _Access(NamedTuple):
-    """How connections open the file: the name passed to SQLite (a path, or a ``file:`` URI
-    for read-only access), the open flags, and whether the store may write."""
-
-    name: str
-    flags: int
-    read_only: bool
-
-
-def file_is_read_only(path: str) -> bool:
-    """Whether the store file at ``path`` exists and can only be read: it has no write
-    permission bit (so even root treats it as read-only), this process may not write it, or
-    it is on a read-only mount."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    if not stat.S_ISREG(info.st_mode):
-        return False
-    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        return True
-    if not os.access(path, os.W_OK):
-        return True
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
-def _access(path: str, create: bool) -> _Access:
-    """Read-write (creating the file when ``create``), or read-only for a file that
-    ``file_is_read_only``. Read-only, SQLite would create ``-wal`` and ``-shm`` files it
-    could never remove; with no ``-wal`` file there is nothing to read from one, and the
-    file is opened ``immutable`` (no locks, no side files). An existing ``-wal`` means the
-    file is open elsewhere or was not closed cleanly: it is read through (``mode=ro``)."""
-    if not file_is_read_only(path):
-        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
-        return _Access(path, flags, False)
-    mode = "mode=ro" if os.path.exists(path + "-wal") else "mode=ro&immutable=1"
-    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?{mode}"
-    return _Access(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, True)
-
-
-def _open_writer(
-    path: str, access: _Access, durability: Durability, create: bool
-) -> apsw.Connection:
-    """The writer: WAL, the chosen ``synchronous``, no automatic checkpoints. The file's
-    store schema is checked before any setting is changed (``check_schema``). Read-only,
-    it changes nothing and only reads."""
-    try:
-        conn = apsw.Connection(access.name, flags=access.flags)
-    except apsw.CantOpenError as exc:
-        raise StoreSchemaError(f"cannot open {path}: {exc}") from exc
-    except apsw.Error as exc:
-        raise store_error(exc, path) from exc
-    try:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        check_schema(conn, path, create, not access.read_only)
-        if not access.read_only:
-            cur = conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-            cur.execute("PRAGMA wal_autocheckpoint=0")
-    except BaseException as exc:
-        conn.close()
-        if isinstance(exc, apsw.NotADBError):
-            raise StoreSchemaError(f"{path} is not a SQLite database") from exc
-        if isinstance(exc, SQLITE_ERRORS):
-            raise store_error(exc, path) from exc
-        raise
-    return conn
-
-
-def _open_reader(path: str, access: _Access) -> apsw.Connection:
-    """A connection for reads and checkpoints; it changes no database setting."""
-    conn = apsw.Connection(access.name, flags=access.flags & ~apsw.SQLITE_OPEN_CREATE)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    return conn
-
-
 class _WouldBlock(Exception):
     """Another process holds the write lock: this commit must not wait on the trio thread."""
 
@@ -261,10 +140,10 @@ class SQLiteStore:
         self.path = os.fspath(path)
         self.durability: Durability = durability
         self._codec = codec
-        self._access = _access(self.path, create)
+        self._access = access_of(self.path, create)
         #: Whether the file could only be opened for reading (``file_is_read_only``).
         self.read_only = self._access.read_only
-        self._writer = _open_writer(self.path, self._access, durability, create)
+        self._writer = open_writer(self.path, self._access, durability, create)
         self._writer.set_busy_timeout(0)
         # stream name -> (its row id in ``streams``, its version), for the writer.
         self._versions: dict[str, tuple[int, int]] = {}
@@ -272,16 +151,13 @@ class SQLiteStore:
         self._data_version = -1
         self._wal_pages = 0
         self._writer.set_wal_hook(self._on_wal)
-        self._readers: list[apsw.Connection] = []
-        self._readers_lock = threading.Lock()
+        self._readers = ReaderPool(self.path, self._access)
+        self._checkpointer = Checkpointer(self.path, self._access)
         self._queue: list[_Write] = []
         self._leading = False
         self._closed = False
         self._committed: trio.Event | None = None
         self._last_yield = 0.0
-        self._checkpointer: threading.Thread | None = None
-        self._checkpoint_wanted = threading.Event()
-        self._checkpoint_mark = 0
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -521,12 +397,7 @@ class SQLiteStore:
         if self._committed is not None:
             self._committed.set()
             self._committed = None
-        pages = self._wal_pages
-        if pages < self._checkpoint_mark:  # the WAL started over
-            self._checkpoint_mark = 0
-        if pages - self._checkpoint_mark >= CHECKPOINT_PAGES:
-            self._checkpoint_mark = pages
-            self._request_checkpoint()
+        self._checkpointer.wal_grew(self._wal_pages)
 
     def _commit(self, batch: list[_Write], wait: bool) -> None:
         """Run every write of ``batch`` in one transaction. A write that raises a version
@@ -603,105 +474,14 @@ class SQLiteStore:
             self._versions.clear()
             (self._last_position,) = one(cur, LAST_POSITION)
 
-    # --- checkpoints ----------------------------------------------------------------------
+    # --- reading --------------------------------------------------------------------------
 
     def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
         # Called on whichever thread committed; ``_finish`` acts on it after the commit.
         self._wal_pages = pages
         return int(apsw.SQLITE_OK)
 
-    def _request_checkpoint(self) -> None:
-        """Wake the checkpointer (starting it the first time): one long-lived thread with its
-        own connection, so neither the event loop nor the writer waits for a checkpoint."""
-        if self._checkpointer is None:
-            self._checkpointer = threading.Thread(
-                target=self._checkpoint_loop, name="contextledger-checkpoint", daemon=True
-            )
-            self._checkpointer.start()
-        self._checkpoint_wanted.set()
-
-    def _checkpoint_loop(self) -> None:
-        try:
-            conn = _open_reader(self.path, self._access)
-            # A connection learns that the file is in WAL mode on its first read; before
-            # that, a checkpoint request does nothing.
-            conn.execute("PRAGMA journal_mode").fetchall()
-        except apsw.Error as exc:
-            # Commits go on without checkpoints (the WAL only grows); the next store retries.
-            _log.warning("checkpointer could not start", path=self.path, error=str(exc))
-            return
-        try:
-            while True:
-                self._checkpoint_wanted.wait()
-                self._checkpoint_wanted.clear()
-                if self._closed:
-                    return
-                # PASSIVE copies what it can without waiting for anyone. Under a steady
-                # stream of commits it never copies the very last frames, so the WAL file is
-                # never started over and only grows. Past WAL_RESTART_PAGES, first try a
-                # RESTART without waiting: it succeeds only in a gap between commits, and
-                # then copies just the few frames written since the last PASSIVE round.
-                try:
-                    if self._wal_pages >= WAL_RESTART_PAGES:
-                        conn.set_busy_timeout(0)
-                        try:
-                            conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)
-                            continue
-                        except apsw.BusyError:
-                            # Try again in a moment (a sleep, not a spin: this thread must
-                            # not compete with the writer for the CPU).
-                            time.sleep(RESTART_RETRY_SECONDS)
-                            self._checkpoint_wanted.set()
-                        finally:
-                            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-                    conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
-                except apsw.BusyError:
-                    _log.info("checkpoint postponed: the database is busy", path=self.path)
-                except apsw.Error as exc:
-                    # The next request tries again; the WAL only grows meanwhile.
-                    _log.warning("checkpoint failed", path=self.path, error=str(exc))
-        finally:
-            conn.close()
-
     # --- reading --------------------------------------------------------------------------
-
-    def _reader(self) -> apsw.Connection:
-        with self._readers_lock:
-            if self._readers:
-                return self._readers.pop()
-        return _open_reader(self.path, self._access)
-
-    def _release(self, conn: apsw.Connection) -> None:
-        """Put ``conn`` back in the pool, unless the store is closed or a read transaction
-        is still open on it (then it is closed instead: pooled, it would serve an old
-        snapshot of the data to every later read and hold back every checkpoint)."""
-        with self._readers_lock:
-            if not self._closed and conn.txn_state() == apsw.SQLITE_TXN_NONE:
-                self._readers.append(conn)
-                return
-        conn.close()
-
-    def _query(self, run: Callable[[apsw.Cursor], T]) -> T:
-        """Run ``run`` with a cursor of a pooled reader connection (on a worker thread).
-
-        Whatever happens, the cursor is closed before the connection goes back: a read that
-        fails half-way (an event that does not decode) leaves its statement, and with it a
-        read transaction, open, and that connection would otherwise serve every later read
-        from an old snapshot and keep the WAL from being checkpointed past it. SQLite's
-        errors leave as ``StoreError``s (``store_error``)."""
-        conn: apsw.Connection | None = None
-        cursor: apsw.Cursor | None = None
-        try:
-            conn = self._reader()
-            cursor = conn.cursor()
-            return run(cursor)
-        except SQLITE_ERRORS as exc:
-            raise store_error(exc, self.path) from exc
-        finally:
-            if cursor is not None:
-                cursor.close(force=True)
-            if conn is not None:
-                self._release(conn)
 
     async def _run_query(self, run: Callable[[apsw.Cursor], T]) -> T:
         """``run`` in one read transaction of a pooled reader, on a worker thread."""
@@ -717,7 +497,7 @@ class SQLiteStore:
                 with contextlib.suppress(apsw.Error):
                     cur.execute("COMMIT")
 
-        return await trio.to_thread.run_sync(self._query, transaction)
+        return await trio.to_thread.run_sync(self._readers.query, transaction)
 
     def _head(self, cur: apsw.Cursor, stream: str) -> StreamHead | None:
         """The verified row of ``stream``, or None when there is none; a stream the index on
@@ -837,11 +617,6 @@ class SQLiteStore:
             self._closed = True
             if self._committed is not None:
                 self._committed.set()
-            with self._readers_lock:
-                readers, self._readers = self._readers, []
-            for conn in readers:
-                conn.close()
-            if self._checkpointer is not None:
-                self._checkpoint_wanted.set()
-                await trio.to_thread.run_sync(self._checkpointer.join)
+            self._readers.close()
+            await trio.to_thread.run_sync(self._checkpointer.close)
             self._writer.close()

@@ -18,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+import contextledger.store._checkpointer as checkpointer_module
 import contextledger.store._sqlite as sqlite_module
 from contextledger.events import (
     EventBase,
@@ -41,7 +42,8 @@ from contextledger.store import (
     StoreReadOnlyError,
     StoreSchemaError,
 )
-from contextledger.store._sqlite import INLINE_COMMIT_BYTES, file_is_read_only, store_error
+from contextledger.store._connections import file_is_read_only, store_error
+from contextledger.store._sqlite import INLINE_COMMIT_BYTES
 from contextledger.testing._store_contract import TIMEOUT, note, texts
 from tests.store._rows import insert_row, raw_connection
 
@@ -430,7 +432,7 @@ async def test_the_wal_is_checkpointed_once_it_passes_checkpoint_pages(
     # At one page every commit passes the limit, so no commit may stay in the WAL for good:
     # whenever the appends stop, the database file itself must come to hold every event.
     # Bursts of commits racing the checkpoints, three times over.
-    monkeypatch.setattr(sqlite_module, "CHECKPOINT_PAGES", 1)
+    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_PAGES", 1)
     events = [note(f"{i:03d}" * 10_000) for i in range(300)]  # 30 kB each
 
     async with SQLiteStore.open(db) as store:
@@ -644,18 +646,18 @@ async def test_a_read_that_fails_to_decode_does_not_hold_back_later_reads_or_che
 async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(db: Path) -> None:
     async with SQLiteStore.open(db) as store:
         await store.append("s", 0, [note("a"), note("b")])
-        conn = store._reader()
+        conn = store._readers.take()
         rows = conn.cursor().execute("SELECT data FROM events")
         next(rows)  # a statement half-way through: a read transaction is open
-        store._release(conn)
-        assert conn not in store._readers
+        store._readers.give_back(conn)
+        assert not store._readers.pooled(conn)
         with pytest.raises(apsw.ConnectionClosedError):
             conn.txn_state()
         # A connection whose read ended goes back to the pool.
-        pooled = store._reader()
+        pooled = store._readers.take()
         pooled.cursor().execute("SELECT count(*) FROM events").fetchall()
-        store._release(pooled)
-        assert pooled in store._readers
+        store._readers.give_back(pooled)
+        assert store._readers.pooled(pooled)
 
 
 # --- typed errors: no apsw exception reaches a caller -------------------------------------
