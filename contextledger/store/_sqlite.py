@@ -234,20 +234,20 @@ class SQLiteStore:
                 (stream_id, stream, new_version, stream_crc(stream_id, new_version, stream)),
             )
         last = self._last_position
-        self._versions[stream] = (stream_id, new_version)
-        self._last_position = last + len(events)
+        positions = range(last + 1, last + 1 + len(events))
+        seqs = range(version + 1, new_version + 1)
         if len(events) == 1:
             v, data = batch.versions[0], batch.datas[0]
             crc = event_crc(stream_id, version + 1, last + 1, v, data)
             cur.execute(INSERT_EVENT, (last + 1, stream_id, version + 1, v, data, crc))
-            return [RecordedEvent(stream, version + 1, last + 1, events[0])]
-        positions = range(last + 1, last + 1 + len(events))
-        seqs = range(version + 1, new_version + 1)
-        crcs = map(event_crc, repeat(stream_id), seqs, positions, batch.versions, batch.datas)
-        # Rows and results are zipped and mapped in C: only the checksum runs Python per event.
-        cur.executemany(
-            INSERT_EVENT, zip(positions, repeat(stream_id), seqs, batch.versions, batch.datas, crcs)
-        )
+        else:
+            crcs = map(event_crc, repeat(stream_id), seqs, positions, batch.versions, batch.datas)
+            # Rows are zipped in C: only the checksum runs Python per event.
+            rows = zip(positions, repeat(stream_id), seqs, batch.versions, batch.datas, crcs)
+            cur.executemany(INSERT_EVENT, rows)
+        # Only once every row is written: a write that fails leaves the caches as they were.
+        self._versions[stream] = (stream_id, new_version)
+        self._last_position = last + len(events)
         return list(map(RecordedEvent, repeat(stream), seqs, positions, events))
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
@@ -400,9 +400,11 @@ class SQLiteStore:
         self._checkpointer.wal_grew(self._wal_pages)
 
     def _commit(self, batch: list[_Write], wait: bool) -> None:
-        """Run every write of ``batch`` in one transaction. A write that raises a version
-        conflict is rolled back to its savepoint alone; the others commit. Any other failure
-        rolls back the whole batch and fails every write in it. Without ``wait``, raise
+        """Run every write of ``batch`` in one transaction. A write that fails while the
+        transaction goes on (a version conflict, a snapshot SQLite refuses, a stream row
+        that does not match its checksum) is rolled back to its savepoint and fails alone;
+        the others commit. A failure that ends the transaction (SQLite rolls it back on a
+        full disk or an I/O error) fails every write of the batch. Without ``wait``, raise
         ``_WouldBlock`` (nothing done) instead of waiting for another process's lock."""
         cur = self._writer.cursor()
         if wait:
@@ -430,10 +432,16 @@ class SQLiteStore:
                 cur.execute("SAVEPOINT write")
                 try:
                     write.result = write.run(cur)
-                except ConcurrencyError as exc:
-                    # Nothing of this write reached the database or the caches.
-                    write.error = exc
+                except Exception as exc:
+                    if self._writer.getautocommit():
+                        raise  # SQLite ended the transaction: the whole batch failed
+                    # Nothing of this write stays in the database or the caches.
                     cur.execute("ROLLBACK TO write")
+                    write.error = (
+                        store_error(exc, self.path, self._writer.system_errno)
+                        if isinstance(exc, SQLITE_ERRORS)
+                        else exc
+                    )
                 cur.execute("RELEASE write")
             cur.execute("COMMIT")
         except BaseException as exc:

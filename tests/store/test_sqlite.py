@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, ClassVar
@@ -290,6 +291,24 @@ async def test_appends_queued_behind_a_commit_in_flight_share_one_commit(db: Pat
             assert await store.read(stream) == batch
 
 
+async def behind_a_held_commit(
+    store: SQLiteStore, *writes: Callable[[], Awaitable[object]]
+) -> Commits:
+    """Start a large append whose commit is held on its worker thread, queue ``writes``
+    behind it, then let it go: the queued writes share the next commit."""
+    commits = Commits(store)
+    commits.hold_next_worker_commit()
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.append, "big", 0, [big()])
+            await commits.held.wait()
+            for write in writes:
+                nursery.start_soon(write)
+            await trio.testing.wait_all_tasks_blocked()
+            commits.release()
+    return commits
+
+
 async def test_a_version_conflict_in_a_group_fails_only_that_append(db: Path) -> None:
     won: list[str] = []
     lost: list[ConcurrencyError] = []
@@ -304,17 +323,12 @@ async def test_a_version_conflict_in_a_group_fails_only_that_append(db: Path) ->
 
     async with SQLiteStore.open(db) as store:
         await store.append("a", 0, [note("a0", "a")])
-        commits = Commits(store)
-        commits.hold_next_worker_commit()
-        with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(store.append, "big", 0, [big()])
-                await commits.held.wait()
-                nursery.start_soon(append, "a", 1, "x")
-                nursery.start_soon(append, "a", 1, "y")
-                nursery.start_soon(append, "b", 0, "b0")
-                await trio.testing.wait_all_tasks_blocked()
-                commits.release()
+        commits = await behind_a_held_commit(
+            store,
+            partial(append, "a", 1, "x"),
+            partial(append, "a", 1, "y"),
+            partial(append, "b", 0, "b0"),
+        )
 
         assert len(commits.threads) == 2  # the three queued appends shared one commit
         assert [(e.stream, e.expected, e.actual) for e in lost] == [("a", 1, 3)]
@@ -323,6 +337,37 @@ async def test_a_version_conflict_in_a_group_fails_only_that_append(db: Path) ->
         assert texts(await store.read("a")) == ["a0", winner, f"{winner}+"]
         assert texts(await store.read("b")) == ["b0", "b0+"]
         assert [r.position for r in await store.read_all()] == list(range(1, 7))
+
+
+async def test_a_snapshot_sqlite_refuses_in_a_group_fails_alone(db: Path) -> None:
+    refused: list[StoreError] = []
+
+    async def snapshot() -> None:
+        try:
+            await store.save_snapshot(Snapshot("a", 1, 1, b"projection"))
+        except StoreError as exc:
+            refused.append(exc)
+
+    async with SQLiteStore.open(db) as store:
+        store._writer.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON snapshots "
+            "BEGIN SELECT RAISE(ABORT, 'no room for snapshots'); END"
+        )
+        commits = await behind_a_held_commit(
+            store,
+            partial(store.append, "a", 0, [note("a0", "a")]),
+            snapshot,
+            partial(store.append, "b", 0, [note("b0", "b")]),
+        )
+
+        assert len(commits.threads) == 2  # the three queued writes shared one commit
+        assert [type(e) for e in refused] == [StoreIOError]
+        assert "no room for snapshots" in str(refused[0])
+        assert texts(await store.read("a")) == ["a0"]
+        assert texts(await store.read("b")) == ["b0"]
+        assert await store.load_snapshot("a") is None
+        assert await store.append("a", 1, [note("a1", "a")])  # the caches are right
+        assert await store.check() == []
 
 
 # --- reopening and sharing the file -------------------------------------------------------
