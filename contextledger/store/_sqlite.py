@@ -1,22 +1,10 @@
 """The embedded default store: SQLite through apsw, in WAL mode, behind one writer.
 
-How a write travels. ``append`` encodes its events on the caller's task and queues them. If
-no commit is in progress, the caller leads: it takes every queued append and commits them in
-one transaction. Appends that arrive while a commit is in progress wait, and the next leader
-commits them together, so concurrent appends share commits (group commit). An append returns
-only after the transaction holding it has committed.
-
-Where the commit runs. A small commit at ``synchronous=NORMAL`` costs about 20 us (WAL
-append, no fsync); a trip to a worker thread and back costs about 130 us, so such commits
-run inline on the trio thread. Commits that can be slow (``durability="full"``, which
-fsyncs every commit, or a batch over ``INLINE_COMMIT_BYTES``) run on a worker thread and
-the event loop keeps going. An inline commit never waits for another process's lock either:
-it moves to a worker thread, which waits up to ``BUSY_TIMEOUT_MS`` and then fails the whole
-batch with ``StoreBusyError`` (nothing written). The writer never checkpoints on commit
-(``wal_autocheckpoint=0``); each time the WAL grows by ``CHECKPOINT_PAGES``, a long-lived
-checkpointer thread with a connection of its own checkpoints it while commits go on, so no
-commit pays for it; past ``WAL_RESTART_PAGES`` it restarts the WAL in a gap between commits
-(a commit then waits at most for the few frames written since the last round).
+Its parts: the writer and its group commit (``_writer``), the reader pool (``_readers``), the
+checkpointer (``_checkpointer``), opening connections and typed errors (``_connections``),
+the tables and their checksums (``_schema``), and verifying what is read (``_verify``,
+``_checker``). The writer never checkpoints on commit (``wal_autocheckpoint=0``); the
+checkpointer does, on a thread of its own, so no commit pays for it.
 
 Durability. ``"normal"`` (the default) survives a crash of the process at any moment: an
 acknowledged append is never lost and no partial transaction is ever visible. It can lose the
@@ -37,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import repeat
 from typing import Any, Final, Literal, TypeVar
@@ -60,7 +47,6 @@ from contextledger.store._connections import (
 from contextledger.store._errors import (
     ConcurrencyError,
     StoreArgumentError,
-    StoreBusyError,
     StoreClosedError,
     StoreCorruptError,
     StoreIntegrityError,
@@ -83,15 +69,10 @@ from contextledger.store._verify import (
     verified_stream,
     verified_stream_events,
 )
+from contextledger.store._writer import GroupCommit
 
 Durability = Literal["normal", "full"]
 
-#: Batches larger than this commit on a worker thread: writing 1 MiB into the WAL takes
-#: about a millisecond, longer than the 130 us thread round trip that avoids blocking.
-INLINE_COMMIT_BYTES: Final = 1 << 20
-#: An inline commit never waits, so a task appending in a loop would never let others run;
-#: after this long without a pause, an append yields to the scheduler once.
-YIELD_SECONDS: Final = 0.001
 #: ``subscribe`` re-reads this often even without a local commit, to see other processes'.
 SUBSCRIBE_POLL_SECONDS: Final = 0.5
 #: Rows fetched per page by ``subscribe``.
@@ -104,24 +85,6 @@ _STREAM_UNINDEXED: Final = "SELECT id, name, version, crc FROM streams NOT INDEX
 _log = structlog.get_logger("contextledger.store._sqlite")
 
 T = TypeVar("T")
-
-
-class _Write:
-    """One queued write: an append or a snapshot, with its outcome once committed."""
-
-    __slots__ = ("done", "error", "nbytes", "result", "run", "wake")
-
-    def __init__(self, run: Callable[[apsw.Cursor], Any], nbytes: int) -> None:
-        self.run = run
-        self.nbytes = nbytes
-        self.done = False
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.wake: trio.Event | None = None
-
-
-class _WouldBlock(Exception):
-    """Another process holds the write lock: this commit must not wait on the trio thread."""
 
 
 class SQLiteStore:
@@ -153,11 +116,16 @@ class SQLiteStore:
         self._writer.set_wal_hook(self._on_wal)
         self._readers = ReaderPool(self.path, self._access)
         self._checkpointer = Checkpointer(self.path, self._access)
-        self._queue: list[_Write] = []
-        self._leading = False
+        self._commits = GroupCommit(
+            self._writer,
+            self.path,
+            inline=durability == "normal",
+            begun=self._refresh_caches,
+            rolled_back=self._forget_caches,
+            committed=self._committed_one,
+        )
         self._closed = False
         self._committed: trio.Event | None = None
-        self._last_yield = 0.0
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -199,7 +167,7 @@ class SQLiteStore:
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
             return self._insert(cur, stream, expected_version, batch, given)
 
-        result: list[RecordedEvent] = await self._submit(_Write(run, batch.nbytes))
+        result: list[RecordedEvent] = await self._commits.submit(run, batch.nbytes)
         return result
 
     def _insert(
@@ -263,7 +231,7 @@ class SQLiteStore:
                 (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data, crc),
             )
 
-        await self._submit(_Write(run, len(snapshot.data)))
+        await self._commits.submit(run, len(snapshot.data))
 
     # --- retention ------------------------------------------------------------------------
 
@@ -291,7 +259,7 @@ class SQLiteStore:
                 self._versions.pop(name, None)
             return deleted
 
-        result: int = await self._submit(_Write(run, 0))
+        result: int = await self._commits.submit(run, 0)
         return result
 
     async def reclaim_space(self) -> tuple[int, int]:
@@ -300,16 +268,9 @@ class SQLiteStore:
         before and after, in bytes. Appends wait meanwhile; it needs a moment when no other
         connection reads (it waits up to ``BUSY_TIMEOUT_MS``, then ``StoreBusyError``)."""
         self._check_writable()
-        with trio.CancelScope(shield=True):
-            while self._leading or self._queue:
-                await trio.sleep(0.001)
-            self._leading = True  # appends queue behind it, as behind a commit
-            try:
-                before = self._size()
-                await trio.to_thread.run_sync(self._vacuum)
-            finally:
-                self._data_version = -1
-                self._finish([])
+        before = self._size()
+        await self._commits.alone(self._vacuum)
+        self._forget_caches()
         return before, self._size()
 
     def _vacuum(self) -> None:
@@ -335,137 +296,16 @@ class SQLiteStore:
         if self.read_only:
             raise StoreReadOnlyError(f"{self.path} is read-only: the store was opened for reading")
 
-    async def _submit(self, write: _Write) -> Any:
-        """Queue ``write``, then lead a commit or wait for the leader's. Once queued, a write
-        is decided (committed or failed) before this returns: the wait is shielded."""
-        self._queue.append(write)
-        if self._leading or not self._fits_inline() or not self._commit_inline():
-            with trio.CancelScope(shield=True):
-                while not write.done:
-                    if self._leading:
-                        write.wake = trio.Event()
-                        await write.wake.wait()
-                    elif not self._fits_inline() or not self._commit_inline():
-                        batch = self._take_queue()
-                        try:
-                            await trio.to_thread.run_sync(self._commit, batch, True)
-                        finally:
-                            self._finish(batch)
-        elif (now := time.monotonic()) - self._last_yield >= YIELD_SECONDS:
-            # Inline commits do not wait for anything; let other tasks run now and then.
-            self._last_yield = now
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        if write.error is not None:
-            raise write.error
-        return write.result
-
-    def _fits_inline(self) -> bool:
-        if self.durability != "normal":
-            return False
-        queue = self._queue
-        if len(queue) == 1:
-            return queue[0].nbytes <= INLINE_COMMIT_BYTES
-        return sum(w.nbytes for w in queue) <= INLINE_COMMIT_BYTES
-
-    def _commit_inline(self) -> bool:
-        """Commit the queue on this thread; False (queue untouched) when another process
-        holds the write lock, so the caller commits on a thread and waits there instead."""
-        batch = self._take_queue()
-        try:
-            self._commit(batch, False)
-        except _WouldBlock:
-            self._queue[:0] = batch
-            self._leading = False
-            return False
-        self._finish(batch)
-        return True
-
-    def _take_queue(self) -> list[_Write]:
-        self._leading = True
-        batch, self._queue = self._queue, []
-        return batch
-
-    def _finish(self, batch: list[_Write]) -> None:
-        """After a commit: wake its waiting writers, promote the next queued write to lead,
-        wake subscribers, and ask for a checkpoint when the WAL has grown."""
-        self._leading = False
-        for write in batch:
-            if write.wake is not None:
-                write.wake.set()
-        if self._queue and self._queue[0].wake is not None:
-            self._queue[0].wake.set()
+    def _committed_one(self) -> None:
+        """After each commit: wake subscribers, and the checkpointer when the WAL has grown."""
         if self._committed is not None:
             self._committed.set()
             self._committed = None
         self._checkpointer.wal_grew(self._wal_pages)
 
-    def _commit(self, batch: list[_Write], wait: bool) -> None:
-        """Run every write of ``batch`` in one transaction. A write that fails while the
-        transaction goes on (a version conflict, a snapshot SQLite refuses, a stream row
-        that does not match its checksum) is rolled back to its savepoint and fails alone;
-        the others commit. A failure that ends the transaction (SQLite rolls it back on a
-        full disk or an I/O error) fails every write of the batch. Without ``wait``, raise
-        ``_WouldBlock`` (nothing done) instead of waiting for another process's lock."""
-        cur = self._writer.cursor()
-        if wait:
-            self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
-        try:
-            cur.execute("BEGIN IMMEDIATE")
-        except apsw.BusyError as exc:
-            if not wait:
-                raise _WouldBlock from None
-            self._fail(batch, StoreBusyError(self.path, BUSY_TIMEOUT_MS))
-            _log.warning("append failed: database locked", path=self.path, error=str(exc))
-            return
-        except apsw.Error as exc:
-            self._fail(batch, store_error(exc, self.path, self._writer.system_errno))
-            return
-        finally:
-            if wait:
-                self._writer.set_busy_timeout(0)
-        try:
-            self._refresh_caches(cur)
-            for write in batch:
-                if len(batch) == 1:
-                    write.result = write.run(cur)
-                    continue
-                cur.execute("SAVEPOINT write")
-                try:
-                    write.result = write.run(cur)
-                except Exception as exc:
-                    if self._writer.getautocommit():
-                        raise  # SQLite ended the transaction: the whole batch failed
-                    # Nothing of this write stays in the database or the caches.
-                    cur.execute("ROLLBACK TO write")
-                    write.error = (
-                        store_error(exc, self.path, self._writer.system_errno)
-                        if isinstance(exc, SQLITE_ERRORS)
-                        else exc
-                    )
-                cur.execute("RELEASE write")
-            cur.execute("COMMIT")
-        except BaseException as exc:
-            system_errno = self._writer.system_errno  # before the rollback can change it
-            if not self._writer.getautocommit():
-                # SQLite may have rolled back already (a full disk, an I/O error); a failed
-                # ROLLBACK must not keep the batch's writers from hearing how it ended.
-                with contextlib.suppress(apsw.Error):
-                    cur.execute("ROLLBACK")
-            self._data_version = -1  # the caches may hold rolled-back writes: reload them
-            error = (
-                store_error(exc, self.path, system_errno) if isinstance(exc, SQLITE_ERRORS) else exc
-            )
-            for write in batch:
-                write.result = None
-                write.error = error
-        finally:
-            for write in batch:
-                write.done = True
-
-    @staticmethod
-    def _fail(batch: list[_Write], error: BaseException) -> None:
-        for write in batch:
-            write.result, write.error, write.done = None, error, True
+    def _forget_caches(self) -> None:
+        """The caches may hold rolled-back writes (or the file changed): reload them."""
+        self._data_version = -1
 
     def _commit_event(self) -> trio.Event:
         """An event set by the next commit of this store."""
@@ -481,8 +321,6 @@ class SQLiteStore:
             self._data_version = data_version
             self._versions.clear()
             (self._last_position,) = one(cur, LAST_POSITION)
-
-    # --- reading --------------------------------------------------------------------------
 
     def _on_wal(self, conn: apsw.Connection, name: str, pages: int) -> int:
         # Called on whichever thread committed; ``_finish`` acts on it after the commit.
@@ -620,8 +458,7 @@ class SQLiteStore:
         if self._closed:
             return
         with trio.CancelScope(shield=True):
-            while self._leading or self._queue:
-                await trio.sleep(0.001)
+            await self._commits.drain()
             self._closed = True
             if self._committed is not None:
                 self._committed.set()

@@ -52,7 +52,7 @@ from contextledger.events import (
 from contextledger.history import History
 from contextledger.ledger import SessionLog
 from contextledger.store import Durability, SQLiteStore
-from contextledger.store._sqlite import INLINE_COMMIT_BYTES
+from contextledger.store._writer import INLINE_COMMIT_BYTES
 
 #: Snapshots often, so restarts load from a snapshot plus a short tail.
 SNAPSHOT_EVERY = 40

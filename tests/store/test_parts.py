@@ -1,19 +1,23 @@
-"""The SQLite store's parts, each on its own: the reader pool and the checkpointer."""
+"""The SQLite store's parts, each on its own: the reader pool, the checkpointer and the
+writer's group commit."""
 
 from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 import pytest
+import trio
 
 import contextledger.store._checkpointer as checkpointer_module
-from contextledger.store import StoreCorruptError
+from contextledger.store import StoreCorruptError, StoreError, StoreIOError
 from contextledger.store._checkpointer import Checkpointer
 from contextledger.store._connections import access_of, open_writer
 from contextledger.store._readers import ReaderPool
+from contextledger.store._writer import GroupCommit
 
 
 @pytest.fixture
@@ -89,3 +93,95 @@ def rows_in_file_alone(db: Path) -> int | None:
         return None
     finally:
         reader.close()
+
+
+# --- the writer's group commit -------------------------------------------------------------
+
+
+class Recorder:
+    """A plain table behind a ``GroupCommit``, counting its transactions and callbacks."""
+
+    def __init__(self, path: Path, *, inline: bool) -> None:
+        self.conn = apsw.Connection(str(path))
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("CREATE TABLE t (x INTEGER)")
+        self.conn.set_busy_timeout(0)
+        self.calls: list[str] = []
+        self.commits = GroupCommit(
+            self.conn,
+            str(path),
+            inline=inline,
+            begun=lambda cur: self.calls.append("begun"),
+            rolled_back=lambda: self.calls.append("rolled back"),
+            committed=lambda: self.calls.append("committed"),
+        )
+
+    def insert(self, x: int) -> Callable[[apsw.Cursor], int]:
+        def run(cur: apsw.Cursor) -> int:
+            cur.execute("INSERT INTO t VALUES (?)", (x,))
+            return x
+
+        return run
+
+    def rows(self) -> list[int]:
+        return [x for (x,) in self.conn.execute("SELECT x FROM t ORDER BY x")]
+
+
+async def test_writes_queued_behind_a_commit_share_the_next_one(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "g.db", inline=False)
+    results: list[int] = []
+
+    async def write(x: int) -> None:
+        results.append(await recorder.commits.submit(recorder.insert(x), 8))
+
+    async with trio.open_nursery() as nursery:
+        for x in range(6):
+            nursery.start_soon(write, x)
+
+    assert sorted(results) == list(range(6)) == recorder.rows()
+    # The first write leads alone; the five queued behind it share one more transaction.
+    assert recorder.calls == ["begun", "committed"] * 2
+
+
+async def test_a_write_that_fails_in_a_group_fails_alone(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "g.db", inline=False)
+    failed: list[BaseException] = []
+
+    def broken(cur: apsw.Cursor) -> int:
+        cur.execute("INSERT INTO t VALUES (99)")
+        cur.execute("INSERT INTO nowhere VALUES (1)")
+        return 99
+
+    async def write(run: Callable[[apsw.Cursor], int]) -> None:
+        try:
+            await recorder.commits.submit(run, 8)
+        except StoreError as exc:
+            failed.append(exc)
+
+    async with trio.open_nursery() as nursery:
+        for run in (recorder.insert(1), recorder.insert(2), broken, recorder.insert(3)):
+            nursery.start_soon(write, run)
+
+    assert recorder.rows() == [1, 2, 3]  # nothing of the broken write stayed
+    assert [type(e) for e in failed] == [StoreIOError]
+    assert "rolled back" not in recorder.calls
+
+
+async def test_work_alone_runs_between_commits_and_writes_wait_for_it(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "g.db", inline=True)
+    seen: list[list[int]] = []
+    started = trio.Event()
+
+    def work() -> None:
+        trio.from_thread.run_sync(started.set)
+        time.sleep(0.05)
+        seen.append([x for (x,) in recorder.conn.execute("SELECT x FROM t")])
+
+    async with trio.open_nursery() as nursery:
+        await recorder.commits.submit(recorder.insert(1), 8)
+        nursery.start_soon(recorder.commits.alone, work)
+        await started.wait()
+        await recorder.commits.submit(recorder.insert(2), 8)  # waits for the work
+
+    assert seen == [[1]]
+    assert recorder.rows() == [1, 2]

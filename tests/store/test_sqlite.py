@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 import contextledger.store._checkpointer as checkpointer_module
-import contextledger.store._sqlite as sqlite_module
+import contextledger.store._writer as writer_module
 from contextledger.events import (
     EventBase,
     EventCodec,
@@ -44,7 +44,7 @@ from contextledger.store import (
     StoreSchemaError,
 )
 from contextledger.store._connections import file_is_read_only, store_error
-from contextledger.store._sqlite import INLINE_COMMIT_BYTES
+from contextledger.store._writer import INLINE_COMMIT_BYTES
 from contextledger.testing._store_contract import TIMEOUT, note, texts
 from tests.store._rows import insert_row, raw_connection
 
@@ -615,7 +615,7 @@ async def test_appends_queued_behind_a_lock_that_outlasts_the_wait_all_fail_type
 ) -> None:
     # Another process holds the write lock longer than the store waits: the leader's commit
     # fails, and so must every append queued behind it (none may wait forever).
-    monkeypatch.setattr(sqlite_module, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(writer_module, "BUSY_TIMEOUT_MS", 100)
     release = threading.Event()
     locked = threading.Event()
 
