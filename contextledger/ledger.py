@@ -31,6 +31,12 @@ from contextledger.store._sqlite import SQLiteStore
 #: Events between projection snapshots. Replaying 1,000 events takes a few milliseconds,
 #: while encoding a snapshot of a long session takes tens, so snapshots stay infrequent.
 SNAPSHOT_EVERY: Final = 1000
+#: And at least this share of the session: encoding a snapshot costs in proportion to the
+#: session, so a fixed interval made each event of a long session pay more and more (at
+#: 100,000 events appends ran at a fifth of their rate at 10,000). Written once the events
+#: since the last snapshot reach a tenth of the session, a snapshot costs each event about
+#: the same at any length, and opening replays at most a tenth of the session.
+SNAPSHOT_SHARE: Final = 10
 
 _log = structlog.get_logger("contextledger.ledger")
 
@@ -124,7 +130,8 @@ class SessionLog:
         self.history.validate(typed)
         recorded = await self.store.append(self.session_id, self.history.seq, typed)
         self.history.apply_all(recorded)
-        if self.history.seq - self._snapshot_seq >= self._snapshot_every:
+        interval = max(self._snapshot_every, self.history.seq // SNAPSHOT_SHARE)
+        if self.history.seq - self._snapshot_seq >= interval:
             # The batch is committed; a snapshot is only a shortcut for loading, so neither a
             # cancellation nor any failure of it may turn this append into an error.
             with trio.CancelScope(shield=True):
@@ -332,6 +339,7 @@ __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "SNAPSHOT_EVERY",
+    "SNAPSHOT_SHARE",
     "EventLog",
     "InvalidExport",
     "SessionLog",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from contextledger.events import Event, InvalidEvent, MemoryPinned, MessageAdded
 from contextledger.history import SNAPSHOT_SCHEMA, History
-from contextledger.ledger import SessionLog
+from contextledger.ledger import SNAPSHOT_SHARE, SessionLog
 from contextledger.store import (
     ConcurrencyError,
     MemoryStore,
@@ -88,6 +88,29 @@ async def test_snapshots_are_written_every_n_events_and_used_on_open() -> None:
     snapshot = await store.load_snapshot(b.session_id)
     assert snapshot is not None
     assert snapshot.seq == 25 * (len(b.events) // 25)
+    reopened = await SessionLog.open(store, b.session_id)
+    assert reopened.history == log.history
+
+
+async def test_a_long_sessions_snapshots_come_at_a_share_of_its_length() -> None:
+    saved: list[int] = []
+
+    class Counting(MemoryStore):
+        async def save_snapshot(self, snapshot: Snapshot) -> None:
+            saved.append(snapshot.seq)
+            await super().save_snapshot(snapshot)
+
+    store = Counting()
+    b = SessionBuilder()
+    _turns(b, 60)
+    log = await SessionLog.open(store, b.session_id, snapshot_every=5)
+    for event in b.events:
+        await log.append([event])
+
+    gaps = [(seq, seq - before) for before, seq in zip([0, *saved], saved, strict=False)]
+    assert all(gap == max(5, seq // SNAPSHOT_SHARE) for seq, gap in gaps), gaps
+    assert len(b.events) > 20 * SNAPSHOT_SHARE  # long enough for the share to count
+    assert len(saved) < len(b.events) // 5 // 2  # far fewer than one every 5 events
     reopened = await SessionLog.open(store, b.session_id)
     assert reopened.history == log.history
 

@@ -42,6 +42,7 @@ import apsw
 import msgspec
 import trio
 
+from contextledger.bench import _ledger_scaling as ledger_scaling
 from contextledger.bench._common import (
     Options,
     median,
@@ -80,12 +81,17 @@ TARGETS: Final = {
     "replay_vs_floor": 0.4,
 }
 
-#: Ours divided by the same without must stay below these.
+#: Ours divided by the same without, or at a large size by the same at a small one, must
+#: stay below these.
 CEILINGS: Final = {
     # Batched appends with row checksums against the same appends with the checksum
     # functions replaced by a constant: what computing them costs.
     "checksum_overhead": 1.1,
+    # Opening a session of 500,000 events against one of 10,000 (``_ledger_scaling``).
+    "open_500k_vs_10k": 2.0,
 }
+#: At a large size divided by at a small one must reach these (``_ledger_scaling``).
+SCALING_TARGETS: Final = {"append_rate_500k_vs_10k": 0.7}
 
 _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 _SELECT_DATA = "SELECT data FROM events WHERE stream = ? ORDER BY seq"
@@ -437,7 +443,13 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
             figures["batched_appends_per_s"], figures["floor_insert_batched_per_s"]
         ),
     }
-    overheads = {"checksum_overhead": median(times["batched"]) / median(times["batched_unchecked"])}
+    scaling = await ledger_scaling.measure(
+        workdir, full=options.full, repeat=repeat, large=options.events
+    )
+    overheads = {
+        "checksum_overhead": median(times["batched"]) / median(times["batched_unchecked"]),
+        "open_500k_vs_10k": scaling["open_500k_vs_10k"],
+    }
     return {
         "benchmark": "ledger",
         "events": n,
@@ -455,6 +467,7 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         **figures,
         **ratios,
         **extra_ratios,
+        **scaling,
         **overheads,
         "batched_vs_eventsourcing_synchronous": "NORMAL" if peer.available else None,
         "eventsourcing_recorder": "SQLiteApplicationRecorder" if peer.available else None,
@@ -464,12 +477,14 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         "eventsourcing_unavailable": peer.reason,
         "targets": TARGETS,
         "ceilings": CEILINGS,
+        "scaling_targets": SCALING_TARGETS,
         "met": {
             **{
                 key: None if ratios[key] is None else bool(ratios[key] >= target)  # type: ignore[operator]
                 for key, target in TARGETS.items()
             },
             **{key: bool(overheads[key] <= ceiling) for key, ceiling in CEILINGS.items()},
+            **{key: bool(scaling[key] >= target) for key, target in SCALING_TARGETS.items()},
         },
         "sqlite_version": apsw.sqlite_lib_version(),
         "apsw_version": apsw.apsw_version(),
@@ -503,7 +518,9 @@ def render(result: dict[str, Any]) -> str:
         f"{r['encoded_mb']:.1f} MB encoded ({r['bytes_per_event_mean']:.0f} B/event mean, "
         f"{r['bytes_per_event_median']:.0f} median, {r['bytes_per_event_max']:,} max); "
         f"batches of {r['batch_size']}; median of {r['repeat']} runs; "
-        f"SQLite {r['sqlite_version']}, WAL, synchronous NORMAL unless said\n\n"
+        f"SQLite {r['sqlite_version']}, WAL, synchronous NORMAL unless said; "
+        "one session through SessionLog at {:,} and {:,} events for the *_500k_vs_10k "
+        "keys\n\n".format(*r["scaling_events"])
     )
     mbps = r["encoded_mb"] / r["events"]
 
@@ -552,6 +569,8 @@ def render(result: dict[str, Any]) -> str:
     ratios.append(["batched_vs_floor_batched", _num(r["batched_vs_floor_batched"], 3), "", ""])
     for key, ceiling in r["ceilings"].items():
         ratios.append([key, _num(r[key], 3), f"<= {ceiling}", "yes" if r["met"][key] else "NO"])
+    for key, target in r["scaling_targets"].items():
+        ratios.append([key, _num(r[key], 3), f">= {target}", "yes" if r["met"][key] else "NO"])
     tail = ""
     if r["eventsourcing_unavailable"]:
         tail = f"\neventsourcing unavailable: {r['eventsourcing_unavailable']}\n"

@@ -12,7 +12,7 @@ from contextledger.bench import BENCHMARKS
 from contextledger.bench import _ledger as ledger
 from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
-from contextledger.bench._ledger import BATCH, CEILINGS, TARGETS
+from contextledger.bench._ledger import BATCH, CEILINGS, SCALING_TARGETS, TARGETS
 from contextledger.store import _sqlite as sqlite_store
 
 FIGURES = (
@@ -63,8 +63,11 @@ def test_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
     for key in RATIOS:
         assert result["met"][key] is None or isinstance(result["met"][key], bool)
     assert result["ceilings"] == CEILINGS
-    assert isinstance(result["checksum_overhead"], float) and result["checksum_overhead"] > 0
-    assert isinstance(result["met"]["checksum_overhead"], bool)
+    assert result["scaling_targets"] == SCALING_TARGETS
+    assert result["scaling_events"] == [900, 900]  # --events sets both sizes
+    for key in ("checksum_overhead", "open_500k_vs_10k", "append_rate_500k_vs_10k"):
+        assert isinstance(result[key], float) and result[key] > 0, key
+        assert isinstance(result["met"][key], bool), key
 
 
 def test_the_unchecked_run_replaces_the_checksums_only_inside_it() -> None:
