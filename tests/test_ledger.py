@@ -78,17 +78,23 @@ async def test_a_second_writer_gets_a_concurrency_error_until_it_refreshes() -> 
     await second.append([b2_event])
 
 
-async def test_snapshots_are_written_every_n_events_and_used_on_open() -> None:
-    store = MemoryStore()
+async def _one_by_one(store: MemoryStore, turns: int, snapshot_every: int) -> SessionLog:
+    """A session of ``turns`` turns appended an event at a time."""
     b = SessionBuilder()
-    _turns(b, 10)
-    log = await SessionLog.open(store, b.session_id, snapshot_every=25)
+    _turns(b, turns)
+    log = await SessionLog.open(store, b.session_id, snapshot_every=snapshot_every)
     for event in b.events:
         await log.append([event])
-    snapshot = await store.load_snapshot(b.session_id)
+    return log
+
+
+async def test_snapshots_are_written_every_n_events_and_used_on_open() -> None:
+    store = MemoryStore()
+    log = await _one_by_one(store, 10, 25)
+    snapshot = await store.load_snapshot(log.session_id)
     assert snapshot is not None
-    assert snapshot.seq == 25 * (len(b.events) // 25)
-    reopened = await SessionLog.open(store, b.session_id)
+    assert snapshot.seq == 25 * (log.history.seq // 25)
+    reopened = await SessionLog.open(store, log.session_id)
     assert reopened.history == log.history
 
 
@@ -101,17 +107,14 @@ async def test_a_long_sessions_snapshots_come_at_a_share_of_its_length() -> None
             await super().save_snapshot(snapshot)
 
     store = Counting()
-    b = SessionBuilder()
-    _turns(b, 60)
-    log = await SessionLog.open(store, b.session_id, snapshot_every=5)
-    for event in b.events:
-        await log.append([event])
+    log = await _one_by_one(store, 60, 5)
+    events = log.history.seq
 
     gaps = [(seq, seq - before) for before, seq in zip([0, *saved], saved, strict=False)]
     assert all(gap == max(5, seq // SNAPSHOT_SHARE) for seq, gap in gaps), gaps
-    assert len(b.events) > 20 * SNAPSHOT_SHARE  # long enough for the share to count
-    assert len(saved) < len(b.events) // 5 // 2  # far fewer than one every 5 events
-    reopened = await SessionLog.open(store, b.session_id)
+    assert events > 20 * SNAPSHOT_SHARE  # long enough for the share to count
+    assert len(saved) < events // 5 // 2  # far fewer than one every 5 events
+    reopened = await SessionLog.open(store, log.session_id)
     assert reopened.history == log.history
 
 
