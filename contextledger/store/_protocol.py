@@ -3,9 +3,10 @@
 A store holds named streams (one per session) of events. Each stream has a version: the
 number of events in it. ``append`` is optimistic: it names the version it expects and fails
 with ``ConcurrencyError``, writing nothing, when another writer got there first. Every event
-also gets a global, gap-free ``position`` in commit order, which ``read_all`` and
-``subscribe`` follow. Snapshots of a stream's projection are stored beside it so that a long
-session loads from its latest snapshot plus the events after it.
+also gets a global ``position`` in commit order (gap-free until streams are deleted; never
+given twice), which ``read_all`` and ``subscribe`` follow. Snapshots of a stream's
+projection are stored beside it so that a long session loads from its latest snapshot plus
+the events after it.
 """
 
 from __future__ import annotations
