@@ -11,6 +11,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -151,15 +152,22 @@ ON_READ_ONLY_MOUNT = (
 )
 
 
-def namespaces_available() -> bool:
+def read_only_mounts_available() -> bool:
+    """Whether this machine lets the test mount a tmpfs and remount it read-only in a user
+    and mount namespace of its own (some kernels and AppArmor profiles forbid it)."""
     if shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False)
+    with tempfile.TemporaryDirectory() as directory:
+        mount = 'mount -t tmpfs tmpfs "$1" && mount -o remount,ro "$1"'
+        probe = subprocess.run(
+            ["unshare", "-rm", "sh", "-c", mount, "sh", directory], capture_output=True, check=False
+        )
     return probe.returncode == 0
 
 
 @pytest.mark.skipif(
-    not namespaces_available(), reason="needs unshare with user namespaces to mount read-only"
+    not read_only_mounts_available(),
+    reason="needs unshare and user namespaces that may mount a tmpfs read-only",
 )
 async def test_a_store_on_read_only_media_reads_and_refuses_writes_typed(
     tmp_path: Path,
