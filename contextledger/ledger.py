@@ -55,24 +55,37 @@ class EventLog(Protocol):
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]: ...
 
 
-async def _usable_snapshot(store: EventStore, session_id: str) -> Snapshot | None:
-    """The session's snapshot if it can be loaded: one of another schema, or one that does
-    not match its checksum (``StoreCorruptError``), is logged and ignored in favour of a
-    rebuild from the events."""
+async def _restored(store: EventStore, session_id: str) -> tuple[History | None, str | None]:
+    """The session's projection as its snapshot holds it, when there is a snapshot it can be
+    loaded from, else None and why not: ``None`` when there is none or it is of another
+    schema (logged at info), the problem when it does not match its checksum
+    (``StoreCorruptError``), does not decode, or does not fit the session (past its last
+    event, of another session). Such a snapshot is ignored in favour of a rebuild."""
     try:
         snapshot = await store.load_snapshot(session_id)
     except StoreCorruptError as exc:
-        _log.warning("snapshot damaged, rebuilding", session_id=session_id, error=str(exc))
-        return None
-    if snapshot is not None and snapshot.schema != SNAPSHOT_SCHEMA:
+        return None, str(exc)
+    if snapshot is None:
+        return None, None
+    if snapshot.schema != SNAPSHOT_SCHEMA:
         _log.info(
             "snapshot schema changed, rebuilding",
             session_id=session_id,
             found=snapshot.schema,
             current=SNAPSHOT_SCHEMA,
         )
-        return None
-    return snapshot
+        return None, None
+    try:
+        history = History.from_snapshot(snapshot.data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return None, f"the snapshot at seq {snapshot.seq} does not decode: {exc}"
+    version = await store.stream_version(session_id)
+    if history.seq != snapshot.seq or history.session_id != session_id or history.seq > version:
+        return None, (
+            f"the snapshot at seq {snapshot.seq} holds {history.session_id!r} at seq "
+            f"{history.seq}, the session has {version} events"
+        )
+    return history, None
 
 
 class SessionLog:
@@ -102,13 +115,15 @@ class SessionLog:
         """Load ``session_id`` from its latest snapshot plus the events after it (an empty
         history when the session has no events yet). A snapshot of another schema, or a
         damaged one, is ignored and the session rebuilt from its events."""
-        snapshot = await _usable_snapshot(store, session_id)
-        history = History(session_id) if snapshot is None else History.from_snapshot(snapshot.data)
+        restored, problem = await _restored(store, session_id)
+        if problem is not None:
+            _log.warning("snapshot unusable, rebuilding", session_id=session_id, error=problem)
+        history = restored or History(session_id)
         history.apply_all(await store.read(session_id, history.seq + 1))
         log = cls(store, history, snapshot_every=snapshot_every)
         # A stale or damaged snapshot counts as none: the next append past the interval
         # replaces it.
-        log._snapshot_seq = 0 if snapshot is None else snapshot.seq
+        log._snapshot_seq = 0 if restored is None else restored.seq
         return log
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
@@ -163,20 +178,12 @@ class SessionLog:
         self._snapshot_seq = self.history.seq
 
 
-def _restored(snapshot: Snapshot) -> History | None:
-    """The projection in ``snapshot``, or None when its bytes do not decode."""
-    try:
-        return History.from_snapshot(snapshot.data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-
-
 async def check_sessions(store: EventStore) -> list[Problem]:
     """Every problem in the sessions of ``store``, read through it: events that do not read
     (``decode``), events that name another session or may not follow the ones before them
-    (``event``: a repeated message id, a part of no message, ...), and snapshots that differ
-    from a replay of the events up to their seq (``snapshot``). Each session's replay stops
-    at its first problem."""
+    (``event``: a repeated message id, a part of no message, ...), and snapshots that cannot
+    be used or differ from a replay of the events up to their seq (``snapshot``). Each
+    session's replay stops at its first problem."""
     problems: list[Problem] = []
     for stream in await store.streams():
         try:
@@ -186,7 +193,9 @@ async def check_sessions(store: EventStore) -> list[Problem]:
             problems.append(Problem("decode", str(exc), stream, where))
             continue
         history = History(stream)
-        snapshot = await _usable_snapshot(store, stream)
+        restored, problem = await _restored(store, stream)
+        if problem is not None:
+            problems.append(Problem("snapshot", problem, stream))
         for r in recorded:
             try:
                 if r.event.session_id != stream:
@@ -197,9 +206,9 @@ async def check_sessions(store: EventStore) -> list[Problem]:
                 problems.append(Problem("event", detail, stream, r.position, r.seq))
                 break
             history.apply(r)
-            if snapshot and r.seq == snapshot.seq and _restored(snapshot) != history:
-                detail = f"the snapshot at seq {snapshot.seq} differs from the replay"
-                problems.append(Problem("snapshot", detail, stream, seq=snapshot.seq))
+            if restored and r.seq == restored.seq and restored != history:
+                detail = f"the snapshot at seq {r.seq} differs from the replay"
+                problems.append(Problem("snapshot", detail, stream, seq=r.seq))
     return problems
 
 

@@ -12,6 +12,7 @@ import trio
 from structlog.testing import capture_logs
 
 from contextledger.events import DEFAULT_CODEC, MemoryPinned
+from contextledger.history import History
 from contextledger.ledger import SessionLog, check_sessions
 from contextledger.store import (
     Problem,
@@ -151,8 +152,42 @@ async def test_a_damaged_snapshot_is_ignored_and_the_session_rebuilt(tmp_path: P
             reopened = await SessionLog.open(store, "ses")
 
     assert reopened.history == log.history
-    assert [e["event"] for e in logs] == ["snapshot damaged, rebuilding"]
+    assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]
     assert logs[0]["log_level"] == "warning"
+
+
+@pytest.mark.parametrize(
+    ("data", "seq", "logged"),
+    [
+        (b"not msgpack", None, "does not decode"),
+        (None, 10_000, "holds 'ses' at seq 10000"),
+    ],
+    ids=["undecodable", "past-the-last-event"],
+)
+async def test_a_snapshot_that_cannot_be_used_is_ignored_and_the_session_rebuilt(
+    tmp_path: Path, data: bytes | None, seq: int | None, logged: str
+) -> None:
+    log = await session_with_snapshot(tmp_path / "snap.db")
+    store = log.store
+    saved = await store.load_snapshot("ses")
+    assert saved is not None
+    if seq is not None:  # the projection of a longer session than the store holds
+        history = History.from_snapshot(saved.data)
+        history.state.seq = seq
+        data = history.snapshot()
+    assert data is not None
+    await store.save_snapshot(Snapshot("ses", seq or saved.seq, saved.schema, data))
+
+    with capture_logs() as logs:
+        reopened = await SessionLog.open(store, "ses")
+    (problem,) = await check_sessions(store)
+    await store.aclose()
+
+    assert reopened.history == log.history
+    assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]
+    assert logged in logs[0]["error"]
+    assert (problem.kind, problem.stream) == ("snapshot", "ses")
+    assert logged in problem.detail
 
 
 @pytest.mark.parametrize(
@@ -300,8 +335,10 @@ async def test_check_sessions_reports_a_snapshot_that_differs_from_the_replay(
     log = await session_with_snapshot(path)
     snapshot = await log.store.load_snapshot("ses")
     assert snapshot is not None
-    # The projection of the whole session, saved as if it were the one at the earlier seq.
-    wrong = Snapshot("ses", snapshot.seq, snapshot.schema, log.history.snapshot())
+    # The projection at that seq with something no event put there.
+    history = History.from_snapshot(snapshot.data)
+    history.state.memory = "remembered from nowhere"
+    wrong = Snapshot("ses", snapshot.seq, snapshot.schema, history.snapshot())
     await log.store.save_snapshot(wrong)
     problems = await check_sessions(log.store)
     await log.store.aclose()

@@ -4,6 +4,7 @@ writer's group commit."""
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import apsw
 import pytest
 import trio
+import trio.testing
 
 import contextledger.store._checkpointer as checkpointer_module
 from contextledger.store import StoreCorruptError, StoreError, StoreIOError
@@ -146,6 +148,11 @@ async def test_writes_queued_behind_a_commit_share_the_next_one(tmp_path: Path) 
 async def test_a_write_that_fails_in_a_group_fails_alone(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "g.db", inline=False)
     failed: list[BaseException] = []
+    release = threading.Event()
+
+    def leader(cur: apsw.Cursor) -> int:
+        release.wait(10)  # until the others are queued behind this commit
+        return recorder.insert(0)(cur)
 
     def broken(cur: apsw.Cursor) -> int:
         cur.execute("INSERT INTO t VALUES (99)")
@@ -159,12 +166,17 @@ async def test_a_write_that_fails_in_a_group_fails_alone(tmp_path: Path) -> None
             failed.append(exc)
 
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(write, leader)
+        await trio.testing.wait_all_tasks_blocked()
         for run in (recorder.insert(1), recorder.insert(2), broken, recorder.insert(3)):
             nursery.start_soon(write, run)
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
 
-    assert recorder.rows() == [1, 2, 3]  # nothing of the broken write stayed
+    assert recorder.rows() == [0, 1, 2, 3]  # nothing of the broken write stayed
     assert [type(e) for e in failed] == [StoreIOError]
-    assert "rolled back" not in recorder.calls
+    # The four queued writes shared one transaction, which committed.
+    assert recorder.calls == ["begun", "committed"] * 2
 
 
 async def test_work_alone_runs_between_commits_and_writes_wait_for_it(tmp_path: Path) -> None:
