@@ -225,21 +225,37 @@ class InvalidExport(LedgerError):
     events than its header says); nothing was written."""
 
 
-async def session_tree(store: EventStore, session_id: str) -> list[str]:
-    """``session_id`` and every session started under it (``SessionStarted.
-    parent_session_id``, at any depth), parents first; empty when it does not exist."""
-    children: dict[str | None, list[str]] = {}
+async def _parents(store: EventStore) -> dict[str, str | None]:
+    """Each session of ``store`` and the session it was started under (``SessionStarted.
+    parent_session_id``; None for a session of its own), in the store's order."""
+    parents: dict[str, str | None] = {}
     for stream in await store.streams():
         first = await store.read(stream, 1, 1)
         event = first[0].event if first else None
-        parent = event.parent_session_id if isinstance(event, SessionStarted) else None
+        parents[stream] = event.parent_session_id if isinstance(event, SessionStarted) else None
+    return parents
+
+
+def _children(parents: dict[str, str | None]) -> dict[str | None, list[str]]:
+    children: dict[str | None, list[str]] = {}
+    for stream, parent in parents.items():
         children.setdefault(parent, []).append(stream)
-    if await store.stream_version(session_id) == 0:
-        return []
+    return children
+
+
+def _tree(children: dict[str | None, list[str]], session_id: str) -> list[str]:
+    """``session_id`` and the sessions under it at any depth, parents first."""
     tree = [session_id]
     for session in tree:  # grows while it is walked: breadth first
         tree.extend(child for child in children.get(session, []) if child not in tree)
     return tree
+
+
+async def session_tree(store: EventStore, session_id: str) -> list[str]:
+    """``session_id`` and every session started under it (``SessionStarted.
+    parent_session_id``, at any depth), parents first; empty when it does not exist."""
+    parents = await _parents(store)
+    return _tree(_children(parents), session_id) if session_id in parents else []
 
 
 async def delete_session(store: SQLiteStore, session_id: str) -> tuple[list[str], int]:
@@ -254,19 +270,17 @@ async def expire_sessions(store: SQLiteStore, before_ms: int) -> tuple[list[str]
     """Delete every session tree (a session without a parent in the store, with its
     children) whose newest event is older than ``before_ms`` (its ``time_ms``); return the
     sessions and the number of events deleted."""
+    parents = await _parents(store)
     newest: dict[str, int] = {}
-    parents: dict[str, str | None] = {}
-    for stream in await store.streams():
-        first = await store.read(stream, 1, 1)
-        event = first[0].event if first else None
-        parents[stream] = event.parent_session_id if isinstance(event, SessionStarted) else None
+    for stream in parents:
         last = await store.read(stream, await store.stream_version(stream), 1)
         newest[stream] = last[0].event.time_ms if last else 0
+    children = _children(parents)
     expired: list[str] = []
     for stream, parent in parents.items():
         if parent in parents:
             continue  # deleted with its root, or kept with it
-        tree = await session_tree(store, stream)
+        tree = _tree(children, stream)
         if max(newest[s] for s in tree) < before_ms:
             expired.extend(tree)
     return expired, await store.delete_streams(expired)
