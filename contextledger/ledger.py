@@ -11,7 +11,7 @@ batch cannot fail, and a snapshot that fails is logged, never raised.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Final, Protocol
 
 import msgspec
@@ -21,6 +21,7 @@ import trio
 from contextledger.events._catalogue import Event, RecordedEvent, SessionStarted
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._errors import EventDecodeError, InvalidEvent, LedgerError
+from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import struct_tag
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History
 from contextledger.store._checker import Problem
@@ -41,6 +42,35 @@ SNAPSHOT_SHARE: Final = 10
 _log = structlog.get_logger("contextledger.ledger")
 
 
+class NewIds:
+    """New message and part ids for one session: each after every id its history holds
+    and every id issued here before (``IdGenerator`` from the greatest, at ``time_ms``)."""
+
+    __slots__ = ("_history", "_message", "_part")
+
+    def __init__(self, history: History) -> None:
+        self._history = history
+        self._message = ""
+        self._part = ""
+
+    def message(self, time_ms: int) -> str:
+        """A new message id."""
+        messages = self._history.messages
+        last = max(self._message, messages[-1].id if messages else "")
+        self._message = IdGenerator("msg", last or None).next(time_ms)
+        return self._message
+
+    def part(self, time_ms: int) -> str:
+        """A new part id."""
+        last = max(self._part, self._history.index.last_part_id)
+        self._part = IdGenerator("prt", last or None).next(time_ms)
+        return self._part
+
+
+#: A batch made when its turn to be written comes, with ids from the writer's ``NewIds``.
+Compose = Callable[[NewIds], Sequence[Event]]
+
+
 class EventLog(Protocol):
     """What writes one session: its projection, and validated atomic appends. A
     ``SessionLog`` is one; inside the runtime, other actors get the session actor's
@@ -53,6 +83,12 @@ class EventLog(Protocol):
     def history(self) -> History: ...
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]: ...
+
+    async def append_new(self, compose: Compose) -> list[RecordedEvent]:
+        """Append the batch ``compose`` makes when the writer comes to it, after every batch
+        queued before: the ids it takes from the ``NewIds`` it is given follow every id
+        written before, whoever wrote it, and it sees the projection as it then is."""
+        ...
 
 
 async def _restored(store: EventStore, session_id: str) -> tuple[History | None, str | None]:
@@ -163,6 +199,11 @@ class SessionLog:
                         error=f"{type(exc).__name__}: {exc}",
                     )
         return recorded
+
+    async def append_new(self, compose: Compose) -> list[RecordedEvent]:
+        """See ``EventLog.append_new``; a ``SessionLog`` is written by one task, so the batch
+        is made now."""
+        return await self.append(compose(NewIds(self.history)))
 
     async def refresh(self) -> int:
         """Apply events other writers appended since; return how many there were."""
@@ -363,8 +404,10 @@ __all__ = [
     "EXPORT_VERSION",
     "SNAPSHOT_EVERY",
     "SNAPSHOT_SHARE",
+    "Compose",
     "EventLog",
     "InvalidExport",
+    "NewIds",
     "SessionLog",
     "check_sessions",
     "delete_session",

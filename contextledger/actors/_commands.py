@@ -6,6 +6,7 @@ caller, and nothing is written."""
 from __future__ import annotations
 
 from contextledger.events._catalogue import Event
+from contextledger.ledger import Compose
 from contextledger.request._recording import Command
 
 
@@ -13,6 +14,13 @@ class Append(Command, frozen=True):
     """Append these events as one batch. Reply: the events as recorded (``RecordedEvent``)."""
 
     events: tuple[Event, ...]
+
+
+class AppendNew(Command, frozen=True):
+    """Append the batch ``compose`` makes when the session comes to this command, with ids
+    the session issues then (``EventLog.append_new``). Reply: the events as recorded."""
+
+    compose: Compose
 
 
 class Seq(Command, frozen=True):

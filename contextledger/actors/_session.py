@@ -4,7 +4,9 @@ It owns the session's ``SessionLog`` (stream and projection) and handles its com
 a time, so every write is validated against everything written before it. Other actors (the
 compactor writing a summary, the pruner) write through it too: ``SessionWriter`` is the
 ``EventLog`` they are given, and its appends are commands in this mailbox, so a compaction
-never blocks the session and never races its writes.
+never blocks the session and never races its writes. Message and part ids are issued here
+only, when a command is handled (``AppendNew``), never by a task that queues a batch behind
+others.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from typing import Any
 
 import structlog
 
-from contextledger.actors._commands import Append, Seq
+from contextledger.actors._commands import Append, AppendNew, Seq
 from contextledger.actors._mailbox import Mailbox
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._parts import ModelRef
 from contextledger.history._projection import History
-from contextledger.ledger import SessionLog
+from contextledger.ledger import Compose, NewIds, SessionLog
 from contextledger.request._recording import (
     AddText,
     AddUser,
@@ -67,6 +69,8 @@ class Session:
         match command:
             case Append(events=events):
                 return await self._append(events)  # the recorded events
+            case AppendNew(compose=compose):
+                return await self._append(compose(NewIds(self.log.history)))
             case AddUser() | StartAssistant() | StartStep() | AddText() | CallTool() | ToolResult():
                 return await self._recorder.record(command)
             case Finish():
@@ -108,4 +112,10 @@ class SessionWriter:
         recorded: list[RecordedEvent] = await self._session.mailbox.ask(
             Append(events=tuple(events))
         )
+        return recorded
+
+    async def append_new(self, compose: Compose) -> list[RecordedEvent]:
+        """Append the batch ``compose`` makes when the session comes to it, with ids the
+        session issues then (``EventLog.append_new``)."""
+        recorded: list[RecordedEvent] = await self._session.mailbox.ask(AppendNew(compose=compose))
         return recorded

@@ -15,7 +15,7 @@ never half visible: the view is exactly what it was before, or the compacted one
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 import structlog
@@ -32,14 +32,14 @@ from contextledger.events._catalogue import (
     Event,
     MessageAdded,
     PartAdded,
+    RecordedEvent,
     RollbackReason,
     ToolOutputCleared,
 )
-from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import CompactionTrigger, ModelRef, TextPart
 from contextledger.history._projection import History
 from contextledger.history._view import ViewOptions, model_view, view_messages
-from contextledger.ledger import EventLog
+from contextledger.ledger import EventLog, NewIds
 from contextledger.logging import mask_secrets
 from contextledger.policy._cache import place_marks
 from contextledger.policy._compaction import (
@@ -89,28 +89,6 @@ class CompactionResult(msgspec.Struct, frozen=True, kw_only=True):
     resumed_with: str | None = None
 
 
-class _Ids:
-    """New message and part ids after everything the history holds now (other writers may
-    append while a summary is written) and after every id issued before."""
-
-    def __init__(self, history: History, clock: Clock) -> None:
-        self._history = history
-        self._clock = clock
-        self._message = ""
-        self._part = ""
-
-    def message(self) -> str:
-        messages = self._history.messages
-        last = max(self._message, messages[-1].id if messages else "")
-        self._message = IdGenerator("msg", last or None).next(self._clock())
-        return self._message
-
-    def part(self) -> str:
-        last = max(self._part, self._history.index.last_part_id)
-        self._part = IdGenerator("prt", last or None).next(self._clock())
-        return self._part
-
-
 async def request_compaction(
     log: EventLog,
     *,
@@ -120,23 +98,31 @@ async def request_compaction(
 ) -> str:
     """Append a compaction request (``auto`` unless manual, ``overflow`` for an overflow);
     return its message id."""
-    ids = _Ids(log.history, clock)
-    message_id = ids.message()
-    await log.append(
-        [
+
+    def requested(ids: NewIds) -> list[Event]:
+        now = clock()
+        return [
             CompactionRequested(
                 session_id=log.session_id,
                 agent_id=agent_id,
-                time_ms=clock(),
-                message_id=message_id,
-                part_id=ids.part(),
+                time_ms=now,
+                message_id=ids.message(now),
+                part_id=ids.part(now),
                 auto=trigger != "manual",
                 overflow=trigger == "overflow",
                 trigger=trigger,
             )
         ]
-    )
-    return message_id
+
+    return _added_message(await log.append_new(requested))
+
+
+def _added_message(recorded: list[RecordedEvent]) -> str:
+    """The id of the message the first of ``recorded`` adds."""
+    event = recorded[0].event
+    if not isinstance(event, MessageAdded | CompactionRequested):
+        raise TypeError(f"{type(event).__name__} adds no message")
+    return event.message_id
 
 
 def open_request(history: History, agent_id: str = MAIN_AGENT) -> str | None:
@@ -160,12 +146,13 @@ async def compact(
     trigger: CompactionTrigger = "auto",
     agent_id: str = MAIN_AGENT,
 ) -> CompactionResult:
-    """Compact ``agent_id``'s slice of the session: the open request, or a new one."""
-    request_id = open_request(log.history, agent_id) or await request_compaction(
-        log, trigger=trigger, agent_id=agent_id, clock=clock
-    )
+    """Compact ``agent_id``'s slice of the session: the open request, or a new one.
+
+    Cancelled (or failing) at any point, it leaves the compaction completed or rolled back:
+    a new request is appended shielded from cancellation, and from then on whatever
+    interrupts the run rolls it back (shielded too) unless it has completed."""
     run = _Run(log, summarizer, model=model, config=config, clock=clock, agent_id=agent_id)
-    return await run.complete(request_id)
+    return await run.run(trigger)
 
 
 class _Run:
@@ -187,49 +174,47 @@ class _Run:
         self.config = config
         self.clock = clock
         self.agent_id = agent_id
-        self.ids = _Ids(log.history, clock)
 
-    async def complete(self, request_id: str) -> CompactionResult:
-        history = self.log.history
-        window = usable(self.model, self.config)
-        if self.summarizer.max_input_tokens:
-            window = min(window, self.summarizer.max_input_tokens)
-        plan = plan_compaction(
-            history,
-            request_id,
-            config=self.config,
-            usable_tokens=window,
-            agent_id=None if self.agent_id == MAIN_AGENT else self.agent_id,
-        )
-        if plan.exhausted:
-            attempts = self.config.compaction.max_attempts
-            return await self._roll_back(plan, "error", EXHAUSTED_DETAIL.format(attempts=attempts))
+    async def run(self, trigger: CompactionTrigger) -> CompactionResult:
+        request_id = open_request(self.log.history, self.agent_id)
         summary_id: str | None = None
         try:
+            if request_id is None:
+                request_id = await self._request(trigger)
+            plan = self._plan(request_id)
+            if plan.exhausted:
+                attempts = self.config.compaction.max_attempts
+                return await self._roll_back(
+                    request_id, "error", EXHAUSTED_DETAIL.format(attempts=attempts)
+                )
             summary_id = await self._open_summary(plan)
             try:
                 text = await self._summarize(plan)
             except ContextOverflowError as exc:
-                return await self._roll_back(plan, "overflow", exc.detail, summary_id)
+                return await self._roll_back(request_id, "overflow", exc.detail, summary_id)
             except ProviderError as exc:
-                return await self._roll_back(plan, "error", exc.detail or str(exc), summary_id)
+                return await self._roll_back(
+                    request_id, "error", exc.detail or str(exc), summary_id
+                )
             reason = rollback_reason(text, overflowed=False)
             if reason is not None:
-                return await self._roll_back(plan, reason, "", summary_id)
-            cleared = await self._finish(plan, summary_id, text)
-        except BaseException as exc:
-            cancelled = isinstance(exc, trio.Cancelled | KeyboardInterrupt)
+                return await self._roll_back(request_id, reason, "", summary_id)
+            # The summary is written: completing takes a few appends, never cut short.
             with trio.CancelScope(shield=True):
-                if self._open(plan.request_message_id):
+                cleared = await self._finish(plan, summary_id, text)
+                cleared += await self._post_prune()
+                resumed = await self._resume(plan)
+        except BaseException as exc:
+            if request_id is not None:
+                cancelled = isinstance(exc, trio.Cancelled | KeyboardInterrupt)
+                with trio.CancelScope(shield=True):
                     await self._roll_back(
-                        plan,
+                        request_id,
                         "cancelled" if cancelled else "error",
                         "" if cancelled else repr(exc),
                         summary_id,
                     )
             raise
-        cleared += await self._post_prune()
-        resumed = await self._resume(plan)
         _log.info(
             "compaction completed",
             session_id=self.log.session_id,
@@ -248,23 +233,39 @@ class _Run:
             resumed_with=resumed,
         )
 
-    # --- steps --------------------------------------------------------------------------------
+    async def _request(self, trigger: CompactionTrigger) -> str:
+        """A new request, appended shielded: once it is sent to the writer, this run is
+        there to roll it back."""
+        with trio.CancelScope(shield=True):
+            request_id = await request_compaction(
+                self.log, trigger=trigger, agent_id=self.agent_id, clock=self.clock
+            )
+        return request_id
 
-    def _open(self, request_id: str) -> bool:
-        compaction = self.log.history.state.compactions.get(request_id)
-        return compaction is not None and compaction.status == "requested"
+    def _plan(self, request_id: str) -> CompactionPlan:
+        window = usable(self.model, self.config)
+        if self.summarizer.max_input_tokens:
+            window = min(window, self.summarizer.max_input_tokens)
+        return plan_compaction(
+            self.log.history,
+            request_id,
+            config=self.config,
+            usable_tokens=window,
+            agent_id=self._slice(),
+        )
+
+    # --- steps --------------------------------------------------------------------------------
 
     async def _open_summary(self, plan: CompactionPlan) -> str:
         """The summary message, added before the summary is written, so rounds that arrive
         meanwhile come after it (the view hides both until the compaction completes)."""
-        summary_id = self.ids.message()
-        await self.log.append(
-            [
+
+        def summary(ids: NewIds) -> list[Event]:
+            now = self.clock()
+            return [
                 MessageAdded(
-                    session_id=self.log.session_id,
-                    agent_id=self.agent_id,
-                    time_ms=self.clock(),
-                    message_id=summary_id,
+                    **self._stamp(now),
+                    message_id=ids.message(now),
                     role="assistant",
                     parent_id=plan.request_message_id,
                     agent=COMPACTION_AGENT,
@@ -272,8 +273,12 @@ class _Run:
                     summary=True,
                 )
             ]
-        )
-        return summary_id
+
+        return _added_message(await self.log.append_new(summary))
+
+    def _stamp(self, now: int) -> dict[str, Any]:
+        """The session, agent and time fields of an event written now."""
+        return {"session_id": self.log.session_id, "agent_id": self.agent_id, "time_ms": now}
 
     def _model_ref(self) -> ModelRef:
         return ModelRef(provider_id=self.model.provider_id, model_id=self.model.model_id)
@@ -369,54 +374,47 @@ class _Run:
 
     async def _finish(self, plan: CompactionPlan, summary_id: str, summary: str) -> int:
         """Complete the compaction in one batch; return how many outputs it cleared."""
-        history = self.log.history
         settings = self.config.compaction
-        arrived = arrived_since(history, plan.request_message_id, self._slice())
-        arrived = [m for m in arrived if m.id != summary_id]
-        tail = arrived_tail(
-            arrived,
-            budget_tokens=settings.arrived_tail_tokens,
-            result_max_tokens=settings.arrived_result_tokens,
-        )
-        now = self.clock()
-        events: list[Event] = [
-            PartAdded(
-                session_id=self.log.session_id,
-                agent_id=self.agent_id,
-                time_ms=now,
-                part=TextPart(
-                    id=self.ids.part(),
-                    message_id=summary_id,
-                    text=self._stored_text(plan, summary, bool(tail.kept)),
+
+        def completed(ids: NewIds) -> list[Event]:
+            arrived = arrived_since(self.log.history, plan.request_message_id, self._slice())
+            tail = arrived_tail(
+                [m for m in arrived if m.id != summary_id],
+                budget_tokens=settings.arrived_tail_tokens,
+                result_max_tokens=settings.arrived_result_tokens,
+            )
+            now = self.clock()
+            events: list[Event] = [
+                PartAdded(
+                    **self._stamp(now),
+                    part=TextPart(
+                        id=ids.part(now),
+                        message_id=summary_id,
+                        text=self._stored_text(plan, summary, bool(tail.kept)),
+                    ),
                 ),
-            ),
-            AssistantFinished(
-                session_id=self.log.session_id,
-                agent_id=self.agent_id,
-                time_ms=now,
-                message_id=summary_id,
-                finish="stop",
-            ),
-            CompactionCompleted(
-                session_id=self.log.session_id,
-                agent_id=self.agent_id,
-                time_ms=now,
-                request_message_id=plan.request_message_id,
-                summary_message_id=summary_id,
-                tail_start_id=plan.tail_start_id,
-                projection=plan.projection(summary),
-            ),
-        ]
-        if tail.cleared:
-            events.append(self._cleared(tail.cleared, now))
-        await self.log.append(events)
-        return len(tail.cleared)
+                AssistantFinished(
+                    **self._stamp(now),
+                    message_id=summary_id,
+                    finish="stop",
+                ),
+                CompactionCompleted(
+                    **self._stamp(now),
+                    request_message_id=plan.request_message_id,
+                    summary_message_id=summary_id,
+                    tail_start_id=plan.tail_start_id,
+                    projection=plan.projection(summary),
+                ),
+            ]
+            if tail.cleared:
+                events.append(self._cleared(tail.cleared, now))
+            return events
+
+        return _cleared_count(await self.log.append_new(completed))
 
     def _cleared(self, part_ids: tuple[str, ...] | list[str], now: int) -> ToolOutputCleared:
         return ToolOutputCleared(
-            session_id=self.log.session_id,
-            agent_id=self.agent_id,
-            time_ms=now,
+            **self._stamp(now),
             part_ids=tuple(part_ids),
             reason="post-compaction",
         )
@@ -428,17 +426,18 @@ class _Run:
         options = msgspec.structs.replace(
             ViewOptions.from_config(self.config), agent_id=self._slice()
         )
-        plan = plan_prune(
-            view_messages(self.log.history, options),
-            reason="post-compaction",
-            protect_tokens=prune.protect_tokens,
-            minimum_tokens=prune.minimum_tokens,
-            protected_tools=prune.protected_tools,
-        )
-        if plan is None:
-            return 0
-        await self.log.append([self._cleared(plan.part_ids, self.clock())])
-        return len(plan.part_ids)
+
+        def cleared(ids: NewIds) -> list[Event]:
+            plan = plan_prune(
+                view_messages(self.log.history, options),
+                reason="post-compaction",
+                protect_tokens=prune.protect_tokens,
+                minimum_tokens=prune.minimum_tokens,
+                protected_tools=prune.protected_tools,
+            )
+            return [] if plan is None else [self._cleared(plan.part_ids, self.clock())]
+
+        return _cleared_count(await self.log.append_new(cleared))
 
     async def _resume(self, plan: CompactionPlan) -> str | None:
         """After an automatic compaction: the replayed request, or the continue message.
@@ -446,76 +445,87 @@ class _Run:
         texts = plan.replay_parts or ((plan.continue_text,) if plan.continue_text else ())
         if not texts or not plan.auto:
             return None
-        message_id = self.ids.message()
-        now = self.clock()
         replayed = plan.replay_id is not None
-        events: list[Event] = [
-            MessageAdded(
-                session_id=self.log.session_id,
-                agent_id=self.agent_id,
-                time_ms=now,
-                message_id=message_id,
-                role="user",
-                parent_id=None,
-                agent=self.log.history.message(plan.request_message_id).agent,
-                model=self._model_ref(),
-                synthetic=True,
-            )
-        ]
-        events.extend(
-            PartAdded(
-                session_id=self.log.session_id,
-                agent_id=self.agent_id,
-                time_ms=now,
-                part=TextPart(
-                    id=self.ids.part(),
+
+        def resumed(ids: NewIds) -> list[Event]:
+            now = self.clock()
+            message_id = ids.message(now)
+            events: list[Event] = [
+                MessageAdded(
+                    **self._stamp(now),
                     message_id=message_id,
-                    text=text,
-                    synthetic=not replayed,
-                    metadata={} if replayed else {"compaction_continue": True},
-                ),
+                    role="user",
+                    parent_id=None,
+                    agent=self.log.history.message(plan.request_message_id).agent,
+                    model=self._model_ref(),
+                    synthetic=True,
+                )
+            ]
+            events.extend(
+                PartAdded(
+                    **self._stamp(now),
+                    part=TextPart(
+                        id=ids.part(now),
+                        message_id=message_id,
+                        text=text,
+                        synthetic=not replayed,
+                        metadata={} if replayed else {"compaction_continue": True},
+                    ),
+                )
+                for text in texts
             )
-            for text in texts
-        )
-        await self.log.append(events)
-        return message_id
+            return events
+
+        return _added_message(await self.log.append_new(resumed))
 
     async def _roll_back(
         self,
-        plan: CompactionPlan,
+        request_id: str,
         reason: RollbackReason,
         detail: str,
         summary_id: str | None = None,
     ) -> CompactionResult:
+        """Roll the compaction back, unless it is no longer open when the session comes to
+        it (a completion queued before a cancellation has landed)."""
         # The detail is often an exception's text (a summarizer's provider error): a key in
         # it must not reach the log, nor the result handed back.
         detail = mask_secrets(detail)
-        await self.log.append(
-            [
+
+        def rolled_back(ids: NewIds) -> list[Event]:
+            compaction = self.log.history.state.compactions.get(request_id)
+            if compaction is None or compaction.status != "requested":
+                return []
+            return [
                 CompactionRolledBack(
                     session_id=self.log.session_id,
                     agent_id=self.agent_id,
                     time_ms=self.clock(),
-                    request_message_id=plan.request_message_id,
+                    request_message_id=request_id,
                     reason=reason,
                     detail=detail,
                 )
             ]
-        )
+
+        await self.log.append_new(rolled_back)
         _log.warning(
             "compaction rolled back",
             session_id=self.log.session_id,
             agent_id=self.agent_id,
-            request=plan.request_message_id,
+            request=request_id,
             reason=reason,
         )
         return CompactionResult(
-            request_message_id=plan.request_message_id,
+            request_message_id=request_id,
             outcome="rolled_back",
             summary_message_id=summary_id,
             reason=reason,
             detail=detail,
         )
+
+
+def _cleared_count(recorded: list[RecordedEvent]) -> int:
+    """How many outputs the ``ToolOutputCleared`` among ``recorded`` clear."""
+    return sum(len(r.event.part_ids) for r in recorded if isinstance(r.event, ToolOutputCleared))
 
 
 async def compact_while_due(

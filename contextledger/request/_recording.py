@@ -25,7 +25,6 @@ from contextledger.events._catalogue import (
     ToolStateChanged,
 )
 from contextledger.events._errors import LedgerError
-from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import (
     MessageError,
     ModelRef,
@@ -41,7 +40,7 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.events._strict import WrongType, strict_copy
-from contextledger.ledger import EventLog
+from contextledger.ledger import EventLog, NewIds
 from contextledger.logging import mask_secrets
 from contextledger.request._context import EditorState
 from contextledger.request._turn import user_message_events
@@ -175,8 +174,7 @@ class Recorder:
         self.log = log
         self._clock = clock
         self._model = default_model
-        self._message_id = ""
-        self._part_id = ""
+        self._ids = NewIds(log.history)
 
     @property
     def session_id(self) -> str:
@@ -218,15 +216,10 @@ class Recorder:
         return {"session_id": self.session_id, "agent_id": agent_id, "time_ms": self._clock()}
 
     def _new_message(self) -> str:
-        messages = self.log.history.messages
-        last = max(self._message_id, messages[-1].id if messages else "")
-        self._message_id = IdGenerator("msg", last or None).next(self._clock())
-        return self._message_id
+        return self._ids.message(self._clock())
 
     def _new_part(self) -> str:
-        last = max(self._part_id, self.log.history.index.last_part_id)
-        self._part_id = IdGenerator("prt", last or None).next(self._clock())
-        return self._part_id
+        return self._ids.part(self._clock())
 
     async def _part(self, part: Part, agent_id: str) -> str:
         await self._write([PartAdded(part=part, **self._stamp(agent_id))])

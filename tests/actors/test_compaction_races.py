@@ -1,0 +1,160 @@
+"""A compaction racing the session's other commands: its ids come from the session's writer
+whatever is queued before its appends, and a runtime cancelled at any point leaves every
+compaction completed or rolled back."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import trio
+import trio.testing
+
+from contextledger.actors import Runtime, SessionHandle
+from contextledger.compaction._summarizers import SummaryInput
+from contextledger.events._catalogue import Event, RecordedEvent
+from contextledger.events._parts import MessageError, Usage
+from contextledger.ledger import SessionLog
+from contextledger.providers._errors import ContextOverflowError
+from contextledger.store._memory import MemoryStore
+from contextledger.testing import check_history
+from tests.actors.test_runtime import INPUTS, MODEL, _clock
+
+SUMMARY = "## Goal\n- Keep going."
+
+
+class GatedStore(MemoryStore):
+    """A memory store whose appends wait for ``gate`` while one is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate: trio.Event | None = None
+        self.entered = trio.Event()
+
+    async def append(
+        self, stream: str, expected_version: int, events: Sequence[Event]
+    ) -> list[RecordedEvent]:
+        if self.gate is not None:
+            self.entered.set()
+            await self.gate.wait()
+        return await super().append(stream, expected_version, events)
+
+
+class Waiting:
+    """A summarizer that answers once ``release`` is set."""
+
+    max_input_tokens = None
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.release = trio.Event()
+
+    async def summarize(self, task: SummaryInput) -> str:
+        self.started.set()
+        await self.release.wait()
+        return SUMMARY
+
+
+async def _turns(session: SessionHandle, n: int) -> None:
+    for i in range(n):
+        user = await session.add_user(f"Step {i}: fix src/mod_{i}.py")
+        await session.record_assistant(
+            user,
+            tool_calls=[("bash", {"command": f"pytest -k {i}"}, f"{i} passed")],
+            usage=Usage(input=1000 + i, output=20),
+        )
+
+
+async def test_a_compaction_appends_after_commands_queued_before_it() -> None:
+    store, summarizer = GatedStore(), Waiting()
+    async with Runtime.open(store, model=MODEL, clock=_clock(), summarizer=summarizer) as rt:
+        session = await rt.session("ses_ids")
+        await _turns(session, 3)
+        results: list[Any] = []
+        async with trio.open_nursery() as nursery:
+
+            async def run(fn: Callable[[], Any]) -> None:
+                results.append(await fn())
+
+            nursery.start_soon(run, session.compact)
+            await summarizer.started.wait()
+            # One user message is being written (its ids issued), a second is queued behind it
+            # (its ids are issued when the session comes to it) ...
+            store.gate = trio.Event()
+            nursery.start_soon(run, lambda: session.add_user("first, while summarising"))
+            await store.entered.wait()
+            nursery.start_soon(run, lambda: session.add_user("second, while summarising"))
+            await trio.testing.wait_all_tasks_blocked()
+            # ... when the summary arrives and the compactor queues its completion.
+            summarizer.release.set()
+            await trio.testing.wait_all_tasks_blocked()
+            store.gate.set()
+            store.gate = None
+        compaction = next(r for r in results if not isinstance(r, str))
+        assert compaction.outcome == "completed"
+        history = await session.history()
+    check_history(history)
+    texts = [p.text for m in history.messages for p in m.parts if hasattr(p, "text")]
+    assert "first, while summarising" in texts and "second, while summarising" in texts
+    assert SUMMARY in texts
+
+
+async def _cancelled_run(store: MemoryStore, rng: random.Random) -> None:
+    """A session compacting (on demand, or after an overflow) in a runtime cancelled after
+    a random number of checkpoints."""
+
+    class Checkpointing:
+        max_input_tokens = None
+
+        async def summarize(self, task: SummaryInput) -> str:
+            for _ in range(3):
+                await trio.lowlevel.checkpoint()
+            return SUMMARY
+
+    with trio.CancelScope() as scope:
+        async with Runtime.open(
+            store, model=MODEL, clock=_clock(), summarizer=Checkpointing()
+        ) as rt:
+            session = await rt.session("ses_cancel")
+            await _turns(session, 3)
+            user = await session.add_user("and now?")
+            failed = await session.start_assistant(user)
+            checkpoints = rng.randrange(40)
+
+            async def cancel() -> None:
+                for _ in range(checkpoints):
+                    await trio.lowlevel.checkpoint()
+                scope.cancel()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(cancel)
+                if rng.random() < 0.5:
+                    await session.compact()
+                else:
+                    error = ContextOverflowError(
+                        "anthropic", MessageError(name="ContextOverflowError", message="long")
+                    )
+                    await session.record_error(failed, error)
+                await trio.sleep_forever()
+
+
+async def test_a_runtime_cancelled_at_any_point_leaves_no_compaction_open() -> None:
+    rng = random.Random(13)
+    outcomes: Counter[str] = Counter()
+    for _ in range(300):
+        store = MemoryStore()
+        await _cancelled_run(store, rng)
+        history = (await SessionLog.open(store, "ses_cancel")).history
+        check_history(history)
+        outcomes.update(c.status for c in history.state.compactions.values())
+    assert outcomes["requested"] == 0
+    # The trials cut compactions short and let some complete.
+    assert outcomes["completed"] > 10 and outcomes["rolled_back"] > 10
+    # The last session carries on in a new runtime.
+    async with Runtime.open(store, model=MODEL, clock=_clock()) as rt:
+        session = await rt.session("ses_cancel")
+        await _turns(session, 1)
+        built = await session.build_request(INPUTS)
+        assert built.request.messages and await session.replay()
