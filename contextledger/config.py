@@ -347,6 +347,11 @@ class CompactionConfig(_Section, frozen=True):
     #: "economic" (also earlier, once the view passes the size at which compacting costs less
     #: per call than reading the grown prefix from the cache; ``policy.cadence``).
     cadence: Literal["window", "economic"] = "window"
+    #: Ours: before each request, also compact when the latest reported usage plus what was
+    #: written since (a tool step's results) would reach the compaction limit, so a tool loop
+    #: never sends a step past it. False reproduces opencode, Kilo and MiMo, which compact
+    #: only once a reported usage has reached it.
+    step_guard: bool = True
     #: Kilo compaction chunks: when the head does not fit one summary request, it is cut into
     #: chunks of this share of the usable window (at least 1,000 tokens) ...
     chunk_ratio: Ratio = 0.6

@@ -21,9 +21,17 @@ from typing import Literal
 import msgspec
 
 from contextledger.config import Config
-from contextledger.events._parts import ToolSchema, Usage
+from contextledger.events._catalogue import MAIN_AGENT
+from contextledger.events._parts import (
+    Part,
+    StepStartPart,
+    ToolCompleted,
+    ToolPart,
+    ToolSchema,
+    Usage,
+)
 from contextledger.history._projection import History, Message
-from contextledger.history._view import ViewOptions, model_view, view_messages
+from contextledger.history._view import ViewOptions, in_view, model_view, view_messages
 from contextledger.policy._cadence import (
     early_compaction_due,
     early_compaction_refused,
@@ -39,6 +47,7 @@ from contextledger.policy._overflow import (
     preflight_enabled,
     pressure_level,
     should_compact_preflight,
+    step_overflows,
 )
 from contextledger.policy._prune import Plan, plan_after_turn
 from contextledger.prices._multipliers import price_for
@@ -130,8 +139,11 @@ def compaction_due(
     """Why ``agent_id``'s slice must be compacted before its next request, or None.
 
     ``overflow`` when the latest answer's reported usage reaches the compaction limit and no
-    compaction completed since; else ``preflight`` when preflight is on and the request
-    (the view with ``system`` and ``tools``) would reach it; else, under
+    compaction completed since; else ``preflight`` when that usage plus what was written
+    since (``written_since``: inside a tool loop, the step's results) would reach it
+    (``step_overflows``, on whenever automatic compaction is), or when Kilo's preflight is
+    on and the request (the view with ``system`` and ``tools``) would reach it, mid tool
+    round too; else, under
     ``compaction.cadence = "economic"``, ``economic`` when the view has passed its threshold,
     unless the slice's last early compaction was rolled back and no step finished since."""
     answer = latest_answer(history, agent_id)
@@ -139,15 +151,21 @@ def compaction_due(
         answer is not None
         and answer.usage is not None
         and not _compacted_since(history, answer, agent_id)
-        and is_overflow(model, answer.usage, config)
     ):
-        return "overflow"
+        if is_overflow(model, answer.usage, config):
+            return "overflow"
+        if step_overflows(model, answer.usage, written_since(history, answer, agent_id), config):
+            return "preflight"
     preflight = preflight_enabled(model, config)
     if not preflight and config.compaction.cadence != "economic":
         return None
     view = model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
     if preflight:
+        # A compaction never separates a tool call from its result (its tail starts at a
+        # stored message, which holds both), so unlike Kilo's preflight this one also
+        # protects a step inside a tool round.
         measure = measure_preflight(view, config, tools=tools, system=system)
+        measure = msgspec.structs.replace(measure, continuation=False)
         if should_compact_preflight(model, measure, config).compact:
             return "preflight"
     if early_compaction_due(view, model, config) and not early_compaction_refused(
@@ -155,6 +173,39 @@ def compaction_due(
     ):
         return "economic"
     return None
+
+
+def written_since(history: History, answer: Message, agent_id: str) -> int:
+    """The estimated tokens the slice's next request holds beyond what ``answer``'s usage
+    counted: when it finished calling tools, the calls of its last step with their results;
+    and the slice's messages after it (a cleared output counts as nothing). Reads only the
+    messages from ``answer`` on."""
+    slice_id = None if agent_id == MAIN_AGENT else agent_id
+    total = 0
+    for message in reversed(history.messages):
+        if message.id <= answer.id:
+            break
+        if in_view(history, message, slice_id):
+            total += sum(history.part_tokens(p.id) for p in message.parts if not _cleared(p))
+    if answer.finish == "tool-calls":
+        last_step = max(
+            (i for i, p in enumerate(answer.parts) if isinstance(p, StepStartPart)), default=0
+        )
+        total += sum(
+            history.part_tokens(p.id)
+            for p in answer.parts[last_step:]
+            if isinstance(p, ToolPart) and not _cleared(p)
+        )
+    return total
+
+
+def _cleared(part: Part) -> bool:
+    """A tool output a prune cleared (sent as a placeholder)."""
+    return (
+        isinstance(part, ToolPart)
+        and isinstance(part.state, ToolCompleted)
+        and part.state.compacted_ms is not None
+    )
 
 
 def after_compaction(

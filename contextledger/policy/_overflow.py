@@ -303,6 +303,20 @@ def is_overflow(model: Model, usage: Usage, cfg: Config, *, total: int = 0) -> b
     return token_count(usage, cfg, total) >= compaction_limit(model, cfg)
 
 
+def step_overflows(model: Model, reported: Usage, written_tokens: int, cfg: Config) -> bool:
+    """True when the request about to be sent reaches the compaction limit: what the provider
+    counted for the latest answer (``reported``, by ``compaction.count``) plus what was
+    written since (``written_tokens``, estimated, inflated by ``tokens.preflight_factor`` as
+    Kilo's preflight tail is). Inside a tool loop this is the step whose results would carry
+    the next request past the limit. Always False with ``compaction.auto`` or
+    ``compaction.step_guard`` off, or an unknown context window.
+    """
+    if not (cfg.compaction.auto and cfg.compaction.step_guard) or model.limits.context == 0:
+        return False
+    written = math.ceil(written_tokens * _exact(cfg.tokens.preflight_factor))
+    return token_count(reported, cfg) + written >= compaction_limit(model, cfg)
+
+
 # --- MiMo: budget, trigger ratio, pressure -------------------------------------------------
 
 

@@ -226,9 +226,10 @@ class OpencodeDefault(PolicyStrategy):
     transform: Transform | None = None
 
     def configure(self, config: Config) -> Config:
-        """``overflow_variant = "kilo"``, ``prune.mode = "opencode"``, opencode template."""
+        """``overflow_variant = "kilo"``, ``prune.mode = "opencode"``, opencode template, no
+        step guard."""
         config = _replace_section(
-            config, "compaction", overflow_variant="kilo", template="opencode"
+            config, "compaction", overflow_variant="kilo", template="opencode", step_guard=False
         )
         return _replace_section(config, "prune", mode="opencode")
 
@@ -242,9 +243,14 @@ class MimoTiers(PolicyStrategy):
     transform: Transform | None = None
 
     def configure(self, config: Config) -> Config:
-        """``overflow_variant = "mimo"``, ``prune`` on in ``mimo`` mode, continuation template."""
+        """``overflow_variant = "mimo"``, ``prune`` on in ``mimo`` mode, continuation
+        template, no step guard."""
         config = _replace_section(
-            config, "compaction", overflow_variant="mimo", template="continuation"
+            config,
+            "compaction",
+            overflow_variant="mimo",
+            template="continuation",
+            step_guard=False,
         )
         return _replace_section(config, "prune", enabled=True, mode="mimo")
 

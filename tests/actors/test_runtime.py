@@ -249,7 +249,6 @@ async def test_preflight_compacts_before_a_request_that_would_not_fit() -> None:
         session = await rt.session("ses_pre")
         for n in range(4):
             await _turn(session, n, output="y" * 12_000)
-        # Preflight acts at the start of a turn, never mid tool round (Kilo's rule).
         await session.add_user("Next task.")
         built = await session.build_request(INPUTS)
         history = await session.history()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from contextledger.config import Config, PruneConfig
+from contextledger.config import CompactionConfig, Config, PruneConfig
 from contextledger.events._catalogue import MAIN_AGENT, Event
-from contextledger.events._parts import MessageError, Usage
+from contextledger.events._parts import MessageError, StepStartPart, ToolPart, Usage
 from contextledger.policy._compaction import EXHAUSTED_DETAIL
 from contextledger.policy._decisions import (
     after_compaction,
@@ -14,11 +14,13 @@ from contextledger.policy._decisions import (
     output_cap,
     prune_plans,
     slice_facts,
+    written_since,
 )
 from contextledger.policy._overflow import usable
+from contextledger.testing._builder import SessionBuilder
 from contextledger.testing._strategies import session_events
 from contextledger.vocabulary import Model, ModelLimits
-from tests.strategies._sessions import MODEL, history, session
+from tests.strategies._sessions import MODEL, REF, history, session
 
 #: Prune settings that make the few small outputs of a test session candidates.
 EAGER = PruneConfig(enabled=True, protect_tokens=0, minimum_tokens=0)
@@ -128,3 +130,56 @@ def test_the_output_cap_leaves_room_for_the_prompt() -> None:
     # A prompt that fills the window alone asks for the least output: the provider refuses it
     # only if it is really too long (then the overflow compacts).
     assert output_cap(SMALL, config, requested=None, prompt_tokens=40_000) == config.output.min
+
+
+def _tool_step(finish: str, output_chars: int, *, reported: int) -> list[Event]:
+    """A turn of one step that called ``bash`` and finished with ``finish``, reporting a
+    prompt of ``reported`` tokens; the output has ``output_chars`` characters."""
+    b = SessionBuilder("ses_test", model=REF)
+    user = b.user("Run the tests.")
+    step = b.assistant(user)
+    b.tool_result(b.tool_call(step, "bash", {"command": "pytest"}), "F" * output_chars)
+    b.finish(step, finish, usage=Usage(input=reported))
+    return b.events
+
+
+def test_a_tool_step_whose_results_reach_the_limit_is_compacted_before_the_next_call() -> None:
+    limit = usable(SMALL, Config())
+    due = compaction_due(
+        history(_tool_step("tool-calls", 8_000, reported=limit - 2_000)),
+        SMALL,
+        Config(),
+        agent_id=MAIN_AGENT,
+    )
+    assert due == "preflight"  # 2,000 tokens of output, 2,600 with the preflight factor
+    unguarded = Config(compaction=CompactionConfig(step_guard=False))
+    over = history(_tool_step("tool-calls", 8_000, reported=limit - 2_000))
+    assert compaction_due(over, SMALL, unguarded, agent_id=MAIN_AGENT) is None
+    fits = _tool_step("tool-calls", 4_000, reported=limit - 2_000)
+    assert compaction_due(history(fits), SMALL, Config(), agent_id=MAIN_AGENT) is None
+    # A step that did not end calling tools had its results in the prompt it reported.
+    seen = _tool_step("stop", 8_000, reported=limit - 2_000)
+    assert compaction_due(history(seen), SMALL, Config(), agent_id=MAIN_AGENT) is None
+
+
+def test_written_since_counts_the_last_steps_calls_and_later_messages() -> None:
+    b = SessionBuilder("ses_test", model=REF)
+    first = b.assistant(b.user("Run the tests."))
+    b.tool_result(b.tool_call(first, "bash", {"command": "ls"}), "a" * 400)
+    b.part(StepStartPart(id=b.new_part_id(), message_id=first), MAIN_AGENT)
+    b.tool_result(b.tool_call(first, "bash", {"command": "pytest"}), "b" * 800)
+    b.finish(first, "tool-calls", usage=Usage(input=1_000))
+    h = history(b.events)
+    answer = h.message(first)
+    (_, last_call) = [p for p in answer.parts if isinstance(p, ToolPart)]
+    assert written_since(h, answer, MAIN_AGENT) == h.part_tokens(last_call.id)
+    later = b.user("And the linter?")
+    h = history(b.events)
+    extra = sum(h.part_tokens(p.id) for p in h.message(later).parts)
+    assert written_since(h, answer, MAIN_AGENT) == h.part_tokens(last_call.id) + extra
+
+
+def test_opt_in_preflight_also_protects_a_step_inside_a_tool_round() -> None:
+    config = Config(compaction=CompactionConfig(threshold_percent=5))
+    mid_round = history(_tool_step("tool-calls", 8_000, reported=0))
+    assert compaction_due(mid_round, SMALL, config, agent_id=MAIN_AGENT) == "preflight"
