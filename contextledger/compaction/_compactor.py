@@ -14,14 +14,14 @@ never half visible: the view is exactly what it was before, or the compacted one
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
 import structlog
 import trio
 
-from contextledger.compaction._summarizers import Summarizer, SummaryInput
+from contextledger.compaction._summarizers import Summarizer, SummaryInput, summary_request
 from contextledger.config import Config
 from contextledger.events._catalogue import (
     MAIN_AGENT,
@@ -53,10 +53,10 @@ from contextledger.policy._compaction import (
     text_tokens,
 )
 from contextledger.policy._decisions import CompactionReason, after_compaction, output_cap
-from contextledger.policy._overflow import usable
+from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._prune import plan_prune
 from contextledger.policy._templates import TEMPLATES
-from contextledger.policy._transcript import render_manifest, wrap_summary
+from contextledger.policy._transcript import conversation_request, render_manifest, wrap_summary
 from contextledger.providers._errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
@@ -243,9 +243,17 @@ class _Run:
         return request_id
 
     def _plan(self, request_id: str) -> CompactionPlan:
-        window = usable(self.model, self.config)
-        if self.summarizer.max_input_tokens:
-            window = min(window, self.summarizer.max_input_tokens)
+        """The plan of ``request_id``. For a summarizer that reads a window, the window the
+        head may fill is what the session's pinned system blocks and tool table (which every
+        summary request repeats) leave of it."""
+        window = self._window()
+        if self.summarizer.max_input_tokens is not None:
+            prefix = self.log.history.state.prefix
+            if prefix is not None:
+                overhead = measure_preflight(
+                    (), self.config, tools=prefix.tool_table, system=prefix.profile.system
+                )
+                window = max(0, window - overhead.normalized)
         return plan_compaction(
             self.log.history,
             request_id,
@@ -325,12 +333,16 @@ class _Run:
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         if not plan.chunks or self.summarizer.max_input_tokens is None:
-            return await self.summarizer.summarize(
-                self._roomy(
-                    self._input(plan, plan.transcript, plan.prompt, whole=True), plan.head_tokens
-                )
-            )
-        partials = [""] * len(plan.chunks)
+            task = self._input(plan, plan.transcript, plan.prompt, whole=True)
+            return await self.summarizer.summarize(self._fitted(task))
+        prompts = [plan.chunk_request(index) for index in range(len(plan.chunks))]
+        partials = await self._partials(plan, prompts)
+        return await self._merged(plan, [p for p in partials if p.strip()])
+
+    async def _partials(self, plan: CompactionPlan, prompts: Sequence[str]) -> list[str]:
+        """Each of ``prompts`` summarised on its own (``chunk_concurrency`` at a time, in at
+        most ``CHUNK_OUTPUT_TOKENS``); the first provider error is raised."""
+        partials = [""] * len(prompts)
         failures: list[ProviderError] = []
         limiter = trio.CapacityLimiter(self.config.compaction.chunk_concurrency)
 
@@ -338,9 +350,8 @@ class _Run:
             async with limiter:
                 if failures:
                     return
-                request = plan.chunk_request(index)
+                task = self._input(plan, "", prompts[index], whole=False)
                 try:
-                    task = self._input(plan, "", request, whole=False)
                     partials[index] = await self.summarizer.summarize(
                         msgspec.structs.replace(task, max_output_tokens=CHUNK_OUTPUT_TOKENS)
                     )
@@ -348,19 +359,63 @@ class _Run:
                     failures.append(exc)
 
         async with trio.open_nursery() as nursery:
-            for index in range(len(plan.chunks)):
+            for index in range(len(prompts)):
                 nursery.start_soon(one, index)
         if failures:
             raise failures[0]
-        merge = plan.merge_request([p for p in partials if p.strip()])
-        return await self.summarizer.summarize(
-            self._roomy(self._input(plan, "", merge, whole=True), text_tokens(len(merge)))
-        )
+        return partials
 
-    def _roomy(self, task: SummaryInput, prompt_tokens: int) -> SummaryInput:
-        """``task`` asking for no more output than the window leaves beside a request of
-        ``prompt_tokens`` (``policy.decisions.output_cap``)."""
-        room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt_tokens)
+    async def _merged(self, plan: CompactionPlan, partials: list[str]) -> str:
+        """The partial summaries merged into the summary. While their merge request would
+        not fit the window, they are merged in runs first (each run's request fits, two
+        partials at least, so every round shortens the list)."""
+        while True:
+            task = self._fitted(self._input(plan, "", plan.merge_request(partials), whole=True))
+            if len(partials) < 2 or self._fits(task):
+                return await self.summarizer.summarize(task)
+            runs: list[list[str]] = []
+            for partial in partials:
+                if runs and (len(runs[-1]) < 2 or self._fits_merge(plan, [*runs[-1], partial])):
+                    runs[-1].append(partial)
+                else:
+                    runs.append([partial])
+            partials = await self._partials(plan, [plan.merge_request(run) for run in runs])
+
+    def _fits_merge(self, plan: CompactionPlan, run: list[str]) -> bool:
+        return self._fits(self._input(plan, "", plan.merge_request(run), whole=False))
+
+    def _window(self) -> int:
+        """The tokens one summary request may hold with its answer: the usable window, or
+        less when the summarizer says so."""
+        window = usable(self.model, self.config)
+        if self.summarizer.max_input_tokens:
+            window = min(window, self.summarizer.max_input_tokens)
+        return window
+
+    def _tokens(self, task: SummaryInput) -> int:
+        """The estimated prompt of the request a model summarizer sends for ``task``: its
+        messages, system blocks and tool table (``measure_preflight``, normalized)."""
+        request = summary_request(task, model=self._model_ref(), max_output_tokens=1)
+        measure = measure_preflight(
+            request.messages, self.config, tools=request.tools, system=request.system
+        )
+        return measure.normalized
+
+    def _fits(self, task: SummaryInput) -> bool:
+        return self._tokens(task) + CHUNK_OUTPUT_TOKENS <= self._window()
+
+    def _fitted(self, task: SummaryInput) -> SummaryInput:
+        """``task`` made to fit a summarizer that reads a window: the head goes as its
+        transcript (outputs cut) instead of its messages when the request with them would
+        not fit; then the task asks for no more output than the window leaves beside it
+        (``policy.decisions.output_cap``)."""
+        if self.summarizer.max_input_tokens is None:
+            prompt = text_tokens(len(conversation_request(task.transcript, task.prompt)))
+        else:
+            if task.messages and not self._fits(task):
+                task = msgspec.structs.replace(task, messages=())
+            prompt = self._tokens(task)
+        room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt)
         return msgspec.structs.replace(task, max_output_tokens=room)
 
     def _stored_text(self, plan: CompactionPlan, summary: str, has_tail: bool) -> str:
