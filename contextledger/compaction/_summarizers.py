@@ -20,6 +20,7 @@ from typing import Any, Final, Literal, Protocol, cast, get_args
 
 import msgspec
 import structlog
+import trio
 
 from contextledger.compaction._facts import (
     IDENTIFIER_CHARS,
@@ -43,6 +44,11 @@ from contextledger.vocabulary._messages import ModelMessage, ModelText
 from contextledger.vocabulary._requests import CacheMark, Request
 
 _log = structlog.get_logger(__name__)
+
+#: Extractive summaries written at once, each in a worker thread: the work holds the GIL,
+#: so more threads only take turns, while two keep one long head from delaying every other
+#: session's compaction.
+EXTRACTIVE_THREADS: Final = 2
 
 
 class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
@@ -159,14 +165,34 @@ class _Bullet(msgspec.Struct, frozen=True):
 
 
 class ExtractiveSummarizer:
-    """Fills the summary template from the facts of the head; no model, no I/O."""
+    """Fills the summary template from the facts of the head; no model, no I/O.
+
+    The work is pure Python over the whole head (tens of milliseconds for a long one), so it
+    runs in a worker thread (``trio.to_thread.run_sync``), at most ``threads`` at a time, on
+    a copy of the head taken before it starts: the event loop, and every other session on it,
+    keeps running meanwhile."""
 
     max_input_tokens: int | None = None
 
+    def __init__(self, *, threads: int = EXTRACTIVE_THREADS) -> None:
+        self.threads = threads
+        self._limiter: trio.CapacityLimiter | None = None
+
     async def summarize(self, task: SummaryInput) -> str:
         """The extractive summary of ``task`` (see ``extractive_summary``)."""
-        facts = extract_facts(task.head)
-        return extractive_summary(facts, task.template, task.previous_summary)
+        if self._limiter is None:
+            self._limiter = trio.CapacityLimiter(self.threads)
+        # The projection goes on changing its messages in place while the thread reads.
+        head = tuple(msgspec.structs.replace(m, parts=list(m.parts)) for m in task.head)
+        return await trio.to_thread.run_sync(
+            _extractive, head, task.template, task.previous_summary, limiter=self._limiter
+        )
+
+
+def _extractive(
+    head: Sequence[Message], template: SummaryTemplate, previous_summary: str | None
+) -> str:
+    return extractive_summary(extract_facts(head), template, previous_summary)
 
 
 def extractive_summary(

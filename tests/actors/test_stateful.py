@@ -112,12 +112,21 @@ class SwitchableSummarizer:
     def __init__(self) -> None:
         self.empty = False
         self._extractive = ExtractiveSummarizer()
+        self.running = 0
+        self.idle = trio.Event()
 
     async def summarize(self, task: SummaryInput) -> str:
-        await _checkpoints(SUMMARY_CHECKPOINTS)
-        if self.empty:
-            return ""
-        return await self._extractive.summarize(task)
+        self.running += 1
+        try:
+            await _checkpoints(SUMMARY_CHECKPOINTS)
+            if self.empty:
+                return ""
+            return await self._extractive.summarize(task)
+        finally:
+            self.running -= 1
+            if self.running == 0:
+                self.idle.set()
+                self.idle = trio.Event()
 
 
 class RuntimeHost:
@@ -232,8 +241,12 @@ class RuntimeHost:
         await opened.wait()
 
     async def settle(self) -> None:
-        """Wait until every actor is idle (a cancelled caller's command still runs)."""
+        """Wait until every actor is idle (a cancelled caller's command still runs), a
+        summary being written in a worker thread included."""
         await trio.testing.wait_all_tasks_blocked()
+        while self.summarizer.running:
+            await self.summarizer.idle.wait()
+            await trio.testing.wait_all_tasks_blocked()
 
 
 async def _checkpoints(n: int) -> None:
