@@ -84,11 +84,10 @@ class RequestBuilderActor:
     async def _build(self, command: Build) -> BuiltRequest:
         builder = self._builders.get(command.agent_id)
         if builder is None:
-            agent = None if command.agent_id == MAIN_AGENT else command.agent_id
             builder = self._builders[command.agent_id] = RequestBuilder(
                 self._wire(),
                 self._config,
-                agent_id=agent,
+                agent_id=command.agent_id,
                 usable_tokens=usable(self._model, self._config),
                 model=self._model,
             )

@@ -149,13 +149,21 @@ async def replay(args: argparse.Namespace) -> None:
         recorded = await store.read(args.session, 1)
     config = Config.load(args.config) if args.config is not None else Config()
     rebuilt = History(args.session)
-    builders = {name: RequestBuilder(kind(), config) for name, kind in WIRE_FORMATS.items()}
+    # One set per agent: each agent's requests hold its own slice.
+    builders: dict[str, dict[str, RequestBuilder]] = {}
     requests = matched = 0
     mismatched: list[int] = []
     for event in recorded:
         if isinstance(event.event, RequestSent):
             requests += 1
-            if event.event.prefix_hash in _prefix_hashes(rebuilt, event.event, builders, config):
+            agent = event.event.agent_id
+            if agent not in builders:
+                builders[agent] = {
+                    name: RequestBuilder(kind(), config, agent_id=agent)
+                    for name, kind in WIRE_FORMATS.items()
+                }
+            hashes = _prefix_hashes(rebuilt, event.event, builders[agent], config)
+            if event.event.prefix_hash in hashes:
                 matched += 1
             else:
                 mismatched.append(event.seq)

@@ -259,7 +259,7 @@ class _Run:
             request_id,
             config=self.config,
             usable_tokens=window,
-            agent_id=self._slice(),
+            agent_id=self.agent_id,
         )
 
     # --- steps --------------------------------------------------------------------------------
@@ -302,8 +302,10 @@ class _Run:
         prefix = history.state.prefix
         messages: tuple[ModelMessage, ...] = ()
         if whole and not plan.overflow:
-            options = ViewOptions.from_config(self.config, self._model_ref())
-            view = model_view(history, msgspec.structs.replace(options, agent_id=self._slice()))
+            ref = self._model_ref()
+            view = model_view(
+                history, ViewOptions.from_config(self.config, ref, agent_id=self.agent_id)
+            )
             keep = set(plan.head_ids)
             messages = tuple(m for m in view if m.source_id in keep)
         system = prefix.profile.system if prefix else ()
@@ -327,9 +329,6 @@ class _Run:
             messages=messages,
             marks=marks,
         )
-
-    def _slice(self) -> str | None:
-        return None if self.agent_id == MAIN_AGENT else self.agent_id
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         if not plan.chunks or self.summarizer.max_input_tokens is None:
@@ -432,7 +431,7 @@ class _Run:
         settings = self.config.compaction
 
         def completed(ids: NewIds) -> list[Event]:
-            arrived = arrived_since(self.log.history, plan.request_message_id, self._slice())
+            arrived = arrived_since(self.log.history, plan.request_message_id, self.agent_id)
             tail = arrived_tail(
                 [m for m in arrived if m.id != summary_id],
                 budget_tokens=settings.arrived_tail_tokens,
@@ -478,9 +477,7 @@ class _Run:
         """opencode's prune with reason ``post-compaction`` over the new view (the cache is
         rebuilt anyway)."""
         prune = self.config.prune
-        options = msgspec.structs.replace(
-            ViewOptions.from_config(self.config), agent_id=self._slice()
-        )
+        options = ViewOptions.from_config(self.config, agent_id=self.agent_id)
 
         def cleared(ids: NewIds) -> list[Event]:
             plan = plan_prune(

@@ -114,13 +114,14 @@ class ViewOptions(msgspec.Struct, frozen=True, kw_only=True):
         agent_id: str = MAIN_AGENT,
         for_summary: bool = False,
     ) -> ViewOptions:
-        """The options a request of ``agent_id``'s slice for ``model`` uses under ``config``
-        (the main agent's view is the whole session's); ``for_summary``: the view a compaction
-        summarises (media as placeholders, tool outputs cut to
-        ``view.summary_tool_output_chars``)."""
+        """The options a request of ``agent_id``'s slice for ``model`` uses under ``config``:
+        each agent, the main one included, is sent its own messages only (what another agent
+        did reaches it as the host records it in its slice, such as a subtask's result);
+        ``for_summary``: the view a compaction summarises (media as placeholders, tool outputs
+        cut to ``view.summary_tool_output_chars``)."""
         return cls(
             model=model,
-            agent_id=None if agent_id == MAIN_AGENT else agent_id,
+            agent_id=agent_id,
             tool_output=config.tool_output,
             environment=config.view.environment,
             historical_media=config.view.historical_media,
@@ -311,8 +312,9 @@ def without_media(message: Message) -> Message:
 
 def in_view(history: History, message: Message, agent_id: str | None) -> bool:
     """Whether ``message`` is part of the view of ``agent_id``'s slice (None: the whole
-    session). A sub-agent's compaction compacts its own slice only: in the whole-session
-    view, which main-agent compactions compact, its request and summary are left out."""
+    session, for reading). A compaction compacts its agent's slice only: in the
+    whole-session view, a sub-agent's compaction request and summary are left out, so the
+    main agent's history is never hidden by them."""
     if message.excluded or _pending_compaction(history, message):
         return False
     if agent_id is not None:

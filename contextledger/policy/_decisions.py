@@ -21,7 +21,6 @@ from typing import Literal
 import msgspec
 
 from contextledger.config import Config
-from contextledger.events._catalogue import MAIN_AGENT
 from contextledger.events._parts import (
     Part,
     StepStartPart,
@@ -180,12 +179,11 @@ def written_since(history: History, answer: Message, agent_id: str) -> int:
     counted: when it finished calling tools, the calls of its last step with their results;
     and the slice's messages after it (a cleared output counts as nothing). Reads only the
     messages from ``answer`` on."""
-    slice_id = None if agent_id == MAIN_AGENT else agent_id
     total = 0
     for message in reversed(history.messages):
         if message.id <= answer.id:
             break
-        if in_view(history, message, slice_id):
+        if in_view(history, message, agent_id):
             total += sum(history.part_tokens(p.id) for p in message.parts if not _cleared(p))
     if answer.finish == "tool-calls":
         last_step = max(

@@ -173,6 +173,11 @@ class RequestBuilder:
         """The wire format requests are encoded in."""
         return self._wire
 
+    @property
+    def agent_id(self) -> str:
+        """The agent whose slice this builder sends (and whose events its requests imply)."""
+        return self._agent_id or MAIN_AGENT
+
     def view_options(self, model: ModelRef, *, strip_media: bool = False) -> ViewOptions:
         """The view options of a request for ``model``; ``strip_media`` replaces media older
         than the latest user message with placeholders (the payload guard's second step)."""

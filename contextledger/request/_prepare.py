@@ -89,10 +89,11 @@ async def prepare_request(
                 body_bytes=len(built.encoded.body),
             )
     events: list[Event] = []
-    prefix = built.prefix.event(log.session_id, time_ms=time_ms)
+    agent_id = builder.agent_id
+    prefix = built.prefix.event(log.session_id, time_ms=time_ms, agent_id=agent_id)
     if prefix is not None:
         events.append(prefix)
-    events.append(built.sent_event(log.session_id, time_ms=time_ms))
+    events.append(built.sent_event(log.session_id, time_ms=time_ms, agent_id=agent_id))
     await log.append(events)
     return built
 

@@ -105,7 +105,7 @@ class LocalSession(SessionApi):
             builder = self._builders[agent_id] = RequestBuilder(
                 self.wire,
                 self.config,
-                agent_id=None if agent_id == MAIN_AGENT else agent_id,
+                agent_id=agent_id,
                 transform=self.strategy.transform,
                 usable_tokens=usable(self.model, self.config),
                 model=self.model,

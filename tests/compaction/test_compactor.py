@@ -503,10 +503,8 @@ _ALL_VIEWS = (ViewOptions(), ViewOptions(agent_id=MAIN_AGENT), ViewOptions(agent
 
 
 def _slice_view(config: Config, agent_id: str) -> ViewOptions:
-    """The view a compaction of ``agent_id`` works on (the main agent's: the whole
-    session)."""
-    slice_id = None if agent_id == MAIN_AGENT else agent_id
-    return msgspec.structs.replace(ViewOptions.from_config(config), agent_id=slice_id)
+    """The view a compaction of ``agent_id`` works on: its own slice."""
+    return ViewOptions.from_config(config, agent_id=agent_id)
 
 
 def _texts(history: History, message_id: str | None) -> tuple[str, ...]:

@@ -1,0 +1,89 @@
+"""Two agents alternating on one session: each agent's request holds its own slice (the main
+agent's request carries neither the sub-agent's messages nor its call in flight), each
+``RequestSent`` is recorded with its agent, and ``contextledger replay`` reproduces them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+import trio
+
+from contextledger.actors import Runtime, SessionHandle
+from contextledger.cli import main
+from contextledger.events._catalogue import RecordedEvent, RequestSent
+from contextledger.history._projection import History
+from contextledger.history._view import INTERRUPTED_OUTPUT
+from contextledger.request._builder import BuiltRequest
+from contextledger.store import SQLiteStore
+from contextledger.vocabulary._messages import ModelToolResult
+from tests.actors.test_runtime import INPUTS, MODEL, _clock
+
+REVIEWER = "reviewer"
+REVIEW_INPUTS = msgspec.structs.replace(INPUTS, agent="review")
+
+
+def _sources(built: BuiltRequest) -> set[str]:
+    return {m.source_id for m in built.request.messages}
+
+
+def _interrupted(built: BuiltRequest) -> list[ModelToolResult]:
+    return [
+        c
+        for m in built.request.messages
+        for c in m.content
+        if isinstance(c, ModelToolResult) and c.output == INTERRUPTED_OUTPUT
+    ]
+
+
+async def _alternate(session: SessionHandle, rounds: int) -> tuple[set[str], set[str]]:
+    """``rounds`` times: a main step, the reviewer's step with a call still running while the
+    main agent builds, then the reviewer's result and request. Returns the message ids each
+    agent was sent."""
+    main_sent: set[str] = set()
+    reviewer_sent: set[str] = set()
+    for n in range(rounds):
+        user = await session.add_user(f"Step {n}: fix src/mod_{n}.py")
+        await session.record_assistant(user, tool_calls=[("bash", {"command": "pytest"}, "ok")])
+        main_sent |= _sources(await session.build_request(INPUTS))
+        ask = await session.add_user(f"Review src/mod_{n}.py", agent="review", agent_id=REVIEWER)
+        reply = await session.start_assistant(ask, agent="review", agent_id=REVIEWER)
+        call = await session.call_tool(
+            reply, "read", {"path": f"src/mod_{n}.py"}, agent_id=REVIEWER
+        )
+        built = await session.build_request(INPUTS)  # the reviewer's call is in flight
+        assert _interrupted(built) == []
+        main_sent |= _sources(built)
+        await session.record_tool_result(call, "x = 1", agent_id=REVIEWER)
+        await session.finish(reply, finish="tool-calls", agent_id=REVIEWER)
+        reviewer_sent |= _sources(await session.build_request(REVIEW_INPUTS, agent_id=REVIEWER))
+    return main_sent, reviewer_sent
+
+
+async def _record(db: Path) -> tuple[set[str], set[str], History, list[RecordedEvent]]:
+    async with (
+        SQLiteStore.open(db) as store,
+        Runtime.open(store, model=MODEL, clock=_clock()) as rt,
+    ):
+        session = await rt.session("ses_agents")
+        main_sent, reviewer_sent = await _alternate(session, 3)
+        return main_sent, reviewer_sent, await session.history(), await store.read("ses_agents")
+
+
+def test_two_agents_alternating_are_each_sent_their_slice_and_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "agents.db"
+    main_sent, reviewer_sent, history, recorded = trio.run(_record, db)
+    mine = {m.id for m in history.messages if m.agent_id == REVIEWER}
+    assert reviewer_sent and reviewer_sent <= mine
+    assert main_sent and not main_sent & mine
+    sent = [r.event.agent_id for r in recorded if isinstance(r.event, RequestSent)]
+    assert sent == ["main", "main", REVIEWER] * 3
+
+    capsys.readouterr()  # the runtime's log lines
+    code = main(["replay", str(db), "--session", "ses_agents", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["ok"] and result["prefix_hashes_matched"] == 9
