@@ -105,7 +105,7 @@ def _prefix_hashes(
 ) -> set[str]:
     """The prefix hashes of the request ``history`` implies for ``sent``'s model with the
     pinned prefix, in every wire format."""
-    pin = history.state.prefix
+    pin = history.pinned_prefix(sent.agent_id)
     if pin is None:
         return set()
     ref = ModelRef(provider_id=sent.provider_id, model_id=sent.model_id)

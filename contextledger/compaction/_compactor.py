@@ -248,7 +248,7 @@ class _Run:
         summary request repeats) leave of it."""
         window = self._window()
         if self.summarizer.max_input_tokens is not None:
-            prefix = self.log.history.state.prefix
+            prefix = self.log.history.pinned_prefix(self.agent_id)
             if prefix is not None:
                 overhead = measure_preflight(
                     (), self.config, tools=prefix.tool_table, system=prefix.profile.system
@@ -299,7 +299,7 @@ class _Run:
         summarizer reads the session's prompt cache."""
         history = self.log.history
         head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
-        prefix = history.state.prefix
+        prefix = history.pinned_prefix(self.agent_id)
         messages: tuple[ModelMessage, ...] = ()
         if whole and not plan.overflow:
             ref = self._model_ref()

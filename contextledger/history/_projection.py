@@ -15,6 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from contextledger.events._catalogue import (
+    MAIN_AGENT,
     AssistantFinished,
     CompactionCompleted,
     CompactionProjection,
@@ -61,7 +62,7 @@ from contextledger.history._validation import (
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
 #: and the session is rebuilt from its events instead.
-SNAPSHOT_SCHEMA: Final = 4
+SNAPSHOT_SCHEMA: Final = 5
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
@@ -133,6 +134,8 @@ class HistoryState(msgspec.Struct, kw_only=True):
     memory: str | None = None
     instructions: list[InstructionLoaded] = []
     prefix: PinnedPrefix | None = None
+    #: The prefixes of the other agents' requests, by agent id (``prefix`` is the main one's).
+    agent_prefixes: dict[str, PinnedPrefix] = {}
     last_request: RequestSent | None = None
     usage_reports: list[UsageReported] = []
 
@@ -383,13 +386,23 @@ class History:
         self.state.instructions.append(event)
 
     def _on_prefix(self, event: PrefixPinned | PrefixRotated) -> None:
-        self.state.prefix = PinnedPrefix(
-            key=event.key, profile=event.profile, tool_table=event.tool_table
-        )
+        pinned = PinnedPrefix(key=event.key, profile=event.profile, tool_table=event.tool_table)
+        if event.agent_id == MAIN_AGENT:
+            self.state.prefix = pinned
+        else:
+            self.state.agent_prefixes[event.agent_id] = pinned
 
     def _on_prefix_advanced(self, event: PrefixAdvanced) -> None:
-        if self.state.prefix is not None:
-            self.state.prefix.advanced_to = event.message_id
+        pinned = self.pinned_prefix(event.agent_id)
+        if pinned is not None:
+            pinned.advanced_to = event.message_id
+
+    def pinned_prefix(self, agent_id: str = MAIN_AGENT) -> PinnedPrefix | None:
+        """The prefix pinned for ``agent_id``'s requests (each agent has its own, so
+        switching agents rotates nothing), None before its first request."""
+        if agent_id == MAIN_AGENT:
+            return self.state.prefix
+        return self.state.agent_prefixes.get(agent_id)
 
     def _on_request(self, event: RequestSent) -> None:
         self.state.last_request = event
@@ -467,7 +480,9 @@ class History:
         index = SessionIndex(state.session_id)
         index.started = state.started is not None
         index.memory_pinned = state.memory is not None
-        index.prefix_key = state.prefix.key if state.prefix else None
+        if state.prefix is not None:
+            index.prefix_keys[MAIN_AGENT] = state.prefix.key
+        index.prefix_keys.update({a: p.key for a, p in state.agent_prefixes.items()})
         for message in state.messages:
             index.note(
                 MessageAdded(

@@ -89,7 +89,7 @@ class SessionIndex:
         "memory_pinned",
         "messages",
         "parts",
-        "prefix_key",
+        "prefix_keys",
         "session_id",
         "started",
         "stripped",
@@ -101,7 +101,8 @@ class SessionIndex:
         self.last_message_id = ""
         self.last_part_id = ""
         self.memory_pinned = False
-        self.prefix_key: str | None = None
+        #: The pinned prefix's key, by agent (each agent's requests have their own prefix).
+        self.prefix_keys: MutableMapping[str, str] = {}
         self.messages: MutableMapping[str, _MessageFacts] = {}
         self.parts: MutableMapping[str, _PartFacts] = {}
         self.calls: MutableMapping[str, str] = {}
@@ -120,7 +121,7 @@ class SessionIndex:
         copy.last_message_id = self.last_message_id
         copy.last_part_id = self.last_part_id
         copy.memory_pinned = self.memory_pinned
-        copy.prefix_key = self.prefix_key
+        copy.prefix_keys = ChainMap({}, self.prefix_keys)
         copy.messages = ChainMap({}, self.messages)
         copy.parts = ChainMap({}, self.parts)
         copy.calls = ChainMap({}, self.calls)
@@ -139,7 +140,7 @@ class SessionIndex:
             self.last_message_id,
             self.last_part_id,
             self.memory_pinned,
-            self.prefix_key,
+            dict(self.prefix_keys),
             {k: (m.role, m.parent_id, m.summary, m.finished) for k, m in self.messages.items()},
             {k: (p.message_id, p.kind, p.status) for k, p in self.parts.items()},
             dict(self.calls),
@@ -237,9 +238,10 @@ class SessionIndex:
             case PrefixPinned():
                 return None
             case PrefixRotated():
-                return None if self.prefix_key is not None else "no prefix is pinned to rotate"
+                pinned = event.agent_id in self.prefix_keys
+                return None if pinned else "no prefix is pinned to rotate"
             case PrefixAdvanced():
-                if event.key != self.prefix_key:
+                if event.key != self.prefix_keys.get(event.agent_id):
                     return f"prefix {event.key!r} is not the pinned one"
                 if event.message_id not in self.messages:
                     return f"message {event.message_id!r} does not exist"
@@ -425,7 +427,7 @@ def _note_environment(index: SessionIndex, event: EnvironmentCaptured) -> None:
 
 
 def _note_prefix(index: SessionIndex, event: PrefixPinned | PrefixRotated) -> None:
-    index.prefix_key = event.key
+    index.prefix_keys[event.agent_id] = event.key
 
 
 #: What each event type establishes, by type (``History`` calls these directly when applying).

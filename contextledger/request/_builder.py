@@ -214,7 +214,7 @@ class RequestBuilder:
             tools=(),
             permissions=inputs.permissions,
         )
-        prefix = decide_prefix(history.state.prefix, candidate, inputs.tools)
+        prefix = decide_prefix(history.pinned_prefix(self.agent_id), candidate, inputs.tools)
         tool_choice = inputs.tool_choice
         if inputs.last_step:
             source = messages[-1].source_id if messages else history.session_id

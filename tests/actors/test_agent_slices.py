@@ -1,6 +1,7 @@
 """Two agents alternating on one session: each agent's request holds its own slice (the main
-agent's request carries neither the sub-agent's messages nor its call in flight), each
-``RequestSent`` is recorded with its agent, and ``contextledger replay`` reproduces them."""
+agent's request carries neither the sub-agent's messages nor its call in flight) behind its
+own pinned prefix (a switch rotates nothing), each ``RequestSent`` is recorded with its
+agent, and ``contextledger replay`` reproduces them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ import trio
 
 from contextledger.actors import Runtime, SessionHandle
 from contextledger.cli import main
-from contextledger.events._catalogue import RecordedEvent, RequestSent
+from contextledger.events._catalogue import (
+    PrefixPinned,
+    PrefixRotated,
+    RecordedEvent,
+    RequestSent,
+)
 from contextledger.history._projection import History
 from contextledger.history._view import INTERRUPTED_OUTPUT
 from contextledger.request._builder import BuiltRequest
@@ -82,6 +88,12 @@ def test_two_agents_alternating_are_each_sent_their_slice_and_replay(
     assert main_sent and not main_sent & mine
     sent = [r.event.agent_id for r in recorded if isinstance(r.event, RequestSent)]
     assert sent == ["main", "main", REVIEWER] * 3
+    # Each agent pins its own prefix once; switching between them rotates nothing.
+    prefixes = [r.event for r in recorded if isinstance(r.event, PrefixPinned | PrefixRotated)]
+    assert [(type(e), e.agent_id) for e in prefixes] == [
+        (PrefixPinned, "main"),
+        (PrefixPinned, REVIEWER),
+    ]
 
     capsys.readouterr()  # the runtime's log lines
     code = main(["replay", str(db), "--session", "ses_agents", "--json"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from contextledger.events import (
     CompactionPart,
     MemoryPinned,
@@ -9,14 +11,25 @@ from contextledger.events import (
     PrefixAdvanced,
     PrefixPinned,
     PrefixProfile,
+    PrefixRotated,
     RecordedEvent,
     TextPart,
     ToolCompleted,
     ToolPart,
     Usage,
 )
+from contextledger.events._errors import InvalidEvent
 from contextledger.history import History
 from contextledger.testing._builder import SessionBuilder
+
+PROFILE = PrefixProfile(
+    provider_id="anthropic",
+    model_id="m",
+    agent="main",
+    system_mode="default",
+    system=("s",),
+    tools=("bash",),
+)
 
 
 def _project(b: SessionBuilder) -> History:
@@ -135,16 +148,8 @@ def test_session_level_facts_are_kept() -> None:
     user = b.user("hi", environment="<environment_details>cwd</environment_details>")
     reply = b.assistant(user)
     b.finish(reply)
-    profile = PrefixProfile(
-        provider_id="anthropic",
-        model_id="m",
-        agent="main",
-        system_mode="default",
-        system=("s",),
-        tools=("bash",),
-    )
     b.add(MemoryPinned, text="remember")
-    b.add(PrefixPinned, key="k1", profile=profile)
+    b.add(PrefixPinned, key="k1", profile=PROFILE)
     b.add(PrefixAdvanced, key="k1", message_id=reply)
     history = _project(b)
     assert history.state.environment[user].startswith("<environment_details>")
@@ -172,3 +177,31 @@ def test_a_snapshot_restores_an_equal_projection() -> None:
     assert isinstance(restored.part(call), ToolPart)
     assert isinstance(restored.message(reply).parts[0], type(history.message(reply).parts[0]))
     assert not isinstance(restored.part(call), TextPart)
+
+
+def test_each_agent_keeps_its_own_pinned_prefix() -> None:
+    b = SessionBuilder("ses_prefix")
+    reply = b.assistant(b.user("hello"))
+    b.add(PrefixPinned, key="main-key", profile=PROFILE)
+    b.add(PrefixPinned, "reviewer", key="review-key", profile=PROFILE)
+    b.add(PrefixAdvanced, "reviewer", key="review-key", message_id=reply)
+    history = _project(b)
+    main, review = history.pinned_prefix(), history.pinned_prefix("reviewer")
+    assert main is not None and main.key == "main-key" and main.advanced_to is None
+    assert review is not None and review.key == "review-key" and review.advanced_to == reply
+    recorded = [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
+    assert History.rebuild(b.session_id, recorded) == history
+
+
+def test_a_rotation_or_an_advance_names_its_own_agents_prefix() -> None:
+    b = SessionBuilder("ses_prefix")
+    reply = b.assistant(b.user("hello"))
+    b.add(PrefixPinned, key="main-key", profile=PROFILE)
+    history = _project(b)
+    other = {"session_id": b.session_id, "agent_id": "reviewer"}
+    rotated = PrefixRotated(key="other", profile=PROFILE, reason="tools changed", **other)
+    with pytest.raises(InvalidEvent, match="no prefix is pinned to rotate"):
+        history.validate([rotated])
+    advanced = PrefixAdvanced(key="main-key", message_id=reply, **other)
+    with pytest.raises(InvalidEvent, match="is not the pinned one"):
+        history.validate([advanced])
