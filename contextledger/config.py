@@ -339,10 +339,12 @@ class CompactionConfig(_Section, frozen=True):
     #: Kilo ``MAX_COMPACTION_ATTEMPTS``: a turn that still overflows after 3 compactions stops
     #: with an error instead of looping.
     max_attempts: Positive = 3
-    #: What ``max_attempts`` counts compactions within: "turn" (Kilo: since the last real user
-    #: message) or "step" (since the last assistant step that finished without an error, so
-    #: that early compactions in a long tool loop are not mistaken for an overflow loop).
-    attempts_per: Literal["turn", "step"] = "turn"
+    #: What ``max_attempts`` counts compactions within: "step" (since the last assistant step
+    #: that finished without an error and under the window, so that the compactions a long
+    #: tool loop needs on a small window, one every few steps, are not mistaken for an
+    #: overflow loop) or "turn" (Kilo: since the last real user message, which stops such a
+    #: loop after its third compaction).
+    attempts_per: Literal["turn", "step"] = "step"
     #: When to compact: "window" (opencode, Kilo, MiMo: when the usable window is reached) or
     #: "economic" (also earlier, once the view passes the size at which compacting costs less
     #: per call than reading the grown prefix from the cache; ``policy.cadence``).

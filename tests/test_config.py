@@ -494,7 +494,7 @@ def test_the_view_section_sets_the_view_options() -> None:
 
 def test_the_economic_cadence_needs_attempts_per_step() -> None:
     with pytest.raises(ConfigError, match=r'compaction\.attempts_per: must be "step"'):
-        Config.from_dict({"compaction": {"cadence": "economic"}})
+        Config.from_dict({"compaction": {"cadence": "economic", "attempts_per": "turn"}})
     config = Config.from_dict({"compaction": {"cadence": "economic", "attempts_per": "step"}})
     assert (config.compaction.cadence, config.compaction.attempts_per) == ("economic", "step")
 

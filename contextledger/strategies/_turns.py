@@ -227,9 +227,14 @@ class OpencodeDefault(PolicyStrategy):
 
     def configure(self, config: Config) -> Config:
         """``overflow_variant = "kilo"``, ``prune.mode = "opencode"``, opencode template, no
-        step guard."""
+        step guard, attempts counted per turn."""
         config = _replace_section(
-            config, "compaction", overflow_variant="kilo", template="opencode", step_guard=False
+            config,
+            "compaction",
+            overflow_variant="kilo",
+            template="opencode",
+            step_guard=False,
+            attempts_per="turn",
         )
         return _replace_section(config, "prune", mode="opencode")
 
@@ -244,13 +249,14 @@ class MimoTiers(PolicyStrategy):
 
     def configure(self, config: Config) -> Config:
         """``overflow_variant = "mimo"``, ``prune`` on in ``mimo`` mode, continuation
-        template, no step guard."""
+        template, no step guard, attempts counted per turn."""
         config = _replace_section(
             config,
             "compaction",
             overflow_variant="mimo",
             template="continuation",
             step_guard=False,
+            attempts_per="turn",
         )
         return _replace_section(config, "prune", enabled=True, mode="mimo")
 

@@ -8,6 +8,7 @@ import trio
 from contextledger.bench import _retention as retention
 from contextledger.bench._common import Options
 from contextledger.bench._estimation import DEFAULT_TRACES
+from contextledger.strategies import strategy
 
 
 def test_the_retention_benchmark_reports_its_keys() -> None:
@@ -27,13 +28,15 @@ def test_the_retention_benchmark_reports_its_keys() -> None:
 
 
 def test_a_replay_that_cannot_send_a_call_is_reported_not_raised() -> None:
-    # opencode's 65-call session: a turn that outgrows a 32,000-token window again after each
-    # compaction the runtime's policy allows; the replay stops there, and says where.
+    # opencode's 65-call session under MiMo's policy (attempts counted per turn, no step
+    # guard): a turn that outgrows a 32,000-token window again after each compaction that
+    # policy allows; the replay stops there, and says where. (The runtime's own policy,
+    # which counts attempts per step, gets through it.)
     path = DEFAULT_TRACES / "opencode-export" / "gatomia__0f1be78a364c-1__oc-1.14.30-gpt-5.4.json"
     if not path.is_file():
         pytest.skip(f"shared/traces not present: {path} does not exist")
     ((_, events),), unread = retention._sessions([path])
     assert not unread
-    measure = trio.run(retention._replay, events, 32_000, retention.CADENCES["window"])
+    measure = trio.run(retention._replay, events, 32_000, strategy("mimo-tiers"))
     assert measure.failed_at is not None and measure.failed_at > 1
     assert measure.compactions > 0
