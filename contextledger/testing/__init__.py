@@ -4,10 +4,22 @@ rebuild, snapshots restore, events round-trip, tool calls never split from their
 replay determinism, live view == rebuilt view, prefix stability) and ``appends_only`` (the
 events after a step that leave earlier messages alone), for property-testing your own
 strategies. ``contextledger.testing.loopback`` is a provider on 127.0.0.1 to run an agent loop
-against (scripted tool loops, the APIs' validation, cache usage, faults on demand).
+against (scripted tool loops, the APIs' validation, cache usage, faults on demand), and
+``run_scenario`` runs many agent loops through the runtime against it and checks them.
 ``StoreContract`` is the ``EventStore`` contract as a pytest suite: subclass it with a
 factory of your backend's stores."""
 
+from contextledger.testing._agentloop import (
+    AgentOutcome,
+    BodyReplay,
+    Overflow,
+    Scenario,
+    ScenarioRun,
+    lower_bound_read_share,
+    replay_bodies,
+    run_scenario,
+    run_scenario_in_asyncio,
+)
 from contextledger.testing._invariants import (
     InvariantViolation,
     check_history,
@@ -25,7 +37,12 @@ from contextledger.testing._store_contract import StoreContract
 from contextledger.testing._strategies import session_events, split_batches
 
 __all__ = [
+    "AgentOutcome",
+    "BodyReplay",
     "InvariantViolation",
+    "Overflow",
+    "Scenario",
+    "ScenarioRun",
     "StoreContract",
     "appends_only",
     "check_history",
@@ -37,6 +54,10 @@ __all__ = [
     "check_snapshot_matches",
     "check_tool_pairs",
     "check_view_deterministic",
+    "lower_bound_read_share",
+    "replay_bodies",
+    "run_scenario",
+    "run_scenario_in_asyncio",
     "session_events",
     "split_batches",
 ]

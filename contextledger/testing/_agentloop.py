@@ -1,0 +1,784 @@
+"""Agent-loop scenarios: many sessions, each running a scripted tool loop through the runtime
+against the loopback provider, with child sessions, agent slices, faults and an optional
+cancellation of the runtime followed by a reopen and resume.
+
+``run_scenario`` (trio) and ``run_scenario_in_asyncio`` (the runtime as a trio guest of an
+asyncio loop) return a ``ScenarioRun``: each agent's outcome, every request the provider
+received with its verdict and cache usage, and the bodies the log replays to. Its properties
+are the checks a loop must pass (no failed agent, no request over the window, every overflow
+answered by one compaction and then an accepted request, every call paired, every request
+body replayed from the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Final, Literal
+
+import msgspec
+import trio
+
+from contextledger.actors import Runtime, SessionHandle, embed_in_asyncio
+from contextledger.cachesim import blocks_from_anthropic_body, prefixes
+from contextledger.compaction import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from contextledger.config import Config
+from contextledger.events import (
+    MAIN_AGENT,
+    CompactionCompleted,
+    CompactionRequested,
+    CompactionRolledBack,
+    ModelRef,
+    PrefixPinned,
+    PrefixRotated,
+    RecordedEvent,
+    RequestSent,
+    ToolPart,
+    ToolPending,
+    ToolRunning,
+    ToolSchema,
+)
+from contextledger.history import History
+from contextledger.policy import usable
+from contextledger.providers import (
+    ContextOverflowError,
+    ProviderClient,
+    RetryPolicy,
+    wire_format,
+)
+from contextledger.request import RequestBuilder, RequestInputs, SystemSegments
+from contextledger.store import EventStore
+from contextledger.testing._invariants import InvariantViolation, check_tool_pairs
+from contextledger.testing.loopback import (
+    Exchange,
+    Fault,
+    LoopbackProvider,
+    Reaction,
+    Reply,
+    Script,
+    ToolCall,
+    read_step,
+)
+from contextledger.vocabulary import Model, ModelLimits
+
+#: The model every scenario talks to; its window is the scenario's.
+MODEL_ID: Final = "claude-sonnet-4-5"
+#: Output cap of the served model: Claude Sonnet 4.5's 64k, so the runtime's output cap
+#: (``output_cap``), not the server's limit, decides what each request asks for.
+MODEL_OUTPUT: Final = 64_000
+#: The summary the loopback model writes when asked for one (the summary request carries no
+#: conversation key, so it plays the ``""`` conversation).
+SUMMARY_TEXT: Final = (
+    "## Goal\n- Finish the scripted task.\n\n## Progress\n- The scripted steps so far ran.\n\n"
+    "## Next steps\n- Run the next scripted step."
+)
+#: Faults drawn for requests at ``Scenario.fault_rate``: rate limits with and without a
+#: retry-after, 500, 529, dropped connections, and a provider that calls a fitting request
+#: too long (an overflow the runtime must answer like a real one).
+FAULTS: Final = (
+    Fault.rate_limited(),
+    Fault.rate_limited(retry_after=1),
+    Fault.rate_limited(retry_after_ms=20),
+    Fault.server_error(),
+    Fault.overloaded(),
+    Fault.dropped(),
+    Fault.overflow(),
+)
+#: Retries with short waits (a retry-after is capped at ``max_delay``): six sends make a
+#: run of faults that exhausts them rare enough not to matter at the default fault rate.
+RETRY: Final = RetryPolicy(max_attempts=6, base_delay=0.005, max_delay=0.05)
+#: Requests one agent may send before its loop counts as runaway: each step may meet an
+#: overflow (one compaction, one resend) and a truncated answer.
+REQUESTS_PER_STEP: Final = 4
+#: How often the lag ticker wakes, in seconds.
+TICK_S: Final = 0.005
+TOOLS: Final = (
+    ToolSchema(
+        name="bash",
+        description="Run a shell command.",
+        input_schema={"type": "object", "properties": {"command": {"type": "string"}}},
+    ),
+)
+_WINDOW_ERRORS: Final = ("prompt is too long", "input length and `max_tokens` exceed")
+
+
+class Scenario(msgspec.Struct, frozen=True, kw_only=True):
+    """What to run: ``sessions`` concurrent sessions of ``steps`` tool steps each on a
+    ``window``-token model, tool outputs of ``output_min``..``output_max`` bytes (drawn
+    log-uniformly), compaction summaries written by the ``summarizer``. The first
+    ``children`` sessions also run a child session (a quarter of the steps) beside their own
+    loop; the first ``slices`` run a sub-agent slice (``agent_id="explore"``, a quarter of the
+    steps) half-way through theirs. ``fault_rate`` of the requests get one of ``FAULTS``.
+    With ``cancel_after``, the runtime is cancelled once that many requests were sent, then
+    reopened on the same store, and every loop resumes where its log says it was."""
+
+    sessions: int = 4
+    steps: int = 8
+    window: int = 32_000
+    output_min: int = 200
+    output_max: int = 50_000
+    summarizer: Literal["extractive", "model"] = "extractive"
+    children: int = 0
+    slices: int = 0
+    fault_rate: float = 0.05
+    cancel_after: int | None = None
+    seed: int = 0
+    config: Config = Config()
+
+    def __post_init__(self) -> None:
+        if self.sessions < 1 or self.steps < 1:
+            raise ValueError("a scenario needs at least one session of one step")
+        if not 0 < self.output_min <= self.output_max:
+            raise ValueError("tool outputs must satisfy 0 < output_min <= output_max")
+
+    @property
+    def model(self) -> Model:
+        """The served model: ``MODEL_ID`` with the scenario's window."""
+        limits = ModelLimits(context=self.window, output=MODEL_OUTPUT)
+        return Model(provider_id="anthropic", model_id=MODEL_ID, limits=limits)
+
+
+class Overflow(msgspec.Struct, kw_only=True):
+    """A request the provider refused as too long: the session's ``seq`` when it was recorded,
+    the outcome of the compaction ``record_error`` ran, (once one was) the ``seq`` after the
+    next accepted answer was recorded, and the agent's compactions requested in between."""
+
+    seq: int
+    outcome: str | None
+    accepted_seq: int | None = None
+    compactions: int = 0
+
+
+class AgentOutcome(msgspec.Struct, kw_only=True):
+    """One agent loop: a session's main agent, a slice of it or a child session.
+
+    ``conversation`` is the loopback conversation its requests play; ``steps`` counts the
+    answers that called tools; ``unpaired`` the built requests whose calls were not each
+    answered in the next message; ``error`` the exception that ended the loop, if one did."""
+
+    session_id: str
+    agent_id: str
+    conversation: str
+    steps: int = 0
+    requests: int = 0
+    unpaired: int = 0
+    overflows: list[Overflow] = []
+    resumed: bool = False
+    done: bool = False
+    error: str | None = None
+
+
+class BodyReplay(msgspec.Struct, frozen=True, kw_only=True):
+    """One recorded request: its ``seq``, agent, the body hash ``RequestSent`` recorded and
+    the one rebuilt from the log before it."""
+
+    session_id: str
+    seq: int
+    agent_id: str
+    recorded: str
+    replayed: str
+
+
+class ScenarioRun(msgspec.Struct, kw_only=True):
+    """What a scenario did: every agent's outcome, every request received (``exchanges``,
+    the loopback's records), the request bodies replayed from each session's log, the host
+    loop's lag samples (``(time_ms, lag_ms)``), the compactions' wall-clock intervals, and
+    the CPU seconds of the process and of the loopback server's request handling."""
+
+    scenario: Scenario
+    agents: list[AgentOutcome]
+    exchanges: list[Exchange]
+    replays: list[BodyReplay]
+    lags: list[tuple[float, float]]
+    compactions: list[tuple[int, int]]
+    cpu_seconds: float
+    server_cpu_seconds: float
+    cancelled: bool
+
+    @property
+    def failed(self) -> list[AgentOutcome]:
+        """Agents whose loop raised or did not end."""
+        return [a for a in self.agents if a.error is not None or not a.done]
+
+    @property
+    def over_window(self) -> list[Exchange]:
+        """Requests the provider refused as longer than the window (injected overflow faults
+        are not counted: they refuse fitting requests)."""
+        return [e for e in self.exchanges if e.fault is None and _window_error(e.response)]
+
+    @property
+    def bad_overflows(self) -> list[tuple[str, str, Overflow]]:
+        """Overflows not followed by exactly one compaction, completed, and then an accepted
+        request."""
+        return [
+            (a.session_id, a.agent_id, o)
+            for a in self.agents
+            for o in a.overflows
+            if o.outcome != "completed" or o.accepted_seq is None or o.compactions != 1
+        ]
+
+    @property
+    def refused(self) -> list[Exchange]:
+        """Requests the provider refused as invalid (a 400 that is neither an injected fault
+        nor over the window: unpaired calls, a first message from the assistant, ...)."""
+        return [
+            e
+            for e in self.exchanges
+            if e.status == 400 and e.fault is None and not _window_error(e.response)
+        ]
+
+    @property
+    def unpaired(self) -> int:
+        """Built requests with a call not answered in the next message."""
+        return sum(a.unpaired for a in self.agents)
+
+    @property
+    def replay_mismatches(self) -> list[BodyReplay]:
+        """Recorded requests whose body the log does not rebuild byte for byte."""
+        return [r for r in self.replays if r.recorded != r.replayed]
+
+    @property
+    def unrecorded_bodies(self) -> list[Exchange]:
+        """Accepted requests of an agent loop whose body is not one the log replays to."""
+        replayed = {r.replayed for r in self.replays}
+        return [
+            e
+            for e in self.exchanges
+            if e.conversation and e.status == 200 and _sha(e.body) not in replayed
+        ]
+
+    @property
+    def cache_read_share(self) -> float:
+        """The share of accepted requests' prompt tokens the provider read from its cache."""
+        read = prompt = 0
+        for exchange in self.exchanges:
+            if exchange.status == 200:
+                usage = exchange.response["usage"]
+                read += usage["cache_read_input_tokens"]
+                prompt += (
+                    usage["input_tokens"]
+                    + usage["cache_creation_input_tokens"]
+                    + usage["cache_read_input_tokens"]
+                )
+        return read / prompt if prompt else 0.0
+
+    @property
+    def cache_read_share_lower_bound(self) -> float:
+        """The same share for the cache simulator's lower bound (``cachesim.lower_bound``):
+        each accepted request reads the longest prefix it shares with any earlier one."""
+        return lower_bound_read_share(
+            [e.json for e in self.exchanges if e.status == 200 and isinstance(e.json, dict)]
+        )
+
+    @property
+    def loop_lag_p99_ms(self) -> float:
+        """The 99th percentile of the host loop's lag over the ticks that overlap a
+        compaction (0 when none ran)."""
+        lags = sorted(
+            lag
+            for at, lag in self.lags
+            if any(start <= at and at - lag <= end for start, end in self.compactions)
+        )
+        if not lags:
+            return 0.0
+        return lags[min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)]
+
+    @property
+    def runtime_cpu_share(self) -> float:
+        """The process's CPU outside the loopback server's request handling, as a share of
+        all of it: the runtime, the store and the client side of the loop."""
+        if self.cpu_seconds <= 0:
+            return 0.0
+        return max(0.0, self.cpu_seconds - self.server_cpu_seconds) / self.cpu_seconds
+
+
+def lower_bound_read_share(bodies: Sequence[Mapping[str, Any]]) -> float:
+    """The share of prompt tokens read if every Anthropic body (in arrival order) read the
+    longest block-boundary prefix it shares with any earlier one: the reads of
+    ``cachesim.lower_bound``."""
+    seen: set[str] = set()
+    read = prompt = 0
+    for body in bodies:
+        pre = prefixes(blocks_from_anthropic_body(body))
+        read += next((tokens for key, tokens in reversed(pre) if key in seen), 0)
+        prompt += pre[-1][1] if pre else 0
+        seen.update(key for key, _ in pre)
+    return read / prompt if prompt else 0.0
+
+
+def replay_bodies(
+    recorded: Sequence[RecordedEvent],
+    *,
+    config: Config,
+    model: Model,
+    inputs: Mapping[str, RequestInputs],
+    wire: str = "anthropic",
+) -> list[BodyReplay]:
+    """Rebuild every recorded request of a session from its log: for each ``RequestSent``,
+    the body a fresh ``RequestBuilder`` of its agent (as the runtime's) builds from the events
+    before it, with ``inputs[agent_id]``, and its SHA-256 beside the recorded one."""
+    events = [r.event for r in recorded]
+    history = History(recorded[0].stream if recorded else "")
+    builders: dict[str, RequestBuilder] = {}
+    built: dict[int, str] = {}
+    replays: list[BodyReplay] = []
+    for index, record in enumerate(recorded):
+        sent = _sent_after(events, index)
+        if sent is not None:
+            agent = events[sent].agent_id
+            builder = builders.get(agent)
+            if builder is None:
+                builder = builders[agent] = RequestBuilder(
+                    wire_format(wire),
+                    config,
+                    agent_id=None if agent == MAIN_AGENT else agent,
+                    usable_tokens=usable(model, config),
+                    model=model,
+                )
+            body = builder.build(history, inputs[agent]).encoded.body
+            built[sent] = _sha(body)
+        event = record.event
+        if isinstance(event, RequestSent):
+            replays.append(
+                BodyReplay(
+                    session_id=record.stream,
+                    seq=record.seq,
+                    agent_id=event.agent_id,
+                    recorded=event.body_hash,
+                    replayed=built.get(index, ""),
+                )
+            )
+        history.apply(record)
+    return replays
+
+
+def _sent_after(events: Sequence[Any], index: int) -> int | None:
+    """The index of the ``RequestSent`` that was built from the events before ``index``:
+    the event at ``index``, or the one after a prefix event there (appended together)."""
+    event = events[index]
+    if isinstance(event, RequestSent):
+        before = events[index - 1] if index else None
+        return None if isinstance(before, PrefixPinned | PrefixRotated) else index
+    if isinstance(event, PrefixPinned | PrefixRotated) and index + 1 < len(events):
+        return index + 1 if isinstance(events[index + 1], RequestSent) else None
+    return None
+
+
+def _sha(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def _window_error(response: Any) -> bool:
+    error = response.get("error") if isinstance(response, dict) else None
+    message = error.get("message", "") if isinstance(error, dict) else ""
+    return isinstance(message, str) and message.startswith(_WINDOW_ERRORS)
+
+
+# --- the loops --------------------------------------------------------------------------
+
+
+class _Agent:
+    """One loop's fixed facts and its outcome so far."""
+
+    def __init__(self, outcome: AgentOutcome, steps: int, inputs: RequestInputs) -> None:
+        self.outcome = outcome
+        self.steps = steps
+        self.inputs = inputs
+        self.user: str | None = None
+
+
+class _Loops:
+    """The agents of a scenario and what they share: the provider, the client, the count of
+    requests sent (for the cancellation) and the cancel scope of the runtime."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.provider = _TimedProvider(self.script, models=[scenario.model])
+        self.sent = 0
+        self.scope: trio.CancelScope | None = None
+        self.client: ProviderClient | None = None
+        self.main: list[_Agent] = []
+        self.slices: dict[str, _Agent] = {}
+        self.children: dict[str, _Agent] = {}
+        for n in range(scenario.sessions):
+            session_id = f"ses_loop_{n:03d}"
+            self.main.append(self._agent(session_id, MAIN_AGENT, scenario.steps))
+            quarter = max(1, scenario.steps // 4)
+            if n < scenario.slices:
+                self.slices[session_id] = self._agent(session_id, "explore", quarter)
+            if n < scenario.children:
+                self.children[session_id] = self._agent(f"{session_id}_child", MAIN_AGENT, quarter)
+
+    @staticmethod
+    def _agent(session_id: str, agent_id: str, steps: int) -> _Agent:
+        conversation = session_id if agent_id == MAIN_AGENT else f"{session_id}/{agent_id}"
+        inputs = RequestInputs(
+            model=ModelRef(provider_id="anthropic", model_id=MODEL_ID),
+            segments=SystemSegments(prompt="Do what the user asks.", environment="cwd: /repo"),
+            agent="build" if agent_id == MAIN_AGENT else agent_id,
+            tools=TOOLS,
+            options={"metadata": {"user_id": conversation}},
+        )
+        outcome = AgentOutcome(session_id=session_id, agent_id=agent_id, conversation=conversation)
+        return _Agent(outcome, steps, inputs)
+
+    @property
+    def agents(self) -> list[_Agent]:
+        return [*self.main, *self.slices.values(), *self.children.values()]
+
+    def script(self, conversation: str) -> Script:
+        """The steps of ``conversation``: tool calls with outputs drawn from its own seeded
+        generator; the ``""`` conversation (summary requests) answers with ``SUMMARY_TEXT``."""
+        if not conversation:
+            return Script(final=Reply(text=SUMMARY_TEXT))
+        agent = next(a for a in self.agents if a.outcome.conversation == conversation)
+        draw = random.Random(f"{self.scenario.seed}:{conversation}")
+        low, high = math.log(self.scenario.output_min), math.log(self.scenario.output_max)
+        replies = tuple(
+            Reply(
+                text=f"Step {n}: running the next command.",
+                tool_calls=(
+                    ToolCall(
+                        name="bash",
+                        input={"command": f"step {n}"},
+                        output=_output(n, round(math.exp(draw.uniform(low, high))), draw),
+                    ),
+                ),
+            )
+            for n in range(1, agent.steps + 1)
+        )
+        return Script(steps=(*replies, Reply(text="Done.")), final=Reply(text="Done."))
+
+    def count_send(self) -> None:
+        self.sent += 1
+        if self.scope is not None and self.sent == self.scenario.cancel_after:
+            self.scope.cancel()
+
+    async def run_session(self, runtime: Runtime, index: int) -> None:
+        """Run (or resume) session ``index``: its main loop with its slice half-way through,
+        and its child session beside it."""
+        main = self.main[index]
+        handle = await runtime.session(main.outcome.session_id)
+        async with trio.open_nursery() as nursery:
+            child = self.children.get(main.outcome.session_id)
+            if child is not None and not child.outcome.done:
+                if child.outcome.session_id in await runtime.children(main.outcome.session_id):
+                    child_handle = await runtime.session(child.outcome.session_id)
+                else:
+                    child_handle = await handle.start_subtask(child.outcome.session_id)
+                nursery.start_soon(self.run_agent, child_handle, child, None)
+            await self.run_agent(handle, main, self.slices.get(main.outcome.session_id))
+
+    async def run_agent(self, handle: SessionHandle, agent: _Agent, inner: _Agent | None) -> None:
+        """Run ``agent``'s loop to its end (``inner``, a slice, runs to its end once half the
+        steps are done); an exception ends it as the outcome's ``error``."""
+        outcome = agent.outcome
+        if outcome.done or outcome.error is not None:
+            return
+        try:
+            await self._resume(handle, agent)
+            while not outcome.done:
+                if (
+                    inner is not None
+                    and not inner.outcome.done
+                    and outcome.steps >= agent.steps // 2
+                ):
+                    await self.run_agent(handle, inner, None)
+                    if inner.outcome.error is not None:
+                        raise RuntimeError(f"its slice failed: {inner.outcome.error}")
+                await self._step(handle, agent)
+        except Exception as exc:  # the outcome, not a crash of the scenario
+            outcome.error = f"{type(exc).__name__}: {exc}"
+
+    async def _resume(self, handle: SessionHandle, agent: _Agent) -> None:
+        """Start the agent's turn, or after a reopen pick it up as the log left it: run the
+        tools of calls without a result and finish an unfinished message."""
+        outcome = agent.outcome
+        history = await handle.history()
+        users = [
+            m
+            for m in history.messages
+            if m.role == "user" and m.agent_id == outcome.agent_id and not m.synthetic
+        ]
+        if agent.user is None and not users:
+            agent.user = await handle.add_user(
+                "Work through the scripted steps.",
+                agent=agent.inputs.agent,
+                agent_id=outcome.agent_id,
+            )
+            return
+        agent.user = agent.user or users[-1].id
+        for message in history.messages:
+            if message.role != "assistant" or message.agent_id != outcome.agent_id:
+                continue
+            if message.finished_ms is not None or message.summary:
+                continue
+            outcome.resumed = True
+            calls = [p for p in message.parts if isinstance(p, ToolPart)]
+            for part in calls:
+                if isinstance(part.state, ToolPending | ToolRunning):
+                    output = self.provider.expected_output(part.call_id) or ""
+                    await handle.record_tool_result(part.id, output)
+            await handle.finish(message.id, finish="tool-calls" if calls else "stop")
+
+    async def _step(self, handle: SessionHandle, agent: _Agent) -> None:
+        """Build, send and record one request of ``agent``; an overflow is recorded with
+        ``record_error`` (which compacts)."""
+        outcome, agent_id = agent.outcome, agent.outcome.agent_id
+        if outcome.requests >= REQUESTS_PER_STEP * (agent.steps + 1):
+            raise RuntimeError(f"no end after {outcome.requests} requests")
+        assert agent.user is not None and self.client is not None
+        built = await handle.build_request(agent.inputs, agent_id=agent_id)
+        outcome.requests += 1
+        try:
+            check_tool_pairs(list(built.request.messages))
+        except InvariantViolation:
+            outcome.unpaired += 1
+        try:
+            response = await self.client.send(built.request, built.encoded)
+        except ContextOverflowError as exc:
+            self.count_send()
+            message = await handle.start_assistant(agent.user, agent_id=agent_id)
+            seq = (await handle.history()).seq
+            result = await handle.record_error(message, exc)
+            outcome.overflows.append(
+                Overflow(seq=seq, outcome=result.outcome if result is not None else None)
+            )
+            return
+        self.count_send()
+        step = read_step(response.body)
+        message = await handle.start_assistant(agent.user, agent_id=agent_id)
+        if step.text:
+            await handle.add_text(message, step.text)
+        for call in step.calls:
+            part = await handle.call_tool(message, call.name, call.input, call_id=call.id)
+            output = self.provider.expected_output(call.id) or ""
+            await handle.record_tool_result(part, output)
+        await handle.finish(
+            message, finish="tool-calls" if step.calls else "stop", usage=response.usage
+        )
+        if outcome.overflows and outcome.overflows[-1].accepted_seq is None:
+            outcome.overflows[-1].accepted_seq = (await handle.history()).seq
+        outcome.steps += bool(step.calls)
+        outcome.done = step.stop in ("end_turn", "stop")
+
+
+def _output(n: int, size: int, draw: random.Random) -> str:
+    """A tool output of about ``size`` bytes: numbered lines of test-runner-like text."""
+    lines = [f"$ step {n}"]
+    total = len(lines[0])
+    while total < size:
+        line = f"tests/test_{draw.randrange(1000):03d}.py::case_{len(lines)} PASSED"
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)[:size]
+
+
+class _TimedProvider(LoopbackProvider):
+    """The loopback provider, adding up the CPU time its threads spend handling requests."""
+
+    cpu_seconds = 0.0
+
+    def _react(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reaction:
+        start = time.thread_time()
+        try:
+            return super()._react(method, path, headers, body)
+        finally:
+            self.cpu_seconds += time.thread_time() - start
+
+
+# --- running a scenario ------------------------------------------------------------------
+
+
+def _summarizer(scenario: Scenario, client: ProviderClient) -> Summarizer:
+    if scenario.summarizer == "model":
+        return ModelSummarizer(client, model=ModelRef(provider_id="anthropic", model_id=MODEL_ID))
+    return ExtractiveSummarizer()
+
+
+def _client(provider: LoopbackProvider) -> ProviderClient:
+    return ProviderClient(wire_format("anthropic"), provider.url, api_key="test", retry=RETRY)
+
+
+async def _ticker(
+    sleep: Callable[[float], Awaitable[object]], lags: list[tuple[float, float]]
+) -> None:
+    """Sleep ``TICK_S`` over and over with the host loop's ``sleep``, appending the wall time
+    (ms) and how much later than asked each wake-up came: the loop's lag."""
+    while True:
+        start = time.monotonic()
+        await sleep(TICK_S)
+        lag = (time.monotonic() - start - TICK_S) * 1000
+        lags.append((time.time() * 1000, max(lag, 0.0)))
+
+
+async def run_scenario(scenario: Scenario, store: EventStore) -> ScenarioRun:
+    """Run ``scenario`` on trio against a fresh loopback provider, its sessions in ``store``,
+    and return what happened (see ``ScenarioRun``)."""
+    cpu = time.process_time()
+    lags: list[tuple[float, float]] = []
+    loops = _Loops(scenario)
+    async with loops.provider as provider:
+        provider.random_faults(scenario.fault_rate, FAULTS, seed=scenario.seed)
+        async with _client(provider) as client, trio.open_nursery() as ticking:
+            loops.client = client
+            ticking.start_soon(_ticker, trio.sleep, lags)
+            with trio.CancelScope() as scope:
+                loops.scope = scope
+                await _run_all(loops, store, client)
+            cancelled = scope.cancelled_caught
+            loops.scope = None
+            if cancelled:
+                await _run_all(loops, store, client)
+            ticking.cancel_scope.cancel()
+        cpu_seconds = time.process_time() - cpu
+    return await _collect(loops, store, lags, cpu_seconds, cancelled=cancelled)
+
+
+async def _run_all(loops: _Loops, store: EventStore, client: ProviderClient) -> None:
+    scenario = loops.scenario
+    async with (
+        Runtime.open(
+            store,
+            model=scenario.model,
+            config=scenario.config,
+            summarizer=_summarizer(scenario, client),
+        ) as runtime,
+        trio.open_nursery() as nursery,
+    ):
+        for index in range(scenario.sessions):
+            nursery.start_soon(loops.run_session, runtime, index)
+
+
+def run_scenario_in_asyncio(
+    scenario: Scenario, store: EventStore | AbstractAsyncContextManager[EventStore]
+) -> ScenarioRun:
+    """Run ``scenario`` from an asyncio program (``asyncio.run``): the runtime embedded with
+    ``embed_in_asyncio`` as a trio guest of the asyncio loop on ``store`` (or the store an
+    async context manager such as ``SQLiteStore.open(path)`` opens inside trio), one asyncio
+    task per session calling into it, the lag ticker on the asyncio loop. ``cancel_after``
+    must be None: cancellation is ``run_scenario``'s."""
+    if scenario.cancel_after is not None:
+        raise ValueError("run_scenario_in_asyncio does not cancel; use run_scenario")
+    return asyncio.run(_asyncio_main(scenario, store))
+
+
+async def _asyncio_main(
+    scenario: Scenario, store: EventStore | AbstractAsyncContextManager[EventStore]
+) -> ScenarioRun:
+    cpu = time.process_time()
+    lags: list[tuple[float, float]] = []
+    opened: list[EventStore] = []
+
+    @asynccontextmanager
+    async def keep(
+        store: EventStore | AbstractAsyncContextManager[EventStore],
+    ) -> AsyncIterator[EventStore]:
+        if isinstance(store, AbstractAsyncContextManager):
+            async with store as inner:
+                opened.append(inner)
+                yield inner
+        else:
+            opened.append(store)
+            yield store
+
+    loops = _Loops(scenario)
+    async with loops.provider as provider:
+        provider.random_faults(scenario.fault_rate, FAULTS, seed=scenario.seed)
+        client = loops.client = _client(provider)
+        ticker = asyncio.create_task(_ticker(asyncio.sleep, lags))
+        try:
+            async with embed_in_asyncio(
+                keep(store),
+                model=scenario.model,
+                config=scenario.config,
+                summarizer=_summarizer(scenario, client),
+            ) as bridge:
+
+                def session(index: int) -> Callable[[Runtime], Awaitable[None]]:
+                    return lambda runtime: loops.run_session(runtime, index)
+
+                try:
+                    await asyncio.gather(
+                        *(bridge.call(session(n)) for n in range(scenario.sessions))
+                    )
+                finally:
+
+                    async def close(runtime: Runtime) -> None:
+                        await client.aclose()
+
+                    await bridge.call(close)
+                ticker.cancel()
+                cpu_seconds = time.process_time() - cpu
+
+                async def collect(runtime: Runtime) -> ScenarioRun:
+                    return await _collect(loops, opened[0], lags, cpu_seconds, cancelled=False)
+
+                return await bridge.call(collect)
+        finally:
+            ticker.cancel()
+
+
+async def _collect(
+    loops: _Loops,
+    store: EventStore,
+    lags: list[tuple[float, float]],
+    cpu_seconds: float,
+    *,
+    cancelled: bool,
+) -> ScenarioRun:
+    """The run's record: outcomes, the provider's exchanges, the bodies each session's log
+    replays to and its compactions' intervals."""
+    scenario = loops.scenario
+    replays: list[BodyReplay] = []
+    compactions: list[tuple[int, int]] = []
+    sessions: dict[str, list[_Agent]] = {}
+    for agent in loops.agents:
+        sessions.setdefault(agent.outcome.session_id, []).append(agent)
+    for session_id, agents in sessions.items():
+        recorded = await store.read(session_id)
+        inputs = {a.outcome.agent_id: a.inputs for a in agents}
+        replays.extend(
+            replay_bodies(recorded, config=scenario.config, model=scenario.model, inputs=inputs)
+        )
+        compactions.extend(_compaction_intervals(recorded))
+        for agent in agents:
+            for overflow in agent.outcome.overflows:
+                end = overflow.accepted_seq if overflow.accepted_seq is not None else math.inf
+                overflow.compactions = sum(
+                    isinstance(r.event, CompactionRequested)
+                    and r.event.agent_id == agent.outcome.agent_id
+                    and overflow.seq < r.seq <= end
+                    for r in recorded
+                )
+    return ScenarioRun(
+        scenario=scenario,
+        agents=[a.outcome for a in loops.agents],
+        exchanges=loops.provider.received,
+        replays=replays,
+        lags=lags,
+        compactions=compactions,
+        cpu_seconds=cpu_seconds,
+        server_cpu_seconds=loops.provider.cpu_seconds,
+        cancelled=cancelled,
+    )
+
+
+def _compaction_intervals(recorded: Sequence[RecordedEvent]) -> list[tuple[int, int]]:
+    """Each compaction's (requested, completed or rolled back) times in ms."""
+    started: dict[str, int] = {}
+    intervals: list[tuple[int, int]] = []
+    for record in recorded:
+        event = record.event
+        if isinstance(event, CompactionRequested):
+            started[event.message_id] = event.time_ms
+        elif isinstance(event, CompactionCompleted | CompactionRolledBack):
+            start = started.pop(event.request_message_id, None)
+            if start is not None:
+                intervals.append((start, event.time_ms))
+    return intervals

@@ -1,0 +1,180 @@
+"""Agent loops through the runtime against the loopback provider: concurrent sessions of
+long tool loops with 0.2-50 KB outputs on a 32k window, child sessions and agent slices,
+faults, and a runtime cancelled at a random point then reopened and resumed; on trio and on
+asyncio, with the extractive and the model summarizer.
+
+Each scenario runs once (cached for the module) into an SQLite file; each test is one check
+of every run. ``CONTEXTLEDGER_SCENARIOS=full`` runs them at the agentloop benchmark's full
+size (20 sessions x 32 steps) instead of the small default that keeps ``make test`` quick.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from functools import cache
+from pathlib import Path
+
+import pytest
+import trio
+
+from contextledger.cli._main import main
+from contextledger.store import SQLiteStore
+from contextledger.testing import Scenario, ScenarioRun, run_scenario, run_scenario_in_asyncio
+from contextledger.testing.loopback import Exchange
+
+FULL = os.environ.get("CONTEXTLEDGER_SCENARIOS") == "full"
+#: The default size: four sessions of twelve steps, two with a child session, two with a
+#: slice, 10% of requests faulted. Full size: the agentloop benchmark's 20 x 32.
+SIZE = (
+    dict(sessions=20, steps=32, children=5, slices=5, fault_rate=0.05)
+    if FULL
+    else dict(sessions=4, steps=12, children=2, slices=2, fault_rate=0.1)
+)
+SEED = 7
+#: The request count at which the cancelled scenario's runtime is cancelled.
+CANCEL_AT = random.Random(SEED).randrange(10, 40)
+
+RUNS: dict[str, tuple[str, Scenario]] = {
+    "trio-extractive": ("trio", Scenario(**SIZE, seed=SEED)),
+    "trio-model": ("trio", Scenario(**SIZE, seed=SEED, summarizer="model")),
+    "asyncio-extractive": ("asyncio", Scenario(**SIZE, seed=SEED)),
+    "asyncio-model": ("asyncio", Scenario(**SIZE, seed=SEED, summarizer="model")),
+    "trio-cancelled": ("trio", Scenario(**SIZE, seed=SEED, cancel_after=CANCEL_AT)),
+}
+
+#: Checks that fail on a runtime bug being fixed elsewhere, by (run, check).
+SLICE_REQUEST_AGENT = (
+    "a slice's RequestSent is recorded with agent_id 'main', so its body is rebuilt with the "
+    "main agent's view and does not match"
+)
+SUMMARY_OVER_WINDOW = (
+    "ModelSummarizer's summary request asks for 13,107 output tokens beside the whole head "
+    "(e.g. 25,583 + 13,107 > 32,000): refused as too long, the compaction rolls back until "
+    "the turn's attempts are used and build_request raises CompactionExhausted"
+)
+KNOWN: dict[tuple[str, str], str] = {
+    **{(run, check): SLICE_REQUEST_AGENT for run in RUNS for check in ("replay", "cli-replay")},
+    ("trio-model", "failed"): SUMMARY_OVER_WINDOW,
+    ("trio-model", "window"): SUMMARY_OVER_WINDOW,
+    ("asyncio-model", "failed"): SUMMARY_OVER_WINDOW,
+    ("asyncio-model", "window"): SUMMARY_OVER_WINDOW,
+}
+
+
+def runs(check: str) -> list[object]:
+    """Every run's name as a parameter, marked strictly as expected to fail where ``KNOWN``
+    says this check does."""
+    return [
+        pytest.param(
+            name,
+            marks=[pytest.mark.xfail(strict=True, reason=KNOWN[name, check])]
+            if (name, check) in KNOWN
+            else [],
+        )
+        for name in RUNS
+    ]
+
+
+@cache
+def run_of(name: str, folder: Path) -> ScenarioRun:
+    """The run of scenario ``name`` into ``folder``/``name``.db, run on first use."""
+    mode, scenario = RUNS[name]
+    path = folder / f"{name}.db"
+    if mode == "asyncio":
+        return run_scenario_in_asyncio(scenario, SQLiteStore.open(path))
+
+    async def in_trio() -> ScenarioRun:
+        async with SQLiteStore.open(path) as store:
+            return await run_scenario(scenario, store)
+
+    return trio.run(in_trio)
+
+
+@pytest.fixture(scope="session")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scenarios")
+
+
+def sessions_of(run: ScenarioRun) -> list[str]:
+    return sorted({a.session_id for a in run.agents})
+
+
+def errors(exchanges: list[Exchange]) -> list[tuple[str, str]]:
+    """Each refused request's conversation and the provider's error message."""
+    return [(e.conversation, e.response["error"]["message"]) for e in exchanges]
+
+
+@pytest.mark.parametrize("name", runs("failed"))
+def test_no_session_fails(name: str, folder: Path) -> None:
+    run = run_of(name, folder)
+    assert [(a.session_id, a.agent_id, a.error) for a in run.failed] == []
+
+
+@pytest.mark.parametrize("name", runs("window"))
+def test_no_request_exceeds_the_window(name: str, folder: Path) -> None:
+    run = run_of(name, folder)
+    assert errors(run.over_window) == []
+
+
+@pytest.mark.parametrize("name", runs("overflow"))
+def test_every_overflow_is_followed_by_one_compaction_and_an_accepted_request(
+    name: str, folder: Path
+) -> None:
+    run = run_of(name, folder)
+    assert run.bad_overflows == []
+    # The faults include overflows, so every run has some to answer.
+    assert any(a.overflows for a in run.agents)
+
+
+@pytest.mark.parametrize("name", runs("pairs"))
+def test_every_request_pairs_every_call(name: str, folder: Path) -> None:
+    run = run_of(name, folder)
+    assert run.unpaired == 0
+    assert errors(run.refused) == []
+
+
+@pytest.mark.parametrize("name", runs("replay"))
+def test_the_log_replays_every_request_body_of_every_session_and_slice(
+    name: str, folder: Path
+) -> None:
+    run = run_of(name, folder)
+    assert run.replays
+    assert {(a.session_id, a.agent_id) for a in run.agents} <= {
+        (r.session_id, r.agent_id) for r in run.replays
+    }
+    assert [(r.session_id, r.seq, r.agent_id) for r in run.replay_mismatches] == []
+    assert [(e.conversation, e.index) for e in run.unrecorded_bodies] == []
+
+
+@pytest.mark.parametrize("name", runs("cli-replay"))
+def test_contextledger_replay_accepts_every_session(
+    name: str, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = run_of(name, folder)
+    db = str(folder / f"{name}.db")
+    failing = [s for s in sessions_of(run) if main(["replay", db, "--session", s, "--json"])]
+    capsys.readouterr()
+    assert failing == []
+
+
+@pytest.mark.parametrize("name", runs("cli-strategy"))
+def test_diff_and_view_with_a_strategy_work_on_every_session(
+    name: str, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = run_of(name, folder)
+    db = str(folder / f"{name}.db")
+    for session in sessions_of(run):
+        calls = sum(a.requests for a in run.agents if a.session_id == session)
+        for turn in (1, calls // 2 + 1):
+            diff = ["diff", db, "--session", session, "--strategy", "baseline"]
+            assert main([*diff, "--turn", str(turn), "--json"]) == 0, (session, turn)
+        view = ["view", db, "--session", session, "--strategy", "baseline", "--json"]
+        assert main(view) == 0, session
+        capsys.readouterr()
+
+
+def test_the_cancelled_run_was_cancelled_and_resumed(folder: Path) -> None:
+    run = run_of("trio-cancelled", folder)
+    assert run.cancelled
+    assert all(a.done for a in run.agents if a.error is None)
