@@ -25,8 +25,14 @@ import msgspec
 import trio
 
 from contextledger.actors import Runtime, SessionHandle, embed_in_asyncio
+from contextledger.actors._runtime import INTERRUPTED_DETAIL
 from contextledger.cachesim import blocks_from_anthropic_body, prefixes
-from contextledger.compaction import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from contextledger.compaction import (
+    ExtractiveSummarizer,
+    ModelSummarizer,
+    Summarizer,
+    SummaryInput,
+)
 from contextledger.config import Config
 from contextledger.events import (
     MAIN_AGENT,
@@ -114,8 +120,10 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     ``children`` sessions also run a child session (a quarter of the steps) beside their own
     loop; the first ``slices`` run a sub-agent slice (``agent_id="explore"``, a quarter of the
     steps) half-way through theirs. ``fault_rate`` of the requests get one of ``FAULTS``.
-    With ``cancel_after``, the runtime is cancelled once that many requests were sent, then
-    reopened on the same store, and every loop resumes where its log says it was."""
+    The runtime is cancelled at the loops' ``cancel_after``-th action (a call into the
+    runtime or a request sent), or while the compaction asking for the
+    ``cancel_in_summary``-th summary writes it; then a runtime is reopened on the same store,
+    and every loop resumes where its log says it was."""
 
     sessions: int = 4
     steps: int = 8
@@ -127,6 +135,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     slices: int = 0
     fault_rate: float = 0.05
     cancel_after: int | None = None
+    cancel_in_summary: int | None = None
     seed: int = 0
     config: Config = Config()
 
@@ -187,8 +196,10 @@ class BodyReplay(msgspec.Struct, frozen=True, kw_only=True):
 class ScenarioRun(msgspec.Struct, kw_only=True):
     """What a scenario did: every agent's outcome, every request received (``exchanges``,
     the loopback's records), the request bodies replayed from each session's log, the host
-    loop's lag samples (``(time_ms, lag_ms)``), the compactions' wall-clock intervals, and
-    the CPU seconds of the process and of the loopback server's request handling."""
+    loop's lag samples (``(time_ms, lag_ms)``), the compactions' wall-clock intervals, the
+    compactions a reopened runtime found open (``interrupted``: session and seq of the
+    rollback it wrote for each), and the CPU seconds of the process and of the loopback
+    server's request handling."""
 
     scenario: Scenario
     agents: list[AgentOutcome]
@@ -196,6 +207,7 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
     replays: list[BodyReplay]
     lags: list[tuple[float, float]]
     compactions: list[tuple[int, int]]
+    interrupted: list[tuple[str, int]]
     cpu_seconds: float
     server_cpu_seconds: float
     cancelled: bool
@@ -236,6 +248,29 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
     def unpaired(self) -> int:
         """Built requests with a call not answered in the next message."""
         return sum(a.unpaired for a in self.agents)
+
+    @property
+    def crossed_calls(self) -> list[tuple[int, str]]:
+        """Tool calls a loop's request carries that the provider issued to another loop (a
+        slice's calls in the main agent's request, say): each agent's request holds its own
+        slice. As (exchange index, call id)."""
+        issued = {
+            block["id"]: e.conversation
+            for e in self.exchanges
+            if e.status == 200
+            for block in e.response.get("content", ())
+            if block.get("type") == "tool_use"
+        }
+        return [
+            (e.index, block["id"])
+            for e in self.exchanges
+            if e.conversation and isinstance(e.json, dict)
+            for message in e.json.get("messages", ())
+            if isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_use"
+            and issued.get(block["id"], e.conversation) != e.conversation
+        ]
 
     @property
     def replay_mismatches(self) -> list[BodyReplay]:
@@ -393,13 +428,14 @@ class _Agent:
 
 
 class _Loops:
-    """The agents of a scenario and what they share: the provider, the client, the count of
-    requests sent (for the cancellation) and the cancel scope of the runtime."""
+    """The agents of a scenario and what they share: the provider, the client, the counts of
+    actions and summaries (for the cancellation) and the cancel scope of the runtime."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.provider = _TimedProvider(self.script, models=[scenario.model])
-        self.sent = 0
+        self.actions = 0
+        self.summaries = 0
         self.scope: trio.CancelScope | None = None
         self.client: ProviderClient | None = None
         self.main: list[_Agent] = []
@@ -454,9 +490,16 @@ class _Loops:
         )
         return Script(steps=(*replies, Reply(text="Done.")), final=Reply(text="Done."))
 
-    def count_send(self) -> None:
-        self.sent += 1
-        if self.scope is not None and self.sent == self.scenario.cancel_after:
+    def act(self) -> None:
+        """Count one action of a loop; cancel the runtime at the ``cancel_after``-th."""
+        self.actions += 1
+        if self.scope is not None and self.actions == self.scenario.cancel_after:
+            self.scope.cancel()
+
+    def count_summary(self) -> None:
+        """Count one summary asked for; cancel the runtime at the ``cancel_in_summary``-th."""
+        self.summaries += 1
+        if self.scope is not None and self.summaries == self.scenario.cancel_in_summary:
             self.scope.cancel()
 
     async def run_session(self, runtime: Runtime, index: int) -> None:
@@ -528,37 +571,44 @@ class _Loops:
 
     async def _step(self, handle: SessionHandle, agent: _Agent) -> None:
         """Build, send and record one request of ``agent``; an overflow is recorded with
-        ``record_error`` (which compacts)."""
+        ``record_error`` (which compacts). Each call into the runtime or the provider is an
+        action (``act``), where the runtime may be cancelled."""
         outcome, agent_id = agent.outcome, agent.outcome.agent_id
         if outcome.requests >= REQUESTS_PER_STEP * (agent.steps + 1):
             raise RuntimeError(f"no end after {outcome.requests} requests")
         assert agent.user is not None and self.client is not None
+        self.act()
         built = await handle.build_request(agent.inputs, agent_id=agent_id)
         outcome.requests += 1
         try:
             check_tool_pairs(list(built.request.messages))
         except InvariantViolation:
             outcome.unpaired += 1
+        self.act()
         try:
             response = await self.client.send(built.request, built.encoded)
         except ContextOverflowError as exc:
-            self.count_send()
+            self.act()
             message = await handle.start_assistant(agent.user, agent_id=agent_id)
             seq = (await handle.history()).seq
+            self.act()
             result = await handle.record_error(message, exc)
             outcome.overflows.append(
                 Overflow(seq=seq, outcome=result.outcome if result is not None else None)
             )
             return
-        self.count_send()
         step = read_step(response.body)
+        self.act()
         message = await handle.start_assistant(agent.user, agent_id=agent_id)
         if step.text:
+            self.act()
             await handle.add_text(message, step.text)
         for call in step.calls:
+            self.act()
             part = await handle.call_tool(message, call.name, call.input, call_id=call.id)
-            output = self.provider.expected_output(call.id) or ""
-            await handle.record_tool_result(part, output)
+            self.act()
+            await handle.record_tool_result(part, self.provider.expected_output(call.id) or "")
+        self.act()
         await handle.finish(
             message, finish="tool-calls" if step.calls else "stop", usage=response.usage
         )
@@ -595,10 +645,25 @@ class _TimedProvider(LoopbackProvider):
 # --- running a scenario ------------------------------------------------------------------
 
 
-def _summarizer(scenario: Scenario, client: ProviderClient) -> Summarizer:
-    if scenario.summarizer == "model":
-        return ModelSummarizer(client, model=ModelRef(provider_id="anthropic", model_id=MODEL_ID))
-    return ExtractiveSummarizer()
+class _CountedSummarizer:
+    """A summarizer that tells the loops each time a compaction asks it for a summary (so
+    the runtime can be cancelled in the middle of one)."""
+
+    def __init__(self, inner: Summarizer, loops: _Loops) -> None:
+        self.inner = inner
+        self.loops = loops
+        self.max_input_tokens = inner.max_input_tokens
+
+    async def summarize(self, task: SummaryInput) -> str:
+        self.loops.count_summary()
+        return await self.inner.summarize(task)
+
+
+def _summarizer(loops: _Loops, client: ProviderClient) -> Summarizer:
+    inner: Summarizer = ExtractiveSummarizer()
+    if loops.scenario.summarizer == "model":
+        inner = ModelSummarizer(client, model=ModelRef(provider_id="anthropic", model_id=MODEL_ID))
+    return _CountedSummarizer(inner, loops)
 
 
 def _client(provider: LoopbackProvider) -> ProviderClient:
@@ -647,7 +712,7 @@ async def _run_all(loops: _Loops, store: EventStore, client: ProviderClient) -> 
             store,
             model=scenario.model,
             config=scenario.config,
-            summarizer=_summarizer(scenario, client),
+            summarizer=_summarizer(loops, client),
         ) as runtime,
         trio.open_nursery() as nursery,
     ):
@@ -662,8 +727,8 @@ def run_scenario_in_asyncio(
     ``embed_in_asyncio`` as a trio guest of the asyncio loop on ``store`` (or the store an
     async context manager such as ``SQLiteStore.open(path)`` opens inside trio), one asyncio
     task per session calling into it, the lag ticker on the asyncio loop. ``cancel_after``
-    must be None: cancellation is ``run_scenario``'s."""
-    if scenario.cancel_after is not None:
+    and ``cancel_in_summary`` must be None: cancellation is ``run_scenario``'s."""
+    if scenario.cancel_after is not None or scenario.cancel_in_summary is not None:
         raise ValueError("run_scenario_in_asyncio does not cancel; use run_scenario")
     return asyncio.run(_asyncio_main(scenario, store))
 
@@ -697,7 +762,7 @@ async def _asyncio_main(
                 keep(store),
                 model=scenario.model,
                 config=scenario.config,
-                summarizer=_summarizer(scenario, client),
+                summarizer=_summarizer(loops, client),
             ) as bridge:
 
                 def session(index: int) -> Callable[[Runtime], Awaitable[None]]:
@@ -737,6 +802,7 @@ async def _collect(
     scenario = loops.scenario
     replays: list[BodyReplay] = []
     compactions: list[tuple[int, int]] = []
+    interrupted: list[tuple[str, int]] = []
     sessions: dict[str, list[_Agent]] = {}
     for agent in loops.agents:
         sessions.setdefault(agent.outcome.session_id, []).append(agent)
@@ -747,6 +813,11 @@ async def _collect(
             replay_bodies(recorded, config=scenario.config, model=scenario.model, inputs=inputs)
         )
         compactions.extend(_compaction_intervals(recorded))
+        interrupted.extend(
+            (session_id, r.seq)
+            for r in recorded
+            if isinstance(r.event, CompactionRolledBack) and r.event.detail == INTERRUPTED_DETAIL
+        )
         for agent in agents:
             for overflow in agent.outcome.overflows:
                 end = overflow.accepted_seq if overflow.accepted_seq is not None else math.inf
@@ -763,6 +834,7 @@ async def _collect(
         replays=replays,
         lags=lags,
         compactions=compactions,
+        interrupted=interrupted,
         cpu_seconds=cpu_seconds,
         server_cpu_seconds=loops.provider.cpu_seconds,
         cancelled=cancelled,
