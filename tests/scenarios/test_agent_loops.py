@@ -60,9 +60,11 @@ SLICE_IN_MAIN_VIEW = (
     "explore slice's messages and tool calls instead of the main agent's own slice"
 )
 SUMMARY_OVER_WINDOW = (
-    "ModelSummarizer's summary request asks for 13,107 output tokens beside the whole head "
-    "(e.g. 25,583 + 13,107 > 32,000): refused as too long, the compaction rolls back until "
-    "the turn's attempts are used and build_request raises CompactionExhausted"
+    "the compactor sizes a summary request's output cap (_roomy) from plan.head_tokens, far "
+    "below the request it sends (e.g. 2,212 for a request the provider counts at 19,515 "
+    "tokens), so ModelSummarizer asks for its full 13,107: refused (19,515 + 13,107 > "
+    "32,000), the same request is sent again until the turn's attempts are used and "
+    "build_request raises CompactionExhausted"
 )
 ATTEMPTS_PER_TURN = (
     "compaction.max_attempts (3) counts every compaction of the user turn, and a tool loop is "
