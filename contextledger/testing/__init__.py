@@ -9,17 +9,8 @@ against (scripted tool loops, the APIs' validation, cache usage, faults on deman
 ``StoreContract`` is the ``EventStore`` contract as a pytest suite: subclass it with a
 factory of your backend's stores."""
 
-from contextledger.testing._agentloop import (
-    AgentOutcome,
-    BodyReplay,
-    Overflow,
-    Scenario,
-    ScenarioRun,
-    lower_bound_read_share,
-    replay_bodies,
-    run_scenario,
-    run_scenario_in_asyncio,
-)
+from contextledger.testing._agentloop import run_scenario, run_scenario_in_asyncio
+from contextledger.testing._body_replay import BodyReplay, replay_bodies
 from contextledger.testing._invariants import (
     InvariantViolation,
     check_history,
@@ -31,6 +22,13 @@ from contextledger.testing._invariants import (
     check_snapshot_matches,
     check_tool_pairs,
     check_view_deterministic,
+)
+from contextledger.testing._scenario import (
+    AgentOutcome,
+    Overflow,
+    Scenario,
+    ScenarioRun,
+    lower_bound_read_share,
 )
 from contextledger.testing._steps import appends_only
 from contextledger.testing._store_contract import StoreContract

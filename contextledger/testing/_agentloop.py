@@ -3,65 +3,61 @@ against the loopback provider, with child sessions, agent slices, faults and an 
 cancellation of the runtime followed by a reopen and resume.
 
 ``run_scenario`` (trio) and ``run_scenario_in_asyncio`` (the runtime as a trio guest of an
-asyncio loop) return a ``ScenarioRun``: each agent's outcome, every request the provider
-received with its verdict and cache usage, and the bodies the log replays to. Its properties
-are the checks a loop must pass (no failed agent, no request over the window, every overflow
-answered by one compaction and then an accepted request, every call paired, every request
-body replayed from the log).
+asyncio loop) run a ``Scenario`` and return its ``ScenarioRun`` (``testing._scenario``): each
+agent's outcome, every request the provider received with its verdict and cache usage, and
+the bodies each session's log replays to (``testing._body_replay``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Final, Literal
+from typing import Final
 
-import msgspec
 import trio
 
 from contextledger.actors import Runtime, SessionHandle, embed_in_asyncio
 from contextledger.actors._runtime import INTERRUPTED_DETAIL
-from contextledger.cachesim import blocks_from_anthropic_body, prefixes
 from contextledger.compaction import (
     ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,
     SummaryInput,
 )
-from contextledger.config import Config
 from contextledger.events import (
     MAIN_AGENT,
     CompactionCompleted,
     CompactionRequested,
     CompactionRolledBack,
     ModelRef,
-    PrefixPinned,
-    PrefixRotated,
     RecordedEvent,
-    RequestSent,
     ToolPart,
     ToolPending,
     ToolRunning,
     ToolSchema,
 )
-from contextledger.history import History
-from contextledger.policy import usable
 from contextledger.providers import (
     ContextOverflowError,
     ProviderClient,
     RetryPolicy,
     wire_format,
 )
-from contextledger.request import RequestBuilder, RequestInputs, SystemSegments
+from contextledger.request import RequestInputs, SystemSegments
 from contextledger.store import EventStore
+from contextledger.testing._body_replay import BodyReplay, replay_bodies
 from contextledger.testing._invariants import InvariantViolation, check_tool_pairs
+from contextledger.testing._scenario import (
+    MODEL_ID,
+    AgentOutcome,
+    Overflow,
+    Scenario,
+    ScenarioRun,
+)
 from contextledger.testing.loopback import (
-    Exchange,
     Fault,
     LoopbackProvider,
     Reaction,
@@ -70,13 +66,7 @@ from contextledger.testing.loopback import (
     ToolCall,
     read_step,
 )
-from contextledger.vocabulary import Model, ModelLimits
 
-#: The model every scenario talks to; its window is the scenario's.
-MODEL_ID: Final = "claude-sonnet-4-5"
-#: Output cap of the served model: Claude Sonnet 4.5's 64k, so the runtime's output cap
-#: (``output_cap``), not the server's limit, decides what each request asks for.
-MODEL_OUTPUT: Final = 64_000
 #: The summary the loopback model writes when asked for one (the summary request carries no
 #: conversation key, so it plays the ``""`` conversation).
 SUMMARY_TEXT: Final = (
@@ -110,308 +100,20 @@ TOOLS: Final = (
         input_schema={"type": "object", "properties": {"command": {"type": "string"}}},
     ),
 )
-_WINDOW_ERRORS: Final = ("prompt is too long", "input length and `max_tokens` exceed")
 
 
-class Scenario(msgspec.Struct, frozen=True, kw_only=True):
-    """What to run: ``sessions`` concurrent sessions of ``steps`` tool steps each on a
-    ``window``-token model, tool outputs of ``output_min``..``output_max`` bytes (drawn
-    log-uniformly), compaction summaries written by the ``summarizer``. The first
-    ``children`` sessions also run a child session (a quarter of the steps) beside their own
-    loop; the first ``slices`` run a sub-agent slice (``agent_id="explore"``, a quarter of the
-    steps) half-way through theirs. ``fault_rate`` of the requests get one of ``FAULTS``.
-    The runtime is cancelled at the loops' ``cancel_after``-th action (a call into the
-    runtime or a request sent), or while the compaction asking for the
-    ``cancel_in_summary``-th summary writes it; then a runtime is reopened on the same store,
-    and every loop resumes where its log says it was."""
-
-    sessions: int = 4
-    steps: int = 8
-    window: int = 32_000
-    output_min: int = 200
-    output_max: int = 50_000
-    summarizer: Literal["extractive", "model"] = "extractive"
-    children: int = 0
-    slices: int = 0
-    fault_rate: float = 0.05
-    cancel_after: int | None = None
-    cancel_in_summary: int | None = None
-    seed: int = 0
-    config: Config = Config()
-
-    def __post_init__(self) -> None:
-        if self.sessions < 1 or self.steps < 1:
-            raise ValueError("a scenario needs at least one session of one step")
-        if not 0 < self.output_min <= self.output_max:
-            raise ValueError("tool outputs must satisfy 0 < output_min <= output_max")
-
-    @property
-    def model(self) -> Model:
-        """The served model: ``MODEL_ID`` with the scenario's window."""
-        limits = ModelLimits(context=self.window, output=MODEL_OUTPUT)
-        return Model(provider_id="anthropic", model_id=MODEL_ID, limits=limits)
-
-
-class Overflow(msgspec.Struct, kw_only=True):
-    """A request the provider refused as too long: the session's ``seq`` when it was recorded,
-    the outcome of the compaction ``record_error`` ran, (once one was) the ``seq`` after the
-    next accepted answer was recorded, and the agent's compactions requested in between."""
-
-    seq: int
-    outcome: str | None
-    accepted_seq: int | None = None
-    compactions: int = 0
-
-
-class AgentOutcome(msgspec.Struct, kw_only=True):
-    """One agent loop: a session's main agent, a slice of it or a child session.
-
-    ``conversation`` is the loopback conversation its requests play; ``steps`` counts the
-    answers that called tools; ``unpaired`` the built requests whose calls were not each
-    answered in the next message; ``error`` the exception that ended the loop, if one did."""
-
-    session_id: str
-    agent_id: str
-    conversation: str
-    steps: int = 0
-    requests: int = 0
-    unpaired: int = 0
-    overflows: list[Overflow] = []
-    resumed: bool = False
-    done: bool = False
-    error: str | None = None
-
-
-class BodyReplay(msgspec.Struct, frozen=True, kw_only=True):
-    """One recorded request: its ``seq``, agent, the body hash ``RequestSent`` recorded and
-    the one rebuilt from the log before it."""
-
-    session_id: str
-    seq: int
-    agent_id: str
-    recorded: str
-    replayed: str
-
-
-class ScenarioRun(msgspec.Struct, kw_only=True):
-    """What a scenario did: every agent's outcome, every request received (``exchanges``,
-    the loopback's records), the request bodies replayed from each session's log, the host
-    loop's lag samples (``(time_ms, lag_ms)``), the compactions' wall-clock intervals, the
-    compactions a reopened runtime found open (``interrupted``: session and seq of the
-    rollback it wrote for each), and the CPU seconds of the process and of the loopback
-    server's request handling."""
-
-    scenario: Scenario
-    agents: list[AgentOutcome]
-    exchanges: list[Exchange]
-    replays: list[BodyReplay]
-    lags: list[tuple[float, float]]
-    compactions: list[tuple[int, int]]
-    interrupted: list[tuple[str, int]]
-    cpu_seconds: float
-    server_cpu_seconds: float
-    cancelled: bool
-
-    @property
-    def failed(self) -> list[AgentOutcome]:
-        """Agents whose loop raised or did not end."""
-        return [a for a in self.agents if a.error is not None or not a.done]
-
-    @property
-    def over_window(self) -> list[Exchange]:
-        """Requests the provider refused as longer than the window (injected overflow faults
-        are not counted: they refuse fitting requests)."""
-        return [e for e in self.exchanges if e.fault is None and _window_error(e.response)]
-
-    @property
-    def bad_overflows(self) -> list[tuple[str, str, Overflow]]:
-        """Overflows not followed by exactly one compaction, completed, and then an accepted
-        request."""
-        return [
-            (a.session_id, a.agent_id, o)
-            for a in self.agents
-            for o in a.overflows
-            if o.outcome != "completed" or o.accepted_seq is None or o.compactions != 1
-        ]
-
-    @property
-    def refused(self) -> list[Exchange]:
-        """Requests the provider refused as invalid (a 400 that is neither an injected fault
-        nor over the window: unpaired calls, a first message from the assistant, ...)."""
-        return [
-            e
-            for e in self.exchanges
-            if e.status == 400 and e.fault is None and not _window_error(e.response)
-        ]
-
-    @property
-    def unpaired(self) -> int:
-        """Built requests with a call not answered in the next message."""
-        return sum(a.unpaired for a in self.agents)
-
-    @property
-    def crossed_calls(self) -> list[tuple[int, str]]:
-        """Tool calls a loop's request carries that the provider issued to another loop (a
-        slice's calls in the main agent's request, say): each agent's request holds its own
-        slice. As (exchange index, call id)."""
-        issued = {
-            block["id"]: e.conversation
-            for e in self.exchanges
-            if e.status == 200
-            for block in e.response.get("content", ())
-            if block.get("type") == "tool_use"
-        }
-        return [
-            (e.index, block["id"])
-            for e in self.exchanges
-            if e.conversation and isinstance(e.json, dict)
-            for message in e.json.get("messages", ())
-            if isinstance(message.get("content"), list)
-            for block in message["content"]
-            if block.get("type") == "tool_use"
-            and issued.get(block["id"], e.conversation) != e.conversation
-        ]
-
-    @property
-    def replay_mismatches(self) -> list[BodyReplay]:
-        """Recorded requests whose body the log does not rebuild byte for byte."""
-        return [r for r in self.replays if r.recorded != r.replayed]
-
-    @property
-    def unrecorded_bodies(self) -> list[Exchange]:
-        """Accepted requests of an agent loop whose body is not one the log replays to."""
-        replayed = {r.replayed for r in self.replays}
-        return [
-            e
-            for e in self.exchanges
-            if e.conversation and e.status == 200 and _sha(e.body) not in replayed
-        ]
-
-    @property
-    def cache_read_share(self) -> float:
-        """The share of accepted requests' prompt tokens the provider read from its cache."""
-        read = prompt = 0
-        for exchange in self.exchanges:
-            if exchange.status == 200:
-                usage = exchange.response["usage"]
-                read += usage["cache_read_input_tokens"]
-                prompt += (
-                    usage["input_tokens"]
-                    + usage["cache_creation_input_tokens"]
-                    + usage["cache_read_input_tokens"]
-                )
-        return read / prompt if prompt else 0.0
-
-    @property
-    def cache_read_share_lower_bound(self) -> float:
-        """The same share for the cache simulator's lower bound (``cachesim.lower_bound``):
-        each accepted request reads the longest prefix it shares with any earlier one."""
-        return lower_bound_read_share(
-            [e.json for e in self.exchanges if e.status == 200 and isinstance(e.json, dict)]
-        )
-
-    @property
-    def loop_lag_p99_ms(self) -> float:
-        """The 99th percentile of the host loop's lag over the ticks that overlap a
-        compaction (0 when none ran)."""
-        lags = sorted(
-            lag
-            for at, lag in self.lags
-            if any(start <= at and at - lag <= end for start, end in self.compactions)
-        )
-        if not lags:
-            return 0.0
-        return lags[min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)]
-
-    @property
-    def runtime_cpu_share(self) -> float:
-        """The process's CPU outside the loopback server's request handling, as a share of
-        all of it: the runtime, the store and the client side of the loop."""
-        if self.cpu_seconds <= 0:
-            return 0.0
-        return max(0.0, self.cpu_seconds - self.server_cpu_seconds) / self.cpu_seconds
-
-
-def lower_bound_read_share(bodies: Sequence[Mapping[str, Any]]) -> float:
-    """The share of prompt tokens read if every Anthropic body (in arrival order) read the
-    longest block-boundary prefix it shares with any earlier one: the reads of
-    ``cachesim.lower_bound``."""
-    seen: set[str] = set()
-    read = prompt = 0
-    for body in bodies:
-        pre = prefixes(blocks_from_anthropic_body(body))
-        read += next((tokens for key, tokens in reversed(pre) if key in seen), 0)
-        prompt += pre[-1][1] if pre else 0
-        seen.update(key for key, _ in pre)
-    return read / prompt if prompt else 0.0
-
-
-def replay_bodies(
-    recorded: Sequence[RecordedEvent],
-    *,
-    config: Config,
-    model: Model,
-    inputs: Mapping[str, RequestInputs],
-    wire: str = "anthropic",
-) -> list[BodyReplay]:
-    """Rebuild every recorded request of a session from its log: for each ``RequestSent``,
-    the body a fresh ``RequestBuilder`` of its agent (as the runtime's) builds from the events
-    before it, with ``inputs[agent_id]``, and its SHA-256 beside the recorded one."""
-    events = [r.event for r in recorded]
-    history = History(recorded[0].stream if recorded else "")
-    builders: dict[str, RequestBuilder] = {}
-    built: dict[int, str] = {}
-    replays: list[BodyReplay] = []
-    for index, record in enumerate(recorded):
-        sent = _sent_after(events, index)
-        if sent is not None:
-            agent = events[sent].agent_id
-            builder = builders.get(agent)
-            if builder is None:
-                builder = builders[agent] = RequestBuilder(
-                    wire_format(wire),
-                    config,
-                    agent_id=None if agent == MAIN_AGENT else agent,
-                    usable_tokens=usable(model, config),
-                    model=model,
-                )
-            body = builder.build(history, inputs[agent]).encoded.body
-            built[sent] = _sha(body)
-        event = record.event
-        if isinstance(event, RequestSent):
-            replays.append(
-                BodyReplay(
-                    session_id=record.stream,
-                    seq=record.seq,
-                    agent_id=event.agent_id,
-                    recorded=event.body_hash,
-                    replayed=built.get(index, ""),
-                )
-            )
-        history.apply(record)
-    return replays
-
-
-def _sent_after(events: Sequence[Any], index: int) -> int | None:
-    """The index of the ``RequestSent`` that was built from the events before ``index``:
-    the event at ``index``, or the one after a prefix event there (appended together)."""
-    event = events[index]
-    if isinstance(event, RequestSent):
-        before = events[index - 1] if index else None
-        return None if isinstance(before, PrefixPinned | PrefixRotated) else index
-    if isinstance(event, PrefixPinned | PrefixRotated) and index + 1 < len(events):
-        return index + 1 if isinstance(events[index + 1], RequestSent) else None
-    return None
-
-
-def _sha(body: bytes) -> str:
-    return hashlib.sha256(body).hexdigest()
-
-
-def _window_error(response: Any) -> bool:
-    error = response.get("error") if isinstance(response, dict) else None
-    message = error.get("message", "") if isinstance(error, dict) else ""
-    return isinstance(message, str) and message.startswith(_WINDOW_ERRORS)
+def loop_inputs(session_id: str, agent_id: str) -> RequestInputs:
+    """What a loop builds its requests with: the scenario's model, a short system prompt, the
+    ``bash`` tool, and its conversation on the provider as ``metadata.user_id`` (the session
+    id, or ``<session>/<agent>`` for a slice)."""
+    conversation = session_id if agent_id == MAIN_AGENT else f"{session_id}/{agent_id}"
+    return RequestInputs(
+        model=ModelRef(provider_id="anthropic", model_id=MODEL_ID),
+        segments=SystemSegments(prompt="Do what the user asks.", environment="cwd: /repo"),
+        agent="build" if agent_id == MAIN_AGENT else agent_id,
+        tools=TOOLS,
+        options={"metadata": {"user_id": conversation}},
+    )
 
 
 # --- the loops --------------------------------------------------------------------------
@@ -452,14 +154,8 @@ class _Loops:
 
     @staticmethod
     def _agent(session_id: str, agent_id: str, steps: int) -> _Agent:
-        conversation = session_id if agent_id == MAIN_AGENT else f"{session_id}/{agent_id}"
-        inputs = RequestInputs(
-            model=ModelRef(provider_id="anthropic", model_id=MODEL_ID),
-            segments=SystemSegments(prompt="Do what the user asks.", environment="cwd: /repo"),
-            agent="build" if agent_id == MAIN_AGENT else agent_id,
-            tools=TOOLS,
-            options={"metadata": {"user_id": conversation}},
-        )
+        inputs = loop_inputs(session_id, agent_id)
+        conversation = inputs.options["metadata"]["user_id"]
         outcome = AgentOutcome(session_id=session_id, agent_id=agent_id, conversation=conversation)
         return _Agent(outcome, steps, inputs)
 

@@ -1,0 +1,254 @@
+"""What an agent-loop scenario runs (``Scenario``) and what it did (``ScenarioRun``), whose
+properties are the checks a loop must pass and the figures the ``agentloop`` benchmark
+reports."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+import msgspec
+
+from contextledger.cachesim import blocks_from_anthropic_body, prefixes
+from contextledger.config import Config
+from contextledger.testing._body_replay import BodyReplay, body_hash
+from contextledger.testing.loopback import Exchange
+from contextledger.vocabulary import Model, ModelLimits
+
+#: The model every scenario talks to; its window is the scenario's.
+MODEL_ID: Final = "claude-sonnet-4-5"
+#: Output cap of the served model: Claude Sonnet 4.5's 64k, so the runtime's output cap
+#: (``output_cap``), not the server's limit, decides what each request asks for.
+MODEL_OUTPUT: Final = 64_000
+#: How Anthropic's API begins a refusal of a request longer than the window (the prompt, or
+#: the prompt and ``max_tokens``).
+_WINDOW_ERRORS: Final = ("prompt is too long", "input length and `max_tokens` exceed")
+
+
+class Scenario(msgspec.Struct, frozen=True, kw_only=True):
+    """What to run: ``sessions`` concurrent sessions of ``steps`` tool steps each on a
+    ``window``-token model, tool outputs of ``output_min``..``output_max`` bytes (drawn
+    log-uniformly), compaction summaries written by the ``summarizer``. The first
+    ``children`` sessions also run a child session (a quarter of the steps) beside their own
+    loop; the first ``slices`` run a sub-agent slice (``agent_id="explore"``, a quarter of the
+    steps) half-way through theirs. ``fault_rate`` of the requests get one of ``FAULTS``.
+    The runtime is cancelled at the loops' ``cancel_after``-th action (a call into the
+    runtime or a request sent), or while the compaction asking for the
+    ``cancel_in_summary``-th summary writes it; then a runtime is reopened on the same store,
+    and every loop resumes where its log says it was."""
+
+    sessions: int = 4
+    steps: int = 8
+    window: int = 32_000
+    output_min: int = 200
+    output_max: int = 50_000
+    summarizer: Literal["extractive", "model"] = "extractive"
+    children: int = 0
+    slices: int = 0
+    fault_rate: float = 0.05
+    cancel_after: int | None = None
+    cancel_in_summary: int | None = None
+    seed: int = 0
+    config: Config = Config()
+
+    def __post_init__(self) -> None:
+        if self.sessions < 1 or self.steps < 1:
+            raise ValueError("a scenario needs at least one session of one step")
+        if not 0 < self.output_min <= self.output_max:
+            raise ValueError("tool outputs must satisfy 0 < output_min <= output_max")
+
+    @property
+    def model(self) -> Model:
+        """The served model: ``MODEL_ID`` with the scenario's window."""
+        limits = ModelLimits(context=self.window, output=MODEL_OUTPUT)
+        return Model(provider_id="anthropic", model_id=MODEL_ID, limits=limits)
+
+
+class Overflow(msgspec.Struct, kw_only=True):
+    """A request the provider refused as too long: the session's ``seq`` when it was recorded,
+    the outcome of the compaction ``record_error`` ran, (once one was) the ``seq`` after the
+    next accepted answer was recorded, and the agent's compactions requested in between."""
+
+    seq: int
+    outcome: str | None
+    accepted_seq: int | None = None
+    compactions: int = 0
+
+
+class AgentOutcome(msgspec.Struct, kw_only=True):
+    """One agent loop: a session's main agent, a slice of it or a child session.
+
+    ``conversation`` is the loopback conversation its requests play; ``steps`` counts the
+    answers that called tools; ``unpaired`` the built requests whose calls were not each
+    answered in the next message; ``error`` the exception that ended the loop, if one did."""
+
+    session_id: str
+    agent_id: str
+    conversation: str
+    steps: int = 0
+    requests: int = 0
+    unpaired: int = 0
+    overflows: list[Overflow] = []
+    resumed: bool = False
+    done: bool = False
+    error: str | None = None
+
+
+class ScenarioRun(msgspec.Struct, kw_only=True):
+    """What a scenario did: every agent's outcome, every request received (``exchanges``,
+    the loopback's records), the request bodies replayed from each session's log, the host
+    loop's lag samples (``(time_ms, lag_ms)``), the compactions' wall-clock intervals, the
+    compactions a reopened runtime found open (``interrupted``: session and seq of the
+    rollback it wrote for each), and the CPU seconds of the process and of the loopback
+    server's request handling."""
+
+    scenario: Scenario
+    agents: list[AgentOutcome]
+    exchanges: list[Exchange]
+    replays: list[BodyReplay]
+    lags: list[tuple[float, float]]
+    compactions: list[tuple[int, int]]
+    interrupted: list[tuple[str, int]]
+    cpu_seconds: float
+    server_cpu_seconds: float
+    cancelled: bool
+
+    @property
+    def failed(self) -> list[AgentOutcome]:
+        """Agents whose loop raised or did not end."""
+        return [a for a in self.agents if a.error is not None or not a.done]
+
+    @property
+    def over_window(self) -> list[Exchange]:
+        """Requests the provider refused as longer than the window (injected overflow faults
+        are not counted: they refuse fitting requests)."""
+        return [e for e in self.exchanges if e.fault is None and _window_error(e.response)]
+
+    @property
+    def bad_overflows(self) -> list[tuple[str, str, Overflow]]:
+        """Overflows not followed by exactly one compaction, completed, and then an accepted
+        request."""
+        return [
+            (a.session_id, a.agent_id, o)
+            for a in self.agents
+            for o in a.overflows
+            if o.outcome != "completed" or o.accepted_seq is None or o.compactions != 1
+        ]
+
+    @property
+    def refused(self) -> list[Exchange]:
+        """Requests the provider refused as invalid (a 400 that is neither an injected fault
+        nor over the window: unpaired calls, a first message from the assistant, ...)."""
+        return [
+            e
+            for e in self.exchanges
+            if e.status == 400 and e.fault is None and not _window_error(e.response)
+        ]
+
+    @property
+    def unpaired(self) -> int:
+        """Built requests with a call not answered in the next message."""
+        return sum(a.unpaired for a in self.agents)
+
+    @property
+    def crossed_calls(self) -> list[tuple[int, str]]:
+        """Tool calls a loop's request carries that the provider issued to another loop (a
+        slice's calls in the main agent's request, say): each agent's request holds its own
+        slice. As (exchange index, call id)."""
+        issued = {
+            block["id"]: e.conversation
+            for e in self.exchanges
+            if e.status == 200
+            for block in e.response.get("content", ())
+            if block.get("type") == "tool_use"
+        }
+        return [
+            (e.index, block["id"])
+            for e in self.exchanges
+            if e.conversation and isinstance(e.json, dict)
+            for message in e.json.get("messages", ())
+            if isinstance(message.get("content"), list)
+            for block in message["content"]
+            if block.get("type") == "tool_use"
+            and issued.get(block["id"], e.conversation) != e.conversation
+        ]
+
+    @property
+    def replay_mismatches(self) -> list[BodyReplay]:
+        """Recorded requests whose body the log does not rebuild byte for byte."""
+        return [r for r in self.replays if r.recorded != r.replayed]
+
+    @property
+    def unrecorded_bodies(self) -> list[Exchange]:
+        """Accepted requests of an agent loop whose body is not one the log replays to."""
+        replayed = {r.replayed for r in self.replays}
+        return [
+            e
+            for e in self.exchanges
+            if e.conversation and e.status == 200 and body_hash(e.body) not in replayed
+        ]
+
+    @property
+    def cache_read_share(self) -> float:
+        """The share of accepted requests' prompt tokens the provider read from its cache."""
+        read = prompt = 0
+        for exchange in self.exchanges:
+            if exchange.status == 200:
+                usage = exchange.response["usage"]
+                read += usage["cache_read_input_tokens"]
+                prompt += (
+                    usage["input_tokens"]
+                    + usage["cache_creation_input_tokens"]
+                    + usage["cache_read_input_tokens"]
+                )
+        return read / prompt if prompt else 0.0
+
+    @property
+    def cache_read_share_lower_bound(self) -> float:
+        """The same share for the cache simulator's lower bound (``cachesim.lower_bound``):
+        each accepted request reads the longest prefix it shares with any earlier one."""
+        return lower_bound_read_share(
+            [e.json for e in self.exchanges if e.status == 200 and isinstance(e.json, dict)]
+        )
+
+    @property
+    def loop_lag_p99_ms(self) -> float:
+        """The 99th percentile of the host loop's lag over the ticks that overlap a
+        compaction (0 when none ran)."""
+        lags = sorted(
+            lag
+            for at, lag in self.lags
+            if any(start <= at and at - lag <= end for start, end in self.compactions)
+        )
+        if not lags:
+            return 0.0
+        return lags[min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)]
+
+    @property
+    def runtime_cpu_share(self) -> float:
+        """The process's CPU outside the loopback server's request handling, as a share of
+        all of it: the runtime, the store and the client side of the loop."""
+        if self.cpu_seconds <= 0:
+            return 0.0
+        return max(0.0, self.cpu_seconds - self.server_cpu_seconds) / self.cpu_seconds
+
+
+def lower_bound_read_share(bodies: Sequence[Mapping[str, Any]]) -> float:
+    """The share of prompt tokens read if every Anthropic body (in arrival order) read the
+    longest block-boundary prefix it shares with any earlier one: the reads of
+    ``cachesim.lower_bound``."""
+    seen: set[str] = set()
+    read = prompt = 0
+    for body in bodies:
+        pre = prefixes(blocks_from_anthropic_body(body))
+        read += next((tokens for key, tokens in reversed(pre) if key in seen), 0)
+        prompt += pre[-1][1] if pre else 0
+        seen.update(key for key, _ in pre)
+    return read / prompt if prompt else 0.0
+
+
+def _window_error(response: Any) -> bool:
+    error = response.get("error") if isinstance(response, dict) else None
+    message = error.get("message", "") if isinstance(error, dict) else ""
+    return isinstance(message, str) and message.startswith(_WINDOW_ERRORS)
