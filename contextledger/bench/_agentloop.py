@@ -5,9 +5,9 @@ from an asyncio host, as an orchestrator runs them.
 tool steps each (outputs of 0.2-50 KB, drawn log-uniformly) on a ``WINDOW``-token window, a
 quarter of the sessions with a child session and a quarter with an agent slice, 5% of the
 requests faulted (429 with and without retry-after, 500, 529, dropped connections,
-overflows), on SQLite, the runtime a trio guest of the asyncio loop; once with the default
-configuration (the extractive summarizer) and once with the model summarizer answered by the
-loopback provider.
+overflows) and every loop's request half-way refused once as too long, on SQLite, the
+runtime a trio guest of the asyncio loop; once with the default configuration (the
+extractive summarizer) and once with the model summarizer answered by the loopback provider.
 
 Keys, per run (``extractive`` and ``model``): ``failed_sessions`` (loops that raised or did
 not end; target 0), ``over_window_requests`` (requests the provider refused as longer than
@@ -102,6 +102,7 @@ def run(options: Options) -> dict[str, Any]:
                 children=quarter,
                 slices=quarter,
                 fault_rate=FAULT_RATE,
+                overflow_at=steps // 2,
                 summarizer=summarizer,
                 seed=SEED,
             )

@@ -73,9 +73,9 @@ SUMMARY_TEXT: Final = (
     "## Goal\n- Finish the scripted task.\n\n## Progress\n- The scripted steps so far ran.\n\n"
     "## Next steps\n- Run the next scripted step."
 )
-#: Faults drawn for requests at ``Scenario.fault_rate``: rate limits with and without a
-#: retry-after, 500, 529, dropped connections, and a provider that calls a fitting request
-#: too long (an overflow the runtime must answer like a real one).
+#: Faults drawn for a loop's requests at ``Scenario.fault_rate``: rate limits with and
+#: without a retry-after, 500, 529, dropped connections, and a provider that calls a fitting
+#: request too long (an overflow the runtime must answer like a real one).
 FAULTS: Final = (
     Fault.rate_limited(),
     Fault.rate_limited(retry_after=1),
@@ -91,6 +91,9 @@ RETRY: Final = RetryPolicy(max_attempts=6, base_delay=0.005, max_delay=0.05)
 #: Requests one agent may send before its loop counts as runaway: each step may meet an
 #: overflow (one compaction, one resend) and a truncated answer.
 REQUESTS_PER_STEP: Final = 4
+#: The share of drawn faults that come as a burst of two (the retry meets a fault too);
+#: never an overflow, which is not retried but answered with a compaction.
+BURST_SHARE: Final = 0.2
 #: How often the lag ticker wakes, in seconds.
 TICK_S: Final = 0.005
 TOOLS: Final = (
@@ -122,11 +125,15 @@ def loop_inputs(session_id: str, agent_id: str) -> RequestInputs:
 class _Agent:
     """One loop's fixed facts and its outcome so far."""
 
-    def __init__(self, outcome: AgentOutcome, steps: int, inputs: RequestInputs) -> None:
+    def __init__(
+        self, outcome: AgentOutcome, steps: int, inputs: RequestInputs, faults: random.Random
+    ) -> None:
         self.outcome = outcome
         self.steps = steps
         self.inputs = inputs
+        self.faults = faults
         self.user: str | None = None
+        self.overflow_injected = False
 
 
 class _Loops:
@@ -152,12 +159,12 @@ class _Loops:
             if n < scenario.children:
                 self.children[session_id] = self._agent(f"{session_id}_child", MAIN_AGENT, quarter)
 
-    @staticmethod
-    def _agent(session_id: str, agent_id: str, steps: int) -> _Agent:
+    def _agent(self, session_id: str, agent_id: str, steps: int) -> _Agent:
         inputs = loop_inputs(session_id, agent_id)
         conversation = inputs.options["metadata"]["user_id"]
         outcome = AgentOutcome(session_id=session_id, agent_id=agent_id, conversation=conversation)
-        return _Agent(outcome, steps, inputs)
+        faults = random.Random(f"{self.scenario.seed}:faults:{conversation}")
+        return _Agent(outcome, steps, inputs, faults)
 
     @property
     def agents(self) -> list[_Agent]:
@@ -265,6 +272,25 @@ class _Loops:
                     await handle.record_tool_result(part.id, output)
             await handle.finish(message.id, finish="tool-calls" if calls else "stop")
 
+    def _draw_fault(self, agent: _Agent) -> None:
+        """Queue the faults the agent's next request meets: drawn from its own generator (so
+        each loop meets the same faults however the loops interleave), and the overflow of
+        ``overflow_at``."""
+        outcome, draw = agent.outcome, agent.faults
+        if outcome.steps == self.scenario.overflow_at and not agent.overflow_injected:
+            agent.overflow_injected = True
+            self.provider.inject(Fault.overflow(), conversation=outcome.conversation)
+        elif draw.random() < self.scenario.fault_rate:
+            fault = draw.choice(FAULTS)
+            burst = draw.random() < BURST_SHARE
+            if fault.kind == "overflow":
+                # Once, and not on the request answering an overflow: that one must be able
+                # to be accepted.
+                if outcome.overflows and outcome.overflows[-1].accepted_seq is None:
+                    return
+                burst = False
+            self.provider.inject(fault, times=2 if burst else 1, conversation=outcome.conversation)
+
     async def _step(self, handle: SessionHandle, agent: _Agent) -> None:
         """Build, send and record one request of ``agent``; an overflow is recorded with
         ``record_error`` (which compacts). Each call into the runtime or the provider is an
@@ -273,6 +299,7 @@ class _Loops:
         if outcome.requests >= REQUESTS_PER_STEP * (agent.steps + 1):
             raise RuntimeError(f"no end after {outcome.requests} requests")
         assert agent.user is not None and self.client is not None
+        self._draw_fault(agent)
         self.act()
         built = await handle.build_request(agent.inputs, agent_id=agent_id)
         outcome.requests += 1
@@ -385,7 +412,6 @@ async def run_scenario(scenario: Scenario, store: EventStore) -> ScenarioRun:
     lags: list[tuple[float, float]] = []
     loops = _Loops(scenario)
     async with loops.provider as provider:
-        provider.random_faults(scenario.fault_rate, FAULTS, seed=scenario.seed)
         async with _client(provider) as client, trio.open_nursery() as ticking:
             loops.client = client
             ticking.start_soon(_ticker, trio.sleep, lags)
@@ -450,7 +476,6 @@ async def _asyncio_main(
 
     loops = _Loops(scenario)
     async with loops.provider as provider:
-        provider.random_faults(scenario.fault_rate, FAULTS, seed=scenario.seed)
         client = loops.client = _client(provider)
         ticker = asyncio.create_task(_ticker(asyncio.sleep, lags))
         try:

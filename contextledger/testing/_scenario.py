@@ -32,7 +32,9 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     log-uniformly), compaction summaries written by the ``summarizer``. The first
     ``children`` sessions also run a child session (a quarter of the steps) beside their own
     loop; the first ``slices`` run a sub-agent slice (``agent_id="explore"``, a quarter of the
-    steps) half-way through theirs. ``fault_rate`` of the requests get one of ``FAULTS``.
+    steps) half-way through theirs. ``fault_rate`` of a loop's requests meet one of
+    ``FAULTS`` (a fifth of them twice in a row), drawn per loop; with ``overflow_at`` every
+    loop's request after that many steps is refused once as too long.
     The runtime is cancelled at the loops' ``cancel_after``-th action (a call into the
     runtime or a request sent), or while the compaction asking for the
     ``cancel_in_summary``-th summary writes it; then a runtime is reopened on the same store,
@@ -47,6 +49,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     children: int = 0
     slices: int = 0
     fault_rate: float = 0.05
+    overflow_at: int | None = None
     cancel_after: int | None = None
     cancel_in_summary: int | None = None
     seed: int = 0

@@ -26,11 +26,12 @@ from contextledger.testing.loopback import Exchange
 
 FULL = os.environ.get("CONTEXTLEDGER_SCENARIOS") == "full"
 #: The default size: four sessions of twelve steps, two with a child session, two with a
-#: slice, 10% of requests faulted. Full size: the agentloop benchmark's 20 x 32.
+#: slice, 10% of requests faulted, and every loop refused once as too long half-way. Full
+#: size: the agentloop benchmark's 20 x 32.
 SIZE = (
-    dict(sessions=20, steps=32, children=5, slices=5, fault_rate=0.05)
+    dict(sessions=20, steps=32, children=5, slices=5, fault_rate=0.05, overflow_at=16)
     if FULL
-    else dict(sessions=4, steps=12, children=2, slices=2, fault_rate=0.1)
+    else dict(sessions=4, steps=12, children=2, slices=2, fault_rate=0.1, overflow_at=6)
 )
 SEED = 7
 #: The loops' action (a call into the runtime or a request sent) at which the cancelled
@@ -43,9 +44,12 @@ RUNS: dict[str, tuple[str, Scenario]] = {
     "asyncio-extractive": ("asyncio", Scenario(**SIZE, seed=SEED)),
     "asyncio-model": ("asyncio", Scenario(**SIZE, seed=SEED, summarizer="model")),
     "trio-cancelled": ("trio", Scenario(**SIZE, seed=SEED, cancel_after=CANCEL_AT)),
-    "trio-cancelled-in-compaction": ("trio", Scenario(**SIZE, seed=SEED, cancel_in_summary=2)),
+    "trio-cancelled-in-compaction": ("trio", Scenario(**SIZE, seed=SEED, cancel_in_summary=1)),
     # Two loops of 32 steps: a turn that needs more than three compactions.
-    "trio-long": ("trio", Scenario(sessions=2, steps=32, fault_rate=0.1, seed=SEED)),
+    "trio-long": (
+        "trio",
+        Scenario(sessions=2, steps=32, fault_rate=0.1, overflow_at=16, seed=SEED),
+    ),
 }
 CANCELLED = ("trio-cancelled", "trio-cancelled-in-compaction")
 SLICED = [name for name, (_, scenario) in RUNS.items() if scenario.slices]
@@ -145,8 +149,13 @@ def test_every_overflow_is_followed_by_one_compaction_and_an_accepted_request(
 ) -> None:
     run = run_of(name, folder)
     assert run.bad_overflows == []
-    # The faults include overflows, so every run has some to answer.
-    assert any(a.overflows for a in run.agents)
+    # Every loop that got half-way was refused as too long; unless a cancellation
+    # interrupted its answer, the loop recorded it.
+    half_way = RUNS[name][1].overflow_at or 0
+    refused = {e.conversation for e in run.exchanges if e.fault == "overflow"}
+    assert all(a.conversation in refused for a in run.agents if a.steps > half_way)
+    if not run.cancelled:
+        assert all(a.overflows for a in run.agents if a.steps > half_way)
 
 
 @pytest.mark.parametrize("name", runs("pairs"))
