@@ -50,6 +50,8 @@ RUNS: dict[str, tuple[str, Scenario]] = {
         "trio",
         Scenario(sessions=2, steps=32, fault_rate=0.1, overflow_at=16, seed=SEED),
     ),
+    # Four loops of 24 steps, each with a slice half-way.
+    "trio-slices": ("trio", Scenario(sessions=4, steps=24, slices=4, seed=2)),
 }
 CANCELLED = ("trio-cancelled", "trio-cancelled-in-compaction")
 SLICED = [name for name, (_, scenario) in RUNS.items() if scenario.slices]
@@ -76,6 +78,11 @@ ATTEMPTS_PER_TURN = (
     "context still exceeds the model's limit after 3 attempts in this turn') and "
     "build_request raises CompactionExhausted"
 )
+MAIN_AFTER_SLICE = (
+    "the main agent's first request after its slice ran holds the slice's messages (38,985 "
+    "tokens on the 32,000 window) and is sent without compacting: the usage check reads the "
+    "main agent's own last usage, reported before the slice ran"
+)
 KNOWN: dict[tuple[str, str], str] = {
     **{(run, check): SLICE_REQUEST_AGENT for run in SLICED for check in ("replay", "cli-replay")},
     ("trio-model", "failed"): SUMMARY_OVER_WINDOW,
@@ -83,6 +90,7 @@ KNOWN: dict[tuple[str, str], str] = {
     ("asyncio-model", "failed"): SUMMARY_OVER_WINDOW,
     ("asyncio-model", "window"): SUMMARY_OVER_WINDOW,
     ("trio-long", "failed"): ATTEMPTS_PER_TURN,
+    ("trio-slices", "window"): MAIN_AFTER_SLICE,
     **{(run, "slices"): SLICE_IN_MAIN_VIEW for run in SLICED},
 }
 
@@ -149,13 +157,14 @@ def test_every_overflow_is_followed_by_one_compaction_and_an_accepted_request(
 ) -> None:
     run = run_of(name, folder)
     assert run.bad_overflows == []
-    # Every loop that got half-way was refused as too long; unless a cancellation
-    # interrupted its answer, the loop recorded it.
-    half_way = RUNS[name][1].overflow_at or 0
-    refused = {e.conversation for e in run.exchanges if e.fault == "overflow"}
-    assert all(a.conversation in refused for a in run.agents if a.steps > half_way)
-    if not run.cancelled:
-        assert all(a.overflows for a in run.agents if a.steps > half_way)
+    half_way = RUNS[name][1].overflow_at
+    if half_way is not None:
+        # Every loop that got half-way was refused as too long; unless a cancellation
+        # interrupted its answer, the loop recorded it.
+        refused = {e.conversation for e in run.exchanges if e.fault == "overflow"}
+        assert all(a.conversation in refused for a in run.agents if a.steps > half_way)
+        if not run.cancelled:
+            assert all(a.overflows for a in run.agents if a.steps > half_way)
 
 
 @pytest.mark.parametrize("name", runs("pairs"))
