@@ -11,7 +11,6 @@ import msgspec
 
 from contextledger.config import Config
 from contextledger.events import (
-    MAIN_AGENT,
     PrefixPinned,
     PrefixRotated,
     RecordedEvent,
@@ -60,7 +59,7 @@ def replay_bodies(
                 builder = builders[agent] = RequestBuilder(
                     wire_format(wire),
                     config,
-                    agent_id=None if agent == MAIN_AGENT else agent,
+                    agent_id=agent,
                     usable_tokens=usable(model, config),
                     model=model,
                 )

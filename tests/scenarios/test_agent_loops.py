@@ -54,60 +54,6 @@ RUNS: dict[str, tuple[str, Scenario]] = {
     "trio-slices": ("trio", Scenario(sessions=4, steps=24, slices=4, seed=2)),
 }
 CANCELLED = ("trio-cancelled", "trio-cancelled-in-compaction")
-SLICED = [name for name, (_, scenario) in RUNS.items() if scenario.slices]
-
-#: Checks that fail on a runtime bug being fixed elsewhere, by (run, check).
-SLICE_REQUEST_AGENT = (
-    "a slice's RequestSent is recorded with agent_id 'main', so its body is rebuilt with the "
-    "main agent's view and does not match"
-)
-SLICE_IN_MAIN_VIEW = (
-    "the main agent's requests are built from the whole session's view, so they carry the "
-    "explore slice's messages and tool calls instead of the main agent's own slice"
-)
-SUMMARY_OVER_WINDOW = (
-    "the compactor sizes a summary request's output cap (_roomy) from plan.head_tokens, far "
-    "below the request it sends (e.g. 2,212 for a request the provider counts at 19,515 "
-    "tokens), so ModelSummarizer asks for its full 13,107: refused (19,515 + 13,107 > "
-    "32,000), the same request is sent again until the turn's attempts are used and "
-    "build_request raises CompactionExhausted"
-)
-ATTEMPTS_PER_TURN = (
-    "compaction.max_attempts (3) counts every compaction of the user turn, and a tool loop is "
-    "one turn: the fourth compaction a long loop needs is refused ('compaction exhausted: the "
-    "context still exceeds the model's limit after 3 attempts in this turn') and "
-    "build_request raises CompactionExhausted"
-)
-MAIN_AFTER_SLICE = (
-    "the main agent's first request after its slice ran holds the slice's messages (38,985 "
-    "tokens on the 32,000 window) and is sent without compacting: the usage check reads the "
-    "main agent's own last usage, reported before the slice ran"
-)
-KNOWN: dict[tuple[str, str], str] = {
-    **{(run, check): SLICE_REQUEST_AGENT for run in SLICED for check in ("replay", "cli-replay")},
-    ("trio-model", "failed"): SUMMARY_OVER_WINDOW,
-    ("trio-model", "window"): SUMMARY_OVER_WINDOW,
-    ("asyncio-model", "failed"): SUMMARY_OVER_WINDOW,
-    ("asyncio-model", "window"): SUMMARY_OVER_WINDOW,
-    ("trio-long", "failed"): ATTEMPTS_PER_TURN,
-    ("trio-slices", "window"): MAIN_AFTER_SLICE,
-    **{(run, "slices"): SLICE_IN_MAIN_VIEW for run in SLICED},
-}
-
-
-def runs(check: str) -> list[object]:
-    """Every run's name as a parameter, marked as expected to fail where ``KNOWN`` says this
-    check does: strictly at the default size; at full size more checks fail than at the
-    default one, and a mark may not hold for every run."""
-    return [
-        pytest.param(
-            name,
-            marks=[pytest.mark.xfail(strict=not FULL, reason=KNOWN[name, check])]
-            if (name, check) in KNOWN
-            else [],
-        )
-        for name in RUNS
-    ]
 
 
 @cache
@@ -139,19 +85,19 @@ def errors(exchanges: list[Exchange]) -> list[tuple[str, str]]:
     return [(e.conversation, e.response["error"]["message"]) for e in exchanges]
 
 
-@pytest.mark.parametrize("name", runs("failed"))
+@pytest.mark.parametrize("name", RUNS)
 def test_no_session_fails(name: str, folder: Path) -> None:
     run = run_of(name, folder)
     assert [(a.session_id, a.agent_id, a.error) for a in run.failed] == []
 
 
-@pytest.mark.parametrize("name", runs("window"))
+@pytest.mark.parametrize("name", RUNS)
 def test_no_request_exceeds_the_window(name: str, folder: Path) -> None:
     run = run_of(name, folder)
     assert errors(run.over_window) == []
 
 
-@pytest.mark.parametrize("name", runs("overflow"))
+@pytest.mark.parametrize("name", RUNS)
 def test_every_overflow_is_followed_by_one_compaction_and_an_accepted_request(
     name: str, folder: Path
 ) -> None:
@@ -167,19 +113,19 @@ def test_every_overflow_is_followed_by_one_compaction_and_an_accepted_request(
             assert all(a.overflows for a in run.agents if a.steps > half_way)
 
 
-@pytest.mark.parametrize("name", runs("pairs"))
+@pytest.mark.parametrize("name", RUNS)
 def test_every_request_pairs_every_call(name: str, folder: Path) -> None:
     run = run_of(name, folder)
     assert run.unpaired == 0
     assert errors(run.refused) == []
 
 
-@pytest.mark.parametrize("name", runs("slices"))
+@pytest.mark.parametrize("name", RUNS)
 def test_each_agents_requests_hold_only_its_own_calls(name: str, folder: Path) -> None:
     assert run_of(name, folder).crossed_calls == []
 
 
-@pytest.mark.parametrize("name", runs("replay"))
+@pytest.mark.parametrize("name", RUNS)
 def test_the_log_replays_every_request_body_of_every_session_and_slice(
     name: str, folder: Path
 ) -> None:
@@ -192,7 +138,7 @@ def test_the_log_replays_every_request_body_of_every_session_and_slice(
     assert [(e.conversation, e.index) for e in run.unrecorded_bodies] == []
 
 
-@pytest.mark.parametrize("name", runs("cli-replay"))
+@pytest.mark.parametrize("name", RUNS)
 def test_contextledger_replay_accepts_every_session(
     name: str, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -203,7 +149,7 @@ def test_contextledger_replay_accepts_every_session(
     assert failing == []
 
 
-@pytest.mark.parametrize("name", runs("cli-strategy"))
+@pytest.mark.parametrize("name", RUNS)
 def test_diff_and_view_with_a_strategy_work_on_every_session(
     name: str, folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
