@@ -219,14 +219,16 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
     def loop_lag_p99_ms(self) -> float:
         """The 99th percentile of the host loop's lag over the ticks that overlap a
         compaction (0 when none ran)."""
-        lags = sorted(
-            lag
-            for at, lag in self.lags
-            if any(start <= at and at - lag <= end for start, end in self.compactions)
-        )
-        if not lags:
-            return 0.0
-        return lags[min(len(lags) - 1, math.ceil(0.99 * len(lags)) - 1)]
+        return _p99([lag for at, lag in self.lags if self._in_compaction(at, lag)])
+
+    @property
+    def loop_lag_p99_outside_compactions_ms(self) -> float:
+        """The same over the ticks that overlap none: the lag the loops' other work causes."""
+        return _p99([lag for at, lag in self.lags if not self._in_compaction(at, lag)])
+
+    def _in_compaction(self, at: float, lag: float) -> bool:
+        """Whether the tick late by ``lag`` at ``at`` waited while a compaction ran."""
+        return any(start <= at and at - lag <= end for start, end in self.compactions)
 
     @property
     def runtime_cpu_share(self) -> float:
@@ -235,6 +237,14 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
         if self.cpu_seconds <= 0:
             return 0.0
         return max(0.0, self.cpu_seconds - self.server_cpu_seconds) / self.cpu_seconds
+
+
+def _p99(samples: list[float]) -> float:
+    """The 99th percentile (nearest rank) of ``samples``; 0 without any."""
+    if not samples:
+        return 0.0
+    ranked = sorted(samples)
+    return ranked[min(len(ranked) - 1, math.ceil(0.99 * len(ranked)) - 1)]
 
 
 def lower_bound_read_share(bodies: Sequence[Mapping[str, Any]]) -> float:
