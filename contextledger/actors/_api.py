@@ -319,7 +319,8 @@ class SessionApi(ABC):
         the system prompt holds or this assistant message loaded already; each is captured
         (``InstructionLoaded``), so every later request and every replay carries the same
         bytes. The files are read in a worker thread. Returns the output recorded. Raises
-        ``InstructionPathError`` (nothing written) for a path outside the worktree."""
+        ``InstructionPathError`` for a path outside the worktree and ``InvalidCommand`` for
+        wrongly typed arguments; either way nothing is written."""
         for name, path in (("read_path", read_path), ("worktree", worktree)):
             if not isinstance(path, str | os.PathLike):
                 reason = f"expected a path, got {type(path).__name__}"
