@@ -416,3 +416,43 @@ def test_only_policies_that_mark_the_last_message_leave_a_watermark() -> None:
     assert writes_at_the_end(CachePolicy(mode="ai-sdk"))
     assert not writes_at_the_end(CachePolicy(messages="latest-user-message"))
     assert not writes_at_the_end(CachePolicy(mode="none"))
+
+
+def _reads(view: Sequence[ModelMessage], end: int, marks: Sequence[CacheMark]) -> bool:
+    """Whether a message mark at or after ``end`` lies within the lookback of its end."""
+    return any(
+        m.target == "message"
+        and m.index >= end
+        and sum(len(view[i].content) for i in range(end + 1, m.index + 1)) <= LOOKBACK_BLOCKS
+        for m in marks
+    )
+
+
+@st.composite
+def _views(draw: st.DrawFn) -> tuple[list[ModelMessage], str]:
+    sizes = draw(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 15)), min_size=1))
+    view = [
+        ModelMessage(
+            role="user",
+            source_id=source,
+            content=tuple(ModelText(text="x") for _ in range(size)),
+        )
+        for source, size in sizes
+    ]
+    return view, draw(st.sampled_from("abcde"))
+
+
+@given(case=_views(), last=st.integers(1, 4))
+def test_with_the_watermark_mark_the_last_cached_prompt_is_always_read(
+    case: tuple[list[ModelMessage], str], last: int
+) -> None:
+    view, watermark = case
+    marks = place_marks(CachePolicy(messages=last), tools=0, system_blocks=0, messages=view)
+    found = [i for i, m in enumerate(view) if m.source_id == watermark]
+    mark = watermark_mark(view, watermark, marks)
+    if not found or found[-1] == len(view) - 1:
+        assert mark is None
+        return
+    end = found[-1]
+    assert _reads(view, end, [*marks, *([mark] if mark else [])])
+    assert (mark is None) == _reads(view, end, marks)  # only when no mark reads it already
