@@ -338,6 +338,29 @@ def test_build_is_deterministic_across_builders(strip: bool) -> None:
     assert one.encoded.body == two.encoded.body
 
 
+def test_each_request_s_measure_is_its_own_however_the_view_changed() -> None:
+    """The builder keeps running totals over the messages a live view did not change; after
+    new steps, a prune of an old output and a truncated output, each request's measure is
+    still ``measure_request`` of that request, and the paging tool joins the truncated one."""
+    b = SessionBuilder("ses_test", model=MODEL)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    calls = []
+    for n in range(4):
+        before = len(b.events)
+        _, assistant = _turn(b, f"Step {n}.")
+        calls.append(b.tool_call(assistant, "bash", {"command": f"step {n}"}))
+        output = "x\n" * 3000 if n == 3 else f"output {n}"
+        b.tool_result(calls[-1], output)
+        if n == 2:
+            b.prune(calls[:1])
+        _append(history, b.events[before:])
+        built = builder.build(history, INPUTS)
+        assert built.measure == measure_request(built.request)
+        names = [t.name for t in built.request.tools]
+        assert names == (["read", "bash", "read_tool_output"] if n == 3 else ["read", "bash"])
+
+
 def test_ai_sdk_capture_turn_three_reads_what_turn_one_wrote() -> None:
     """opencode #45750: marks on system[0] and the last two message blocks; the prefix turn 1
     wrote at its last mark is the start of turn 3's request (markers aside)."""
