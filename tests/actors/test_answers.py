@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import msgspec
 import pytest
 
 from contextledger.actors import Runtime
 from contextledger.config import Config, TokensConfig
-from contextledger.events._catalogue import Event, PrefixAdvanced, UsageReported
-from contextledger.events._parts import MessageError, ToolPart
+from contextledger.events._catalogue import MAIN_AGENT, Event, PrefixAdvanced, UsageReported
+from contextledger.events._parts import MessageError, ToolPart, Usage
 from contextledger.history._projection import History
 from contextledger.policy._tokens import EstimateCounter
 from contextledger.providers import ProviderClient, ProviderError, wire_format
 from contextledger.request import InvalidCommand
+from contextledger.request._builder import BuiltRequest
 from contextledger.store._memory import MemoryStore
 from contextledger.testing.loopback import (
     LoopbackProvider,
@@ -172,3 +174,30 @@ async def test_a_whole_step_keeps_the_provider_s_call_ids() -> None:
     assert stored == given and len(given) == 3
     assert provider.mismatches == [] and provider.errors == []
     assert [e.status for e in provider.received] == [200] * 4
+
+
+async def test_each_agent_s_answers_advance_its_own_prefix_and_report_its_own_measure() -> None:
+    reviewer, review_inputs = "reviewer", msgspec.structs.replace(INPUTS, agent="review")
+    async with Runtime.open(MemoryStore(), model=MODEL, clock=clock()) as runtime:
+        session = await runtime.session("ses_agents")
+        built: dict[str, list[BuiltRequest]] = {MAIN_AGENT: [], reviewer: []}
+        for n in range(2):
+            for agent_id, inputs, agent in (
+                (MAIN_AGENT, INPUTS, "build"),
+                (reviewer, review_inputs, "review"),
+            ):
+                user = await session.add_user(f"Step {n}.", agent=agent, agent_id=agent_id)
+                built[agent_id].append(await session.build_request(inputs, agent_id=agent_id))
+                await session.record_assistant(
+                    user, text="Done.", usage=Usage(input=100 + n), agent=agent, agent_id=agent_id
+                )
+        history = await session.history()
+        events = [r.event for r in await runtime.store.read("ses_agents")]
+    for agent_id in (MAIN_AGENT, reviewer):
+        pinned = history.pinned_prefix(agent_id)
+        advances = [e for e in events if isinstance(e, PrefixAdvanced) and e.agent_id == agent_id]
+        reports = [e for e in events if isinstance(e, UsageReported) and e.agent_id == agent_id]
+        sent = [b.request.messages[-1].source_id for b in built[agent_id]]
+        assert pinned is not None and pinned.advanced_to == sent[-1]
+        assert [(a.key, a.message_id) for a in advances] == [(pinned.key, s) for s in sent]
+        assert [r.measure for r in reports] == [b.measure for b in built[agent_id]]
