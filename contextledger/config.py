@@ -95,6 +95,7 @@ Ratio = Annotated[float, Meta(gt=0, le=1)]
 MaxContext = Quantity | dict[str, Quantity]
 TokenCounter = Literal["estimate", "calibrated", "tiktoken"]
 TruncateDirection = Literal["head", "tail"]
+PagingTool = Literal["truncated", "always", "never"]
 EnvironmentMode = Literal["each", "latest", "none"]
 HistoricalMedia = Literal["compaction", "latest-user", "keep"]
 PruneMode = Literal["opencode", "mimo", "cost"]
@@ -491,6 +492,12 @@ class ToolOutputConfig(_Section, frozen=True):
     max_bytes: Positive = TOOL_OUTPUT_MAX_BYTES
     #: opencode: keep the head by default; "tail" suits logs whose end matters.
     direction: TruncateDirection = "head"
+    #: When requests offer the ``read_tool_output`` tool the truncation hint names:
+    #: "truncated" (from the first request whose view shows a truncated output; it is then
+    #: pinned, so the prefix rotates once, and a session that never truncates pays nothing),
+    #: "always" (in every request: a stable table from the first request on) or "never"
+    #: (the host offers its own).
+    paging_tool: PagingTool = "truncated"
 
 
 class PruneConfig(_Section, frozen=True):

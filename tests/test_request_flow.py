@@ -14,7 +14,8 @@ from contextledger.ledger import SessionLog
 from contextledger.logging import configure_logging
 from contextledger.providers import ProviderClient, wire_format
 from contextledger.request._builder import RequestBuilder, RequestInputs
-from contextledger.request._prepare import prepare_request, usage_event
+from contextledger.request._prepare import prepare_request
+from contextledger.request._recording import Finish, answer_events
 from contextledger.request._system import SystemSegments
 from contextledger.store._sqlite import SQLiteStore
 from contextledger.testing._builder import SessionBuilder
@@ -47,20 +48,13 @@ async def test_a_call_records_request_and_usage_and_never_the_key(tmp_path: Path
                 assert server.received[0].body == built.encoded.body
                 message = b.assistant(user)
                 await log.append(b.events[-2:])
-                await log.append(
-                    [
-                        usage_event(
-                            built,
-                            response.usage,
-                            session_id="ses_flow",
-                            message_id=message,
-                            time_ms=b.tick(),
-                        )
-                    ]
-                )
+                finish = Finish(message_id=message, usage=response.usage)
+                stamp = {"session_id": "ses_flow", "time_ms": b.tick()}
+                await log.append(answer_events(log.history, finish, stamp))
                 recorded = await store.read("ses_flow")
-                assert isinstance(recorded[-1].event, UsageReported)
-                assert recorded[-1].event.usage == ANTHROPIC.usage
+                assert isinstance(recorded[-2].event, UsageReported)
+                assert recorded[-2].event.usage == ANTHROPIC.usage
+                assert recorded[-2].event.measure == built.measure
             nursery.cancel_scope.cancel()
         (seen,) = server.received
         assert seen.headers["x-api-key"] == KEY  # it was sent, to the provider only

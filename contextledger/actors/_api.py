@@ -9,20 +9,34 @@ the simulation's ``LocalSession`` (in-process) are the two shells.
 
 from __future__ import annotations
 
+import functools
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+import msgspec
+import trio
 
 from contextledger.compaction._compactor import CompactionExhausted, CompactionResult
 from contextledger.events._catalogue import MAIN_AGENT
-from contextledger.events._parts import CompactionTrigger, MessageError, Usage
+from contextledger.events._parts import CompactionTrigger, MessageError, ToolPart, Usage
 from contextledger.history._projection import History
+from contextledger.history._truncate import (
+    PAGE_LINES,
+    PAGING_TOOL_NAME,
+    OutputPage,
+    ToolOutputUnavailable,
+    page_for_call,
+    read_tool_output,
+)
 from contextledger.policy._decisions import after_compaction
 from contextledger.policy._prune import Plan
 from contextledger.providers._errors import ProviderError
 from contextledger.request._builder import BuiltRequest, RequestInputs
 from contextledger.request._context import EditorState
-from contextledger.request._instructions import InstructionFile
+from contextledger.request._instructions import InstructionFile, directory_rules
 from contextledger.request._recording import (
     AddText,
     AddUser,
@@ -30,6 +44,7 @@ from contextledger.request._recording import (
     CallTool,
     Finish,
     InvalidCommand,
+    ReadResult,
     RecordingCommand,
     StartAssistant,
     StartStep,
@@ -37,6 +52,15 @@ from contextledger.request._recording import (
     as_tuple,
     checked,
 )
+from contextledger.request._turn import rule_claims
+
+
+class ReadToolOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of ``SessionApi.read_tool_output``, type-checked before reading."""
+
+    part_id: str
+    offset: int
+    limit: int
 
 
 class SessionApi(ABC):
@@ -205,29 +229,41 @@ class SessionApi(ABC):
         *,
         text: str = "",
         tool_calls: Sequence[tuple[str, dict[str, Any], str]] = (),
+        call_ids: Sequence[str] = (),
         usage: Usage | None = None,
         agent: str = "build",
         agent_id: str = MAIN_AGENT,
     ) -> str:
         """A whole assistant step: its text, its tool calls with their outputs
-        (``(tool, input, output)``), finished as ``tool-calls`` when it called any. Every
-        argument is type-checked before the first event is written (``InvalidCommand``)."""
+        (``(tool, input, output)``), finished as ``tool-calls`` when it called any.
+        ``call_ids`` are the provider's ids of the calls, one per call in order (none: ids
+        are made up). Every argument is type-checked before the first event is written
+        (``InvalidCommand``), and so is the number of ``call_ids``."""
         step = checked(
             AssistantStep(
                 parent_id=parent_id,
                 text=text,
                 tool_calls=as_tuple(tool_calls),
+                call_ids=as_tuple(call_ids),
                 usage=usage,
                 agent=agent,
                 agent_id=agent_id,
             )
         )
+        if step.call_ids and len(step.call_ids) != len(step.tool_calls):
+            reason = (
+                f"expected one id per tool call ({len(step.tool_calls)}), got {len(step.call_ids)}"
+            )
+            raise InvalidCommand("AssistantStep", "call_ids", reason)
         agent_id = step.agent_id
         message_id = await self.start_assistant(step.parent_id, agent=step.agent, agent_id=agent_id)
         if step.text:
             await self.add_text(message_id, step.text, agent_id=agent_id)
-        for tool, tool_input, output in step.tool_calls:
-            part_id = await self.call_tool(message_id, tool, tool_input, agent_id=agent_id)
+        ids = step.call_ids or (None,) * len(step.tool_calls)
+        for (tool, tool_input, output), call_id in zip(step.tool_calls, ids, strict=True):
+            part_id = await self.call_tool(
+                message_id, tool, tool_input, call_id=call_id, agent_id=agent_id
+            )
             await self.record_tool_result(part_id, output, agent_id=agent_id)
         await self.finish(
             message_id,
@@ -236,3 +272,79 @@ class SessionApi(ABC):
             agent_id=agent_id,
         )
         return message_id
+
+    # --- the paging tool ----------------------------------------------------------------------
+
+    async def read_tool_output(
+        self, part_id: str, *, offset: int = 0, limit: int = PAGE_LINES
+    ) -> OutputPage:
+        """Lines ``offset`` to ``offset + limit`` of the full output of tool call ``part_id``,
+        from the log, whatever the view shows of it. Raises ``ToolOutputUnavailable`` when
+        the call has no output, ``ValueError`` for a negative offset, a limit below 1 or an
+        offset past the end, ``InvalidCommand`` for wrongly typed arguments."""
+        command = checked(ReadToolOutput(part_id=part_id, offset=offset, limit=limit))
+        history = await self.history()
+        return read_tool_output(history, command.part_id, command.offset, command.limit)
+
+    async def answer_paging_call(self, part_id: str, *, agent_id: str = MAIN_AGENT) -> str:
+        """Answer the model's call of the paging tool (``history.PAGING_TOOL``) recorded as
+        tool part ``part_id`` (``call_tool``): the page its input asks for becomes the call's
+        result (``OutputPage.answer``); an input that does not match the tool's schema, an
+        offset past the end, or a part with no output becomes the call's error, saying why.
+        Returns the text recorded. Raises ``InvalidCommand`` (nothing written) when
+        ``part_id`` is not a call of the paging tool."""
+        history = await self.history()
+        part = _tool_call(history, part_id, "answer_paging_call", PAGING_TOOL_NAME)
+        try:
+            output, error = page_for_call(history, part.state.input).answer(), False
+        except (ToolOutputUnavailable, ValueError) as exc:
+            output, error = str(exc), True
+        await self.record_tool_result(part_id, output, error=error, agent_id=agent_id)
+        return output
+
+    # --- directory rules ----------------------------------------------------------------------
+
+    async def record_read_result(
+        self,
+        part_id: str,
+        output: str,
+        *,
+        read_path: str | os.PathLike[str],
+        worktree: str | os.PathLike[str],
+        agent_id: str = MAIN_AGENT,
+    ) -> str:
+        """The result of tool call ``part_id`` that read the file ``read_path``: ``output``
+        with the rule files (``AGENTS.md``, ``CLAUDE.md``, ``CONTEXT.md``) of the file's
+        directories up to ``worktree`` appended as ``<system-reminder>`` blocks, except those
+        the system prompt holds or this assistant message loaded already; each is captured
+        (``InstructionLoaded``), so every later request and every replay carries the same
+        bytes. The files are read in a worker thread. Returns the output recorded. Raises
+        ``InstructionPathError`` for a path outside the worktree and ``InvalidCommand`` for
+        wrongly typed arguments; either way nothing is written."""
+        for name, path in (("read_path", read_path), ("worktree", worktree)):
+            if not isinstance(path, str | os.PathLike):
+                reason = f"expected a path, got {type(path).__name__}"
+                raise InvalidCommand("record_read_result", name, reason)
+        history = await self.history()
+        part = _tool_call(history, part_id, "record_read_result")
+        loaded, claimed = rule_claims(history, part.message_id)
+        files = await trio.to_thread.run_sync(
+            functools.partial(
+                directory_rules, Path(read_path), Path(worktree), loaded=loaded, claimed=claimed
+            )
+        )
+        command = ReadResult(part_id=part_id, output=output, rules=tuple(files), agent_id=agent_id)
+        recorded: str = await self._record(command)
+        return recorded
+
+
+def _tool_call(history: History, part_id: str, command: str, tool: str | None = None) -> ToolPart:
+    """The tool call ``part_id`` (of ``tool``, when given); ``InvalidCommand`` otherwise."""
+    try:
+        part = history.part(part_id)
+    except (KeyError, TypeError):
+        part = None
+    if not isinstance(part, ToolPart) or tool not in (None, part.tool):
+        reason = f"{part_id!r} is not a call of {tool}" if tool else f"{part_id!r} is no tool call"
+        raise InvalidCommand(command, "part_id", reason)
+    return part

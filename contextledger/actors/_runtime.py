@@ -327,9 +327,11 @@ class Runtime:
 
 class SessionHandle(SessionApi):
     """One session, as the embedding application sees it: recording (``add_user``,
-    ``start_assistant``, ``add_text``, ``call_tool``, ``record_tool_result``, ``finish``,
-    ``record_assistant``, from ``SessionApi``), requests, compaction, pruning and
-    reading. Methods are safe to call from several tasks: the session serialises them."""
+    ``start_assistant``, ``add_text``, ``call_tool``, ``record_tool_result``,
+    ``record_read_result``, ``finish``, ``record_assistant``, and the paging tool's
+    ``answer_paging_call`` and ``read_tool_output``, from ``SessionApi``), requests,
+    compaction, pruning and reading. Methods are safe to call from several tasks: the
+    session serialises them."""
 
     def __init__(self, runtime: Runtime, session_id: str) -> None:
         self.runtime = runtime

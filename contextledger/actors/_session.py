@@ -27,6 +27,7 @@ from contextledger.request._recording import (
     AddUser,
     CallTool,
     Finish,
+    ReadResult,
     Recorder,
     StartAssistant,
     StartStep,
@@ -73,7 +74,7 @@ class Session:
                 return await self._append(compose(NewIds(self.log.history)))
             case AddUser() | StartAssistant() | StartStep() | AddText() | CallTool() | ToolResult():
                 return await self._recorder.record(command)
-            case Finish():
+            case ReadResult() | Finish():
                 return await self._recorder.record(command)
             case Seq():
                 return self.log.history.seq

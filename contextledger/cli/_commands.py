@@ -24,6 +24,7 @@ from contextledger.events._parts import (
     struct_tag,
 )
 from contextledger.history._projection import History
+from contextledger.history._truncate import read_tool_output
 from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
 from contextledger.simulation import DEFAULT_WINDOW
@@ -148,6 +149,29 @@ def _content_preview(message: ModelMessage) -> str:
                 pieces.append(f"[{mime} {filename or ''}]")
     body = " | ".join(" ".join(p.split()) for p in pieces)
     return body if len(body) <= _PREVIEW else body[: _PREVIEW - 1] + "…"
+
+
+async def output(args: argparse.Namespace) -> None:
+    """Print lines ``args.offset`` on of a tool call's full output, as the paging tool reads
+    them from the log; the call is named by its part id or by the provider's call id."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        projection = await _projection(store, args.session, None)
+    page = read_tool_output(
+        projection, _tool_part_id(projection, args.call), args.offset, args.limit
+    )
+    if args.json:
+        emit_json(page)
+    else:
+        emit_text(page.answer())
+
+
+def _tool_part_id(projection: History, call: str) -> str:
+    """The part id of the tool call ``call`` names (a part id, or a provider's call id)."""
+    for message in projection.messages:
+        for part in message.parts:
+            if isinstance(part, ToolPart) and call in (part.id, part.call_id):
+                return part.id
+    raise ValueError(f"no tool call {call!r} in session {projection.session_id!r}")
 
 
 async def events(args: argparse.Namespace) -> None:

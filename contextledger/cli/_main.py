@@ -8,6 +8,7 @@ Commands (each table also as ``--json``):
   history   print a session's history (messages, parts, token estimates) at any seq
   view      print the model view (what the model is sent) at any seq
   events    print a session's raw events
+  output    print a page of a tool call's full output (what read_tool_output returns)
   compact   compact a session with the extractive summarizer (--dry-run: print the plan)
   prune     clear, trim or strip old tool outputs and media (--dry-run: print the plan)
   import    import a transcript (any supported format) into a database
@@ -46,6 +47,7 @@ from contextledger.cli import _storage as storage
 from contextledger.cli._demo import demo as demo_command
 from contextledger.cli._demo_session import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events._errors import LedgerError
+from contextledger.history._truncate import PAGE_LINES
 from contextledger.logging import LEVELS, configure_logging
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
 
@@ -107,6 +109,14 @@ def _parser() -> argparse.ArgumentParser:
     events.add_argument("--from", dest="from_seq", type=int, default=1)
     events.add_argument("--limit", type=int, default=None)
     events.add_argument("--json", action="store_true")
+
+    paged = sub.add_parser("output", help="print a page of a tool call's full output")
+    paged.add_argument("db", type=Path)
+    paged.add_argument("--session", required=True)
+    paged.add_argument("call", help="the tool call's part id or the provider's call id")
+    paged.add_argument("--offset", type=int, default=0, help="the first line, 0-based")
+    paged.add_argument("--limit", type=int, default=PAGE_LINES, help="lines (default: one page)")
+    paged.add_argument("--json", action="store_true")
 
     for name, text in (
         ("compact", "compact a session (extractive summary; --dry-run prints the plan)"),
@@ -210,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "history": commands.history,
         "view": commands.view,
         "events": commands.events,
+        "output": commands.output,
         "compact": maintenance.compact,
         "prune": maintenance.prune,
         "import": analysis.import_,

@@ -260,7 +260,11 @@ class PrefixAdvanced(EventBase, tag="prefix.advanced", frozen=True):
 
 
 class RequestSent(EventBase, tag="request.sent", frozen=True):
-    """A provider request was built and sent: what it hashed to and where breakpoints were."""
+    """A provider request was built and sent: what it hashed to and where breakpoints were.
+    Version 2 adds ``measure``, the ``PromptMeasure`` of the prompt (None in version 1
+    events), which the ``UsageReported`` of its answer carries for calibration."""
+
+    VERSION: ClassVar[int] = 2
 
     provider_id: str
     model_id: str
@@ -270,6 +274,7 @@ class RequestSent(EventBase, tag="request.sent", frozen=True):
     estimated_tokens: int
     breakpoints: tuple[int, ...] = ()
     last_message_id: str | None = None
+    measure: PromptMeasure | None = None
 
 
 class UsageReported(EventBase, tag="usage.reported", frozen=True):

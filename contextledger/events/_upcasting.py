@@ -59,3 +59,10 @@ def _prefix_without_tool_table(raw: RawEvent) -> RawEvent:
     """Version 1 did not record the tool definitions: version 2 reads that as an empty
     ``tool_table`` (the builder then takes the current definitions in the pinned order)."""
     return raw
+
+
+@UPCASTERS.register("request.sent", 1)
+def _request_without_measure(raw: RawEvent) -> RawEvent:
+    """Version 1 did not record the prompt's measure: version 2 reads that as None (the
+    usage report of its answer then carries none, and calibration skips it)."""
+    return raw

@@ -2,7 +2,8 @@
 
 ``History`` folds events into a projection; ``model_view(history, ViewOptions(...))`` is what
 the model is sent, and ``LiveView`` keeps that view up to date incrementally. Tool-output
-truncation and paging live in ``contextledger.history._truncate``.
+truncation and paging (``read_tool_output``, the ``PAGING_TOOL`` definition) live in
+``contextledger.history._truncate``.
 """
 
 from contextledger.history._estimate import estimate_part_tokens, part_chars
@@ -16,22 +17,32 @@ from contextledger.history._projection import (
     PinnedPrefix,
     TokenEstimator,
 )
+from contextledger.history._truncate import (
+    PAGING_TOOL,
+    OutputPage,
+    ToolOutputUnavailable,
+    read_tool_output,
+)
 from contextledger.history._validation import SessionIndex, validate_events
 from contextledger.history._view import ViewOptions, model_view
 
 __all__ = [
+    "PAGING_TOOL",
     "SNAPSHOT_SCHEMA",
     "Compaction",
     "History",
     "HistoryState",
     "LiveView",
     "Message",
+    "OutputPage",
     "PinnedPrefix",
     "SessionIndex",
     "TokenEstimator",
+    "ToolOutputUnavailable",
     "ViewOptions",
     "estimate_part_tokens",
     "model_view",
     "part_chars",
+    "read_tool_output",
     "validate_events",
 ]

@@ -62,7 +62,7 @@ from contextledger.history._validation import (
 
 #: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
 #: and the session is rebuilt from its events instead.
-SNAPSHOT_SCHEMA: Final = 5
+SNAPSHOT_SCHEMA: Final = 6
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):

@@ -9,7 +9,9 @@ Three pure functions, no I/O:
 - ``truncate_tool_output`` is opencode's ``truncateToolOutput``: the per-result character cap
   used when a history is serialised for a compaction summary.
 - ``read_tool_output`` pages the *full* output of a tool call by line, whatever the view did to
-  it (pruned, soft-trimmed, truncated): "lossy view, lossless storage".
+  it (pruned, soft-trimmed, truncated): "lossy view, lossless storage". ``PAGING_TOOL`` is the
+  tool definition a request offers the model for it, ``page_for_call`` answers the model's
+  call, and ``OutputPage.answer`` is the text the call's result carries.
 
 Lines: a line is the text up to and including a ``"\\n"``, plus any unterminated rest, so
 ``"a\\nb\\n"`` is two lines (``wc -l`` counts the same). opencode counts the pieces of
@@ -36,6 +38,7 @@ from contextledger.events._parts import (
     ToolCompleted,
     ToolErrored,
     ToolPart,
+    ToolSchema,
     struct_tag,
 )
 from contextledger.vocabulary._defaults import TOOL_OUTPUT_MAX_BYTES, TOOL_OUTPUT_MAX_LINES
@@ -74,6 +77,43 @@ HINT_READ: Final = (
     'read more with read_tool_output(part_id="{part_id}", offset={offset}, limit={limit}) '
     "(offset is a 0-based line number), or rerun the command narrowed (e.g. with grep) to "
     "view specific sections."
+)
+
+#: What every truncation hint starts with (``HINT_LEAD`` up to its first figure).
+_HINT_START: Final = HINT_LEAD.partition("{")[0]
+
+#: The name of the paging tool, as the hints above call it.
+PAGING_TOOL_NAME: Final = "read_tool_output"
+
+#: The paging tool's definition, as a request offers it to the model.
+PAGING_TOOL: Final = ToolSchema(
+    name=PAGING_TOOL_NAME,
+    description=(
+        "Read lines of a tool call's full output when the output you were shown was "
+        "truncated. Use the part_id, offset and limit its truncation note gives."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "part_id": {
+                "type": "string",
+                "description": "The part id the truncation note names.",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "The first line to read, 0-based.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": TOOL_OUTPUT_MAX_LINES,
+                "description": "How many lines to read.",
+            },
+        },
+        "required": ["part_id"],
+        "additionalProperties": False,
+    },
 )
 
 Direction = Literal["head", "tail"]
@@ -117,6 +157,28 @@ class OutputPage(msgspec.Struct, frozen=True, kw_only=True):
     total_lines: int
     next_offset: int | None
     part_id: str
+
+    def answer(self) -> str:
+        """The page as the paging tool's result: its lines, then which lines they are of
+        how many and how to read on (or that the output ends here)."""
+        end = self.total_lines if self.next_offset is None else self.next_offset
+        where = f"lines {self.offset}-{end - 1} of {self.total_lines}"
+        if end <= self.offset:
+            where = f"no lines from {self.offset}: the output has {self.total_lines}"
+        if self.next_offset is None:
+            tail = "the end of the output"
+        else:
+            tail = "read more with " + _call(self.part_id, self.next_offset, self.limit)
+        lines = self.text.removesuffix("\n")
+        return f"{lines}\n\n[{where}; {tail}]"
+
+
+class PagingCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The input of a call of ``PAGING_TOOL``."""
+
+    part_id: str
+    offset: int = 0
+    limit: int = PAGE_LINES
 
 
 class ToolOutputUnavailable(LedgerError):
@@ -345,6 +407,28 @@ def _recorded_output(part: ToolPart) -> str:
             raise ToolOutputUnavailable(part.id, "the call failed without output")
         return state.partial_output
     raise ToolOutputUnavailable(part.id, f"the call is {struct_tag(state)}, it has no output yet")
+
+
+def page_for_call(history: PartLookup, tool_input: dict[str, Any]) -> OutputPage:
+    """The page a call of ``PAGING_TOOL`` with ``tool_input`` asks for, its limit capped at
+    ``PAGE_LINES`` (one page is what one view shows). Raises ``ValueError`` for an input that
+    does not match the tool's schema, or an offset past the end, and
+    ``ToolOutputUnavailable`` when the part has no output to page."""
+    try:
+        call = msgspec.convert(tool_input, PagingCall)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"{PAGING_TOOL_NAME}: {exc}") from None
+    return read_tool_output(history, call.part_id, call.offset, min(call.limit, PAGE_LINES))
+
+
+def shows_truncation(output: str) -> bool:
+    """Whether a tool output as the view shows it was cut by ``truncate_for_view`` (its hint
+    is in it)."""
+    return _HINT_START in output
+
+
+def _call(part_id: str, offset: int, limit: int) -> str:
+    return f'{PAGING_TOOL_NAME}(part_id="{part_id}", offset={offset}, limit={limit})'
 
 
 # --- lines, bytes and surrogates ------------------------------------------------------------

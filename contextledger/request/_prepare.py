@@ -13,13 +13,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from contextledger.events._catalogue import (
-    Event,
-    InstructionLoaded,
-    MemoryPinned,
-    UsageReported,
-)
-from contextledger.events._parts import Usage
+from contextledger.events._catalogue import Event, InstructionLoaded, MemoryPinned
 from contextledger.ledger import EventLog
 from contextledger.request._builder import BuiltRequest, RequestBuilder, RequestInputs
 from contextledger.request._instructions import InstructionFile
@@ -96,17 +90,3 @@ async def prepare_request(
     events.append(built.sent_event(log.session_id, time_ms=time_ms, agent_id=agent_id))
     await log.append(events)
     return built
-
-
-def usage_event(
-    built: BuiltRequest, usage: Usage, *, session_id: str, message_id: str, time_ms: int
-) -> UsageReported:
-    """The ``UsageReported`` event of a response to ``built`` (decoded by its wire format)."""
-    return UsageReported(
-        session_id=session_id,
-        time_ms=time_ms,
-        message_id=message_id,
-        usage=usage,
-        estimated_tokens=built.estimated_tokens,
-        model=built.request.model,
-    )

@@ -22,7 +22,9 @@ from contextledger.events._catalogue import (
     Event,
     MessageAdded,
     PartAdded,
+    PrefixAdvanced,
     ToolStateChanged,
+    UsageReported,
 )
 from contextledger.events._errors import LedgerError
 from contextledger.events._parts import (
@@ -40,10 +42,12 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.events._strict import WrongType, strict_copy
+from contextledger.history._projection import History
 from contextledger.ledger import EventLog, NewIds
 from contextledger.logging import mask_secrets
 from contextledger.request._context import EditorState
-from contextledger.request._turn import user_message_events
+from contextledger.request._instructions import InstructionFile
+from contextledger.request._turn import rule_events, user_message_events
 
 Clock = Callable[[], int]
 C = TypeVar("C", bound=msgspec.Struct)
@@ -140,6 +144,17 @@ class ToolResult(Command, frozen=True):
     error: bool = False
 
 
+class ReadResult(Command, frozen=True):
+    """The result of a tool call that read a file: its output with the rule files of the
+    file's directories (``rules``, as ``directory_rules`` read them) that this assistant
+    message has not loaded and the system prompt does not hold, appended as reminders and
+    captured (``InstructionLoaded``). Reply: the output recorded."""
+
+    part_id: str
+    output: str
+    rules: tuple[InstructionFile, ...] = ()
+
+
 class Finish(Command, frozen=True):
     """An assistant message ended: its finish reason, usage and error, if any.
     Reply: the session's new seq."""
@@ -150,7 +165,9 @@ class Finish(Command, frozen=True):
     error: MessageError | None = None
 
 
-RecordingCommand = AddUser | StartAssistant | StartStep | AddText | CallTool | ToolResult | Finish
+RecordingCommand = (
+    AddUser | StartAssistant | StartStep | AddText | CallTool | ToolResult | ReadResult | Finish
+)
 
 
 class AssistantStep(Command, frozen=True):
@@ -161,6 +178,7 @@ class AssistantStep(Command, frozen=True):
     parent_id: str
     text: str = ""
     tool_calls: tuple[tuple[str, dict[str, Any], str], ...] = ()
+    call_ids: tuple[str, ...] = ()
     usage: Usage | None = None
     agent: str = "build"
 
@@ -203,6 +221,8 @@ class Recorder:
                 return await self._call_tool(command)
             case ToolResult():
                 return await self._tool_result(command)
+            case ReadResult():
+                return await self._read_result(command)
             case Finish():
                 return await self._finish(command)
         raise TypeError(f"no recording command {type(command).__name__}")
@@ -295,31 +315,54 @@ class Recorder:
         return await self._part(part, command.agent_id)
 
     async def _tool_result(self, command: ToolResult) -> int:
-        part = self.log.history.part(command.part_id)
+        part = self._tool_part(command.part_id)
+        return await self._write(
+            [self._result_event(part, command.output, command.error, command.agent_id)]
+        )
+
+    async def _read_result(self, command: ReadResult) -> str:
+        part = self._tool_part(command.part_id)
+        rules, text = rule_events(
+            self.log.history,
+            command.rules,
+            message_id=part.message_id,
+            agent_id=command.agent_id,
+            time_ms=self._clock(),
+        )
+        output = command.output
+        if text:
+            output = f"{output}\n\n{text}" if output else text
+        await self._write([*rules, self._result_event(part, output, False, command.agent_id)])
+        return output
+
+    def _tool_part(self, part_id: str) -> ToolPart:
+        part = self.log.history.part(part_id)
         if not isinstance(part, ToolPart):
-            raise ValueError(f"part {command.part_id!r} is not a tool call")
+            raise ValueError(f"part {part_id!r} is not a tool call")
+        return part
+
+    def _result_event(
+        self, part: ToolPart, output: str, error: bool, agent_id: str
+    ) -> ToolStateChanged:
+        """The ``ToolStateChanged`` that ends tool call ``part`` with ``output`` (its error
+        text, masked, with ``error``)."""
         now = self._clock()
         started = getattr(part.state, "started_ms", None) or now
         state: ToolCompleted | ToolErrored
-        if command.error:
+        if error:
             # A tool's error is mostly an exception's text: masked before it is stored.
-            error = mask_secrets(command.output)
             state = ToolErrored(
-                input=part.state.input, error=error, started_ms=started, ended_ms=now
+                input=part.state.input,
+                error=mask_secrets(output),
+                started_ms=started,
+                ended_ms=now,
             )
         else:
             state = ToolCompleted(
-                input=part.state.input, output=command.output, started_ms=started, ended_ms=now
+                input=part.state.input, output=output, started_ms=started, ended_ms=now
             )
-        return await self._write(
-            [
-                ToolStateChanged(
-                    message_id=part.message_id,
-                    part_id=part.id,
-                    state=state,
-                    **self._stamp(command.agent_id),
-                )
-            ]
+        return ToolStateChanged(
+            message_id=part.message_id, part_id=part.id, state=state, **self._stamp(agent_id)
         )
 
     async def _finish(self, command: Finish) -> int:
@@ -351,4 +394,45 @@ class Recorder:
                 **stamp,
             )
         )
+        events.extend(answer_events(self.log.history, command, stamp))
         return await self._write(events)
+
+
+def answer_events(history: History, finish: Finish, stamp: dict[str, Any]) -> list[Event]:
+    """What a finished model call implies beside its ``AssistantFinished``, for the agent's
+    latest request (``RequestSent``), if it is the last one sent: ``UsageReported`` when the
+    provider reported usage (with the request's estimate, measure and model, so a calibrated
+    counter learns from it), and ``PrefixAdvanced`` when the call succeeded with the pinned
+    prefix and carried the session further than the prefix had advanced."""
+    events: list[Event] = []
+    sent = history.state.last_request
+    if sent is not None and sent.agent_id != finish.agent_id:
+        sent = None
+    usage = finish.usage
+    if usage is not None and usage.total > 0:
+        message = history.message(finish.message_id)
+        events.append(
+            UsageReported(
+                message_id=finish.message_id,
+                usage=usage,
+                estimated_tokens=sent.estimated_tokens if sent is not None else 0,
+                measure=sent.measure if sent is not None else None,
+                model=(
+                    ModelRef(provider_id=sent.provider_id, model_id=sent.model_id)
+                    if sent is not None
+                    else message.model
+                ),
+                **stamp,
+            )
+        )
+    prefix = history.pinned_prefix(finish.agent_id)
+    if (
+        finish.error is None
+        and finish.finish != "error"
+        and sent is not None
+        and sent.last_message_id is not None
+        and prefix is not None
+        and prefix.advanced_to != sent.last_message_id
+    ):
+        events.append(PrefixAdvanced(key=prefix.key, message_id=sent.last_message_id, **stamp))
+    return events

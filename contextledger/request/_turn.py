@@ -32,6 +32,7 @@ from contextledger.request._context import (
 )
 from contextledger.request._instructions import (
     DEFAULT_MAX_BYTES,
+    InstructionFile,
     directory_rules,
     render_directory_rules,
 )
@@ -134,6 +135,44 @@ def user_message_events(
     return events
 
 
+def rule_claims(history: History, message_id: str) -> tuple[list[str], list[str]]:
+    """The rule files a read by assistant message ``message_id`` must not load again: those
+    in the system prompt (``loaded``) and those already loaded for this message
+    (``claimed``), as ``directory_rules`` takes them."""
+    state = history.state.instructions
+    loaded = [e.path for e in state if e.source != "directory"]
+    claimed = [e.path for e in state if e.message_id == message_id]
+    return loaded, claimed
+
+
+def rule_events(
+    history: History,
+    files: Sequence[InstructionFile],
+    *,
+    message_id: str,
+    agent_id: str = "main",
+    time_ms: int = 0,
+) -> tuple[list[InstructionLoaded], str]:
+    """The ``InstructionLoaded`` events of the directory rule ``files`` read for assistant
+    message ``message_id``, leaving out those ``rule_claims`` names now; and the text to
+    append to the read tool's output (empty when none is left)."""
+    taken = {path for paths in rule_claims(history, message_id) for path in paths}
+    fresh = [f for f in files if f.path not in taken]
+    events = [
+        InstructionLoaded(
+            session_id=history.session_id,
+            agent_id=agent_id,
+            time_ms=time_ms,
+            path=f.path,
+            text=f.text,
+            source="directory",
+            message_id=message_id,
+        )
+        for f in fresh
+    ]
+    return events, render_directory_rules(fresh)
+
+
 def directory_rule_events(
     history: History,
     *,
@@ -148,24 +187,8 @@ def directory_rule_events(
     in the system prompt nor loaded for this message, as events; and the text to append to
     the read tool's output (empty when there are none). Reads the disk; raises
     ``InstructionPathError`` for a read path outside the worktree."""
-    state = history.state.instructions
+    loaded, claimed = rule_claims(history, message_id)
     files = directory_rules(
-        read_path,
-        worktree,
-        loaded=[e.path for e in state if e.source != "directory"],
-        claimed=[e.path for e in state if e.message_id == message_id],
-        max_bytes=max_bytes,
+        read_path, worktree, loaded=loaded, claimed=claimed, max_bytes=max_bytes
     )
-    events = [
-        InstructionLoaded(
-            session_id=history.session_id,
-            agent_id=agent_id,
-            time_ms=time_ms,
-            path=f.path,
-            text=f.text,
-            source="directory",
-            message_id=message_id,
-        )
-        for f in files
-    ]
-    return events, render_directory_rules(files)
+    return rule_events(history, files, message_id=message_id, agent_id=agent_id, time_ms=time_ms)

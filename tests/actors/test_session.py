@@ -23,6 +23,7 @@ from contextledger.events._catalogue import (
     RecordedEvent,
     SessionStarted,
     ToolStateChanged,
+    UsageReported,
 )
 from contextledger.events._errors import InvalidEvent
 from contextledger.events._parts import (
@@ -227,11 +228,13 @@ async def test_finish_ends_the_message_with_its_usage(running: Running) -> None:
     before = running.seq
     usage = Usage(input=120, output=30, cache_read=1000)
     seq = await running.ask(Finish(message_id=assistant, finish="tool-calls", usage=usage))
-    step, finished = await running.written(before)
-    assert seq == running.seq == before + 2
+    step, finished, reported = await running.written(before)
+    assert seq == running.seq == before + 3
     assert isinstance(step, PartAdded) and isinstance(step.part, StepFinishPart)
     assert step.part.usage == usage and step.part.reason == "tool-calls"
     assert isinstance(finished, AssistantFinished) and finished.usage == usage
+    assert isinstance(reported, UsageReported) and reported.usage == usage
+    assert reported.message_id == assistant
     assert running.session.history.message(assistant).finish == "tool-calls"
 
 
@@ -426,7 +429,7 @@ async def test_commands_from_several_tasks_are_serialised(autojump_clock: Any) -
     check_history(history)
     recorded = await store.read(SESSION)
     assert [r.seq for r in recorded] == list(range(1, len(recorded) + 1))
-    assert history.seq == len(recorded) == 1 + 8 * 8
+    assert history.seq == len(recorded) == 1 + 8 * 9  # 9 events a turn, its usage report too
     assert sum(m.role == "user" for m in history.messages) == 8
 
 

@@ -114,12 +114,15 @@ class Method:
             "finish": "stop",
             "usage": None,
             "tool_calls": (),
+            "call_ids": (),
             "trigger": "manual",
             "inputs": INPUTS,
             "memory": None,
             "instructions": (),
             "session_id": "ses_child",
             "title": "a subtask",
+            "read_path": "README.md",
+            "worktree": ".",
         }
         if self.name == "finish":
             valid["error"] = None
@@ -177,11 +180,17 @@ METHODS = [
             "parent_id": TEXT,
             "text": TEXT,
             "tool_calls": CALLS,
+            "call_ids": Kind("any", extra=([7], ("toolu_1", None))),
             "usage": USAGE,
             "agent": TEXT,
             "agent_id": TEXT,
         },
     ),
+    Method(
+        "record_read_result",
+        {"part_id": TEXT, "output": TEXT, "read_path": TEXT, "worktree": TEXT, "agent_id": TEXT},
+    ),
+    Method("answer_paging_call", {"part_id": TEXT, "agent_id": TEXT}),
     Method("record_error", {"message_id": TEXT, "error": PROVIDER, "agent_id": TEXT}),
     Method("compact", {"trigger": TRIGGER, "agent_id": TEXT}),
     Method("prune", {"agent_id": TEXT}),
@@ -222,6 +231,8 @@ async def _call(session: SessionHandle, method: Method, arguments: dict[str, Any
         "record_error": ["message_id", "error"],
         "build_request": ["inputs"],
         "start_subtask": ["session_id"],
+        "record_read_result": ["part_id", "output"],
+        "answer_paging_call": ["part_id"],
     }.get(method.name, [])
     args = [arguments.pop(name) for name in positional]
     await getattr(session, method.name)(*args, **arguments)
@@ -274,7 +285,7 @@ async def test_the_error_names_the_command_and_the_argument(tmp_path: Path) -> N
 
 def test_every_write_method_of_the_handle_is_covered() -> None:
     # A new method that writes must join METHODS.
-    reads = {"history", "view", "replay", "family"}
+    reads = {"history", "view", "replay", "family", "read_tool_output"}
     public = {
         name
         for name in dir(SessionHandle)

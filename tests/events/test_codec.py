@@ -439,3 +439,20 @@ def test_a_version_1_prefix_event_reads_as_version_2_with_no_tool_table() -> Non
         decoded = DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(event), 1, msgspec.msgpack.encode(raw))
         assert decoded == event
         assert decoded.v == 2 and decoded.tool_table == ()
+
+
+def test_a_version_1_request_sent_reads_as_version_2_without_a_measure() -> None:
+    event = RequestSent(
+        session_id=S,
+        provider_id="anthropic",
+        model_id="m",
+        prefix_hash="p",
+        body_hash="b",
+        body_bytes=10,
+        estimated_tokens=3,
+    )
+    raw = msgspec.msgpack.decode(DEFAULT_CODEC.encode(event))
+    assert "measure" not in raw
+    decoded = DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(event), 1, msgspec.msgpack.encode(raw))
+    assert decoded == event
+    assert decoded.v == 2 and decoded.measure is None

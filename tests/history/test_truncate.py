@@ -10,10 +10,14 @@ from contextledger.events import LedgerError, RecordedEvent
 from contextledger.events._parts import ToolCompleted, ToolPart
 from contextledger.history import History
 from contextledger.history._truncate import (
+    PAGE_LINES,
+    PAGING_TOOL,
     Direction,
     ToolOutputUnavailable,
     count_lines,
+    page_for_call,
     read_tool_output,
+    shows_truncation,
     split_lines,
     truncate_for_view,
     truncate_tool_output,
@@ -480,3 +484,50 @@ def test_a_single_huge_line_can_be_paged_back_from_the_hint() -> None:
         offset = page.next_offset
     assert "".join(pages) == blob
     assert count_lines(blob) == len(split_lines(blob)) == -(-len(blob) // 2000)
+
+
+# --- the paging tool ------------------------------------------------------------------------
+
+
+def test_the_paging_tool_takes_what_the_hint_names() -> None:
+    schema = PAGING_TOOL.input_schema
+    assert PAGING_TOOL.name == "read_tool_output"
+    assert set(schema["properties"]) == {"part_id", "offset", "limit"}
+    assert schema["required"] == ["part_id"]
+    assert schema["properties"]["limit"]["maximum"] == PAGE_LINES
+
+
+def test_a_call_gets_its_page_with_where_it_stands() -> None:
+    b, call = _session_with_output("a\nb\nc\n")
+    page = page_for_call(_history(b), {"part_id": call, "offset": 1, "limit": 1})
+    assert page.answer() == (
+        f'b\n\n[lines 1-1 of 3; read more with read_tool_output(part_id="{call}", offset=2, '
+        "limit=1)]"
+    )
+    last = page_for_call(_history(b), {"part_id": call, "offset": 2})
+    assert last.answer() == "c\n\n[lines 2-2 of 3; the end of the output]"
+    empty = page_for_call(_history(b), {"part_id": call, "offset": 3})
+    assert empty.answer() == "\n\n[no lines from 3: the output has 3; the end of the output]"
+
+
+def test_a_call_reads_at_most_one_page() -> None:
+    output = "x\n" * (PAGE_LINES + 5)
+    b, call = _session_with_output(output)
+    page = page_for_call(_history(b), {"part_id": call, "limit": PAGE_LINES * 2})
+    assert page.limit == PAGE_LINES and page.next_offset == PAGE_LINES
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [{}, {"part_id": 1}, {"part_id": "p", "offset": "0"}, {"part_id": "p", "extra": 1}],
+)
+def test_a_call_whose_input_does_not_match_the_schema_is_refused(tool_input: dict) -> None:
+    b, _ = _session_with_output("x")
+    with pytest.raises(ValueError, match="read_tool_output: "):
+        page_for_call(_history(b), tool_input)
+
+
+def test_a_truncated_view_of_an_output_shows_it() -> None:
+    long = "line\n" * (MAX_LINES + 1)
+    assert shows_truncation(truncate_for_view(long, part_id="prt_1").text)
+    assert not shows_truncation(truncate_for_view("short", part_id="prt_1").text)

@@ -17,12 +17,15 @@ from hypothesis import strategies as st
 
 from contextledger.events._parts import ModelRef
 from contextledger.policy._cache import (
+    LOOKBACK_BLOCKS,
     MAX_MARKS,
     ai_sdk_marks,
     anthropic_like,
     auto_marks,
     marked_messages,
     place_marks,
+    watermark_mark,
+    writes_at_the_end,
 )
 from contextledger.providers import WIRE_FORMATS
 from contextledger.vocabulary._messages import (
@@ -359,3 +362,97 @@ def test_an_automatic_mark_before_a_one_hour_hint_gets_one_hour_too() -> None:
     marks = place_marks(CachePolicy(), tools=2, system_blocks=1, messages=messages, hints=[hint])
     assert [m.ttl for m in marks] == ["1h", "1h", "1h"]
     assert marks[-1] is hint
+
+
+# --- the watermark: where the last successful step's prompt was cached -------------------------
+
+
+def _step(source: str, calls: int) -> list[ModelMessage]:
+    """An assistant message with ``calls`` tool calls and the message of their results."""
+    ids = [f"{source}_{i}" for i in range(calls)]
+    return [
+        ModelMessage(
+            role="assistant",
+            source_id=source,
+            content=tuple(ModelToolCall(call_id=i, tool="read", input={}) for i in ids),
+        ),
+        ModelMessage(
+            role="tool",
+            source_id=source,
+            content=tuple(ModelToolResult(call_id=i, tool="read", output="x") for i in ids),
+        ),
+    ]
+
+
+def _last_two(messages: Sequence[ModelMessage]) -> tuple[CacheMark, ...]:
+    return place_marks(CachePolicy(messages=2), tools=0, system_blocks=0, messages=messages)
+
+
+def test_a_step_within_the_lookback_needs_no_watermark_mark() -> None:
+    view = [ModelMessage(role="user", source_id="u", content=(ModelText(text="go"),))]
+    view += _step("a", LOOKBACK_BLOCKS // 2)  # the assistant's mark is 10 blocks after "u"
+    assert watermark_mark(view, "u", _last_two(view)) is None
+
+
+def test_a_step_beyond_the_lookback_gets_a_mark_where_the_last_prompt_ended() -> None:
+    view = [ModelMessage(role="user", source_id="u", content=(ModelText(text="go"),))]
+    view += _step("a", LOOKBACK_BLOCKS + 1)
+    assert watermark_mark(view, "u", _last_two(view), "1h") == CacheMark(
+        target="message", index=0, ttl="1h"
+    )
+
+
+def test_the_watermark_is_the_last_message_of_its_source() -> None:
+    view = _step("a", 1) + _step("b", LOOKBACK_BLOCKS + 1)
+    marks = _last_two(view)
+    assert watermark_mark(view, "a", marks) == CacheMark(target="message", index=1)
+    assert watermark_mark(view, "b", marks) is None  # nothing after it
+    assert watermark_mark(view, "gone", marks) is None  # compacted away
+    assert watermark_mark(view, None, marks) is None
+
+
+def test_only_policies_that_mark_the_last_message_leave_a_watermark() -> None:
+    assert writes_at_the_end(CachePolicy(messages=2))
+    assert writes_at_the_end(CachePolicy(mode="ai-sdk"))
+    assert not writes_at_the_end(CachePolicy(messages="latest-user-message"))
+    assert not writes_at_the_end(CachePolicy(mode="none"))
+
+
+def _reads(view: Sequence[ModelMessage], end: int, marks: Sequence[CacheMark]) -> bool:
+    """Whether a message mark at or after ``end`` lies within the lookback of its end."""
+    return any(
+        m.target == "message"
+        and m.index >= end
+        and sum(len(view[i].content) for i in range(end + 1, m.index + 1)) <= LOOKBACK_BLOCKS
+        for m in marks
+    )
+
+
+@st.composite
+def _views(draw: st.DrawFn) -> tuple[list[ModelMessage], str]:
+    sizes = draw(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 15)), min_size=1))
+    view = [
+        ModelMessage(
+            role="user",
+            source_id=source,
+            content=tuple(ModelText(text="x") for _ in range(size)),
+        )
+        for source, size in sizes
+    ]
+    return view, draw(st.sampled_from("abcde"))
+
+
+@given(case=_views(), last=st.integers(1, 4))
+def test_with_the_watermark_mark_the_last_cached_prompt_is_always_read(
+    case: tuple[list[ModelMessage], str], last: int
+) -> None:
+    view, watermark = case
+    marks = place_marks(CachePolicy(messages=last), tools=0, system_blocks=0, messages=view)
+    found = [i for i, m in enumerate(view) if m.source_id == watermark]
+    mark = watermark_mark(view, watermark, marks)
+    if not found or found[-1] == len(view) - 1:
+        assert mark is None
+        return
+    end = found[-1]
+    assert _reads(view, end, [*marks, *([mark] if mark else [])])
+    assert (mark is None) == _reads(view, end, marks)  # only when no mark reads it already

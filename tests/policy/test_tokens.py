@@ -330,3 +330,65 @@ def test_a_session_calibrates_from_its_usage_reports() -> None:
     assert learnt == expected
     assert learnt.pairs == len(steps) - 1
     assert CalibratedCounter(learnt).count("x" * 4000) != EstimateCounter().count("x" * 4000)
+
+
+def test_usage_reports_are_learnt_the_same_all_at_once_or_as_they_arrive() -> None:
+    from contextledger.events import ModelRef, Usage, UsageReported
+    from contextledger.policy._tokens import calibration_from_usage
+
+    model = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4")
+    reports = [
+        UsageReported(
+            session_id="s",
+            message_id="m",
+            usage=Usage(input=tokens),
+            measure=PromptMeasure(text_chars=chars, output_chars=chars // 2),
+            model=model,
+        )
+        for chars, tokens in [(1000, 400), (5000, 1700), (6000, 2100), (20000, 6500)]
+    ]
+    at_once = calibration_from_usage(reports, model)
+    folded = calibration_from_usage(reports[:2], model)
+    folded = calibration_from_usage(reports[2:], model, folded)
+    assert folded == at_once and at_once.pairs == 3
+
+
+# --- a whole request ------------------------------------------------------------------------------
+
+
+def _request() -> Any:
+    from contextledger.events._parts import ModelRef, ToolSchema
+    from contextledger.vocabulary._requests import Request
+
+    tool = ToolSchema(name="bash", description="Run.", input_schema={"type": "object"})
+    return Request(
+        model=ModelRef(provider_id="anthropic", model_id="m"),
+        session_id="s",
+        system=("s" * 30, "t" * 10),
+        tools=(tool,),
+        messages=tuple(VIEW),
+    )
+
+
+def test_a_request_measures_its_system_and_tool_table_beside_its_messages() -> None:
+    from contextledger.policy._tokens import measure_request
+
+    request = _request()
+    tools = len(msgspec.json.encode(request.tools[0]))
+    assert measure_request(request) == measure_messages(VIEW) + PromptMeasure(
+        text_chars=40, input_chars=tools
+    )
+
+
+def test_a_request_is_counted_by_the_counter_given() -> None:
+    from contextledger.policy._tokens import count_request, measure_request
+
+    request = _request()
+    measure = measure_request(request)
+    assert count_request(EstimateCounter(), request) == EstimateCounter().count_measure(measure)
+    learnt = CalibratedCounter(Calibration(rates=(0.5, 0.25, 0.1), overhead=20.0, pairs=1))
+    assert count_request(learnt, request) == learnt.count_measure(measure)
+    # Any other counter counts the messages, each system block and the tool table's JSON.
+    tools = len(msgspec.json.encode(request.tools))
+    exact = TiktokenCounter(_CharEncoding())
+    assert count_request(exact, request) == exact.count_messages(VIEW) + 30 + 10 + tools

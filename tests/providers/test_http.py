@@ -495,6 +495,22 @@ async def test_a_key_echoed_in_an_error_body_is_masked(server: Loopback) -> None
     assert KEY not in str(raised.value) and KEY not in raised.value.detail
 
 
+async def test_a_short_key_is_masked_as_a_whole_token_only(server: Loopback) -> None:
+    """A test key such as "k" is masked where it stands alone, not in every word that has
+    its letter."""
+    request = golden_request(ANSWERS["anthropic"].model)
+    client = ProviderClient(WIRE_FORMATS["anthropic"](), server.url, api_key="k", timeout=FAST)
+    message = "unknown key k for the bucket at https://k.example/k"
+    echoed = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    server.script(Reply(400, body(echoed)))
+    async with client:
+        with pytest.raises(ProviderError) as raised:
+            await client.send(request)
+    assert raised.value.detail.endswith(
+        "unknown key [redacted] for the bucket at https://k.example/[redacted]"
+    )
+
+
 async def test_given_bytes_are_posted_as_they_are(server: Loopback) -> None:
     client, request, answers = setup("anthropic", server.url)
     encoded = client.wire.encode(request)

@@ -19,17 +19,20 @@ from contextledger.events import (
     RecordedEvent,
     RequestSent,
     ToolOutputCleared,
+    UsageReported,
 )
 from contextledger.events._parts import StepStartPart, ToolSchema
 from contextledger.history import History
 from contextledger.ledger import SessionLog
+from contextledger.policy._tokens import measure_request
 from contextledger.policy._transform import StrategyError, TransformContext
 from contextledger.providers._anthropic import AnthropicMessages
 from contextledger.providers._openai_chat import OpenAIChat
 from contextledger.request._builder import RequestBuilder, RequestInputs
 from contextledger.request._context import MAX_STEPS_PROMPT
 from contextledger.request._instructions import InstructionFile
-from contextledger.request._prepare import prepare_request, usage_event
+from contextledger.request._prepare import prepare_request
+from contextledger.request._recording import Finish, answer_events
 from contextledger.request._system import SystemSegments
 from contextledger.store._memory import MemoryStore
 from contextledger.testing._builder import SessionBuilder
@@ -304,17 +307,23 @@ async def test_a_request_still_over_the_limit_is_sent_with_a_warning() -> None:
     assert isinstance((await log.store.read("ses_test"))[-1].event, RequestSent)
 
 
-def test_usage_event_carries_the_model_and_the_request_size() -> None:
+def test_the_usage_report_of_an_answer_carries_its_request_s_model_size_and_measure() -> None:
     from contextledger.events._parts import Usage
 
     b = SessionBuilder("ses_test", model=MODEL)
     _, assistant = _turn(b)
-    built = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS)
-    event = usage_event(
-        built, Usage(input=5, cache_read=7), session_id="ses_test", message_id=assistant, time_ms=3
-    )
+    history = _history(b.events)
+    built = RequestBuilder(AnthropicMessages()).build(history, INPUTS)
+    _append(history, [built.sent_event("ses_test")])
+    finish = Finish(message_id=assistant, usage=Usage(input=5, cache_read=7))
+    (event,) = [
+        e
+        for e in answer_events(history, finish, {"session_id": "ses_test"})
+        if isinstance(e, UsageReported)
+    ]
     assert event.model == MODEL and event.usage.prompt == 12
     assert event.estimated_tokens == built.estimated_tokens > 0
+    assert event.measure == built.measure == measure_request(built.request)
 
 
 @pytest.mark.parametrize("strip", [False, True])
@@ -327,6 +336,29 @@ def test_build_is_deterministic_across_builders(strip: bool) -> None:
     one = RequestBuilder(AnthropicMessages()).build(history, INPUTS, strip_media=strip)
     two = RequestBuilder(AnthropicMessages()).build(_history(b.events), INPUTS, strip_media=strip)
     assert one.encoded.body == two.encoded.body
+
+
+def test_each_request_s_measure_is_its_own_however_the_view_changed() -> None:
+    """The builder keeps running totals over the messages a live view did not change; after
+    new steps, a prune of an old output and a truncated output, each request's measure is
+    still ``measure_request`` of that request, and the paging tool joins the truncated one."""
+    b = SessionBuilder("ses_test", model=MODEL)
+    history = _history(b.events)
+    builder = RequestBuilder(AnthropicMessages())
+    calls = []
+    for n in range(4):
+        before = len(b.events)
+        _, assistant = _turn(b, f"Step {n}.")
+        calls.append(b.tool_call(assistant, "bash", {"command": f"step {n}"}))
+        output = "x\n" * 3000 if n == 3 else f"output {n}"
+        b.tool_result(calls[-1], output)
+        if n == 2:
+            b.prune(calls[:1])
+        _append(history, b.events[before:])
+        built = builder.build(history, INPUTS)
+        assert built.measure == measure_request(built.request)
+        names = [t.name for t in built.request.tools]
+        assert names == (["read", "bash", "read_tool_output"] if n == 3 else ["read", "bash"])
 
 
 def test_ai_sdk_capture_turn_three_reads_what_turn_one_wrote() -> None:
