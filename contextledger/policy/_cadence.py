@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import msgspec
@@ -135,16 +135,22 @@ def _steps(view: Sequence[ModelMessage], sizes: Sequence[int]) -> list[int]:
 
 
 def compact_early(
-    view_tokens: int, growth_per_call: float, *, calls_to_come: int, economics: Economics
+    view_tokens: int,
+    growth_per_call: float,
+    *,
+    calls_to_come: int | Callable[[], int],
+    economics: Economics,
 ) -> bool:
     """Whether a view of ``view_tokens`` growing by ``growth_per_call`` tokens a call has
-    passed its economic threshold and compacting it pays over ``calls_to_come`` calls."""
+    passed its economic threshold and compacting it pays over ``calls_to_come`` calls (a
+    callable is called only once the threshold is passed)."""
     if view_tokens <= economics.kept_tokens:
         return False
     threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
-    return view_tokens > threshold and compaction_pays(
-        view_tokens, calls_to_come=calls_to_come, economics=economics
-    )
+    if view_tokens <= threshold:
+        return False
+    calls = calls_to_come if isinstance(calls_to_come, int) else calls_to_come()
+    return compaction_pays(view_tokens, calls_to_come=calls, economics=economics)
 
 
 def early_compaction_due(
@@ -175,7 +181,7 @@ def early_compaction_due(
     return compact_early(
         sum(sizes),
         statistics.median(steps),
-        calls_to_come=_finished_steps(history, agent_id),
+        calls_to_come=lambda: _finished_steps(history, agent_id),
         economics=economics,
     )
 

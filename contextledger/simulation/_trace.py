@@ -68,6 +68,7 @@ from contextledger.simulation._replay import (
     TurnReplay,
     recorded_turns,
 )
+from contextledger.simulation._retention import Retention, RetentionCounter
 from contextledger.simulation._summaries import PricedSummarizer, SummarizerName
 from contextledger.store._memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
@@ -116,7 +117,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     ``summary_calls`` of them, ``summary_input_tokens`` read and ``summary_output_tokens``
     written, costing ``summary_cost`` (USD, input and output), priced through the cache
     simulator in time order with the session's calls. ``cost`` is the billed input cost plus
-    the summaries'."""
+    the summaries'. ``facts_needed`` and ``facts_retained`` count the facts the agent used
+    again and those its requests held (``retention.RetentionCounter``)."""
 
     strategy: str
     provider: Provider
@@ -138,6 +140,14 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
     summary_cost: float = 0.0
+    facts_needed: int = 0
+    facts_retained: int = 0
+
+    @property
+    def retention(self) -> float | None:
+        """The share of the facts the agent used again that its requests held
+        (``retention.RetentionCounter``); None when it used none again."""
+        return Retention(self.facts_needed, self.facts_retained).share
 
     @property
     def cost(self) -> float:
@@ -171,6 +181,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
             "summary_output_tokens": self.summary_output_tokens,
             "summary_cost": self.summary_cost,
             "cost": self.cost,
+            "facts_needed": self.facts_needed,
+            "retention": self.retention,
         }
 
 
@@ -355,11 +367,12 @@ def trace_result(
     compactions: int = 0,
     summarizer: SummarizerName = "extractive",
     summaries: Sequence[SimRequest] = (),
+    retention: Retention | None = None,
 ) -> TraceResult:
     """``requests`` (one per call, ``actions`` what preceded each) and the ``summaries`` (one
     per summary call) simulated together in time order (a summary sent at the time of a call
     goes first: it is what the call waited for) and priced with ``model_id``'s entry for
-    ``provider``."""
+    ``provider``; ``retention`` the facts counted over the calls."""
     price = price_for(model_id, provider)
     order = sorted(
         [(r.at, 0, i) for i, r in enumerate(summaries)]
@@ -391,6 +404,8 @@ def trace_result(
         summary_input_tokens=sum(r.prompt_tokens for r in summaries),
         summary_output_tokens=sum(r.output_tokens for r in summaries),
         summary_cost=sum(c.input_cost + c.output_cost for c in summary_costs),
+        facts_needed=retention.needed if retention is not None else 0,
+        facts_retained=retention.retained if retention is not None else 0,
     )
 
 
@@ -411,6 +426,7 @@ async def simulate_trace_async(
     events = raw_events(events)
     model_id = priced_model(provider_family, events)
     priced = PricedSummarizer() if summarizer == "model" else None
+    retention = RetentionCounter(recorded_turns(events))
     requests: list[SimRequest] = []
     actions: list[str] = []
     summaries: list[SimRequest] = []
@@ -427,6 +443,7 @@ async def simulate_trace_async(
     )
     try:
         async for call in steps:
+            retention.observe(call.call, call.built.request.messages)
             requests.append(call.sim)
             actions.append(call.actions)
             refused += call.refused
@@ -449,6 +466,7 @@ async def simulate_trace_async(
         compactions=compactions,
         summarizer=summarizer,
         summaries=summaries,
+        retention=retention.result,
     )
 
 

@@ -131,6 +131,20 @@ def test_compact_early_needs_the_threshold_passed_and_the_compaction_to_pay() ->
     assert not compact_early(economics.kept_tokens, 600, calls_to_come=100, economics=economics)
 
 
+def test_the_calls_to_come_are_counted_only_once_the_threshold_is_passed() -> None:
+    economics, counted = _economics(), []
+
+    def calls() -> int:
+        counted.append(1)
+        return 100
+
+    threshold = economic_threshold(growth_per_call=600, economics=economics)
+    assert not compact_early(threshold, 600, calls_to_come=calls, economics=economics)
+    assert counted == []
+    assert compact_early(threshold + 1, 600, calls_to_come=calls, economics=economics)
+    assert counted == [1]
+
+
 def test_steps_are_an_answer_and_what_follows_it_and_the_pace_is_their_median() -> None:
     view = view_of(session(6, output=lambda turn, tool: "z" * (400 if turn != 3 else 80_000)))
     steps = step_growth(view)
