@@ -9,7 +9,9 @@ strategies (``baseline``, ``truncate-500``, ``age-truncate-500-keep-3``,
 and OpenAI's (``gpt-5``). A request over the window is refused and answered by an overflow
 compaction (pi's strategies: one, and one retry), and every compaction's summary is a model
 call priced like the session's own (``summarizer = "model"``); ``default`` is also priced
-with its extractive summarizer, which makes no call (``default/extractive``). ``--full`` adds
+with its extractive summarizer, which makes no call (``default/extractive``), and replayed
+with compactions that keep only the tail (``default/tail-only``: the retention a summary
+adds is the difference). ``--full`` adds
 Kilo's and opencode's (``opencode``) and MiMo Code's (``mimo-tiers``); ``--events N`` replays
 only the first N events of each session (for tests).
 
@@ -47,6 +49,7 @@ from contextledger.simulation import (
     simulate_trace,
     trace_sessions,
 )
+from contextledger.simulation._summaries import SummarizerName
 
 PI: Final = ("baseline", "truncate-500", "age-truncate-500-keep-3", "compact-at-12000-structured")
 #: pi's ``last-N`` (the newest 40 messages), a baseline for retention.
@@ -54,6 +57,10 @@ LAST_N: Final = "last-40"
 KILO_AND_MIMO: Final = ("opencode", "mimo-tiers")
 #: ``default`` compacting with its extractive summarizer (no summary call).
 EXTRACTIVE: Final = "default/extractive"
+#: ``default``'s compactions keeping only the tail (no summary): a baseline for retention.
+TAIL_ONLY: Final = "default/tail-only"
+#: The summarizer of each variant of a strategy (every other one compacts with model calls).
+VARIANTS: Final[dict[str, SummarizerName]] = {EXTRACTIVE: "extractive", TAIL_ONLY: "tail-only"}
 OURS: Final = ("default", EXTRACTIVE)
 WINDOWS: Final = (200_000, 32_000)
 TARGET_COST_VS_LOWER_BOUND: Final = 1.3
@@ -113,12 +120,12 @@ def _totals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _simulated(events: Sequence[Event], name: str, window: int, provider: Provider) -> TraceResult:
-    if name == EXTRACTIVE:
-        return simulate_trace(
-            events, strategy_name="default", window=window, provider_family=provider
-        )
     return simulate_trace(
-        events, strategy_name=name, window=window, provider_family=provider, summarizer="model"
+        events,
+        strategy_name=name.partition("/")[0],
+        window=window,
+        provider_family=provider,
+        summarizer=VARIANTS.get(name, "model"),
     )
 
 
@@ -174,7 +181,14 @@ def run(options: Options) -> dict[str, Any]:
     sessions = {name: _sessions(folder, name, options.events) for name in TRACE_SETS}
     if not any(sessions.values()):
         return {"available": False, "reason": f"no Claude Code traces under {folder}"}
-    names = (*PI, LAST_N, *(KILO_AND_MIMO if options.full else ()), "default", EXTRACTIVE)
+    names = (
+        *PI,
+        LAST_N,
+        *(KILO_AND_MIMO if options.full else ()),
+        "default",
+        EXTRACTIVE,
+        TAIL_ONLY,
+    )
     sets: dict[str, dict[str, Any]] = {
         name: {
             "folders": list(TRACE_SETS[name]),

@@ -69,7 +69,11 @@ from contextledger.simulation._replay import (
     recorded_turns,
 )
 from contextledger.simulation._retention import Retention, RetentionCounter
-from contextledger.simulation._summaries import PricedSummarizer, SummarizerName
+from contextledger.simulation._summaries import (
+    PricedSummarizer,
+    SummarizerName,
+    TailOnlySummarizer,
+)
 from contextledger.store._memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
@@ -426,6 +430,7 @@ async def simulate_trace_async(
     events = raw_events(events)
     model_id = priced_model(provider_family, events)
     priced = PricedSummarizer() if summarizer == "model" else None
+    writer = TailOnlySummarizer() if summarizer == "tail-only" else priced
     retention = RetentionCounter(recorded_turns(events))
     requests: list[SimRequest] = []
     actions: list[str] = []
@@ -439,7 +444,7 @@ async def simulate_trace_async(
         provider=provider_family,
         model_id=model_id,
         window=window,
-        summarizer=priced,
+        summarizer=writer,
     )
     try:
         async for call in steps:
@@ -480,8 +485,9 @@ def simulate_trace(
 ) -> TraceResult:
     """Replay ``events`` under ``strategy_name`` and simulate its calls on ``provider_family``
     (see the module docstring), its compactions summarised by ``summarizer`` (``model``: each
-    summary priced as a model call). Raises ``StrategyError`` for an unknown strategy and
-    ``ValueError`` for a bad window or provider."""
+    summary priced as a model call; ``tail-only``: no summary, only the kept tail). Raises
+    ``StrategyError`` for an unknown strategy and ``ValueError`` for a bad window or
+    provider."""
     return trio.run(
         lambda: simulate_trace_async(
             events,

@@ -17,7 +17,13 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
     if not set_files(DEFAULT_TRACES, "tune"):
         pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} has no tuning traces")
     result = strategies.run(Options(events=120))
-    expected = [*strategies.PI, strategies.LAST_N, "default", strategies.EXTRACTIVE]
+    expected = [
+        *strategies.PI,
+        strategies.LAST_N,
+        "default",
+        strategies.EXTRACTIVE,
+        strategies.TAIL_ONLY,
+    ]
     assert result["available"] and result["strategies"] == expected
     assert set(result["sets"]) == set(TRACE_SETS)
     for name, per_set in result["sets"].items():
@@ -31,6 +37,7 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                         assert summary["cost"] >= summary["billed_input_cost"]
                         retention = summary["retention"]
                         assert retention is None or 0 <= retention <= 1
+                        assert summary["summarizer"] == strategies.VARIANTS.get(strategy, "model")
             for provider in ("anthropic", "openai"):
                 totals = figures["providers"][provider]
                 for strategy in expected:

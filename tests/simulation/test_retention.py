@@ -113,3 +113,14 @@ def test_a_strategy_that_drops_old_turns_retains_less_than_baseline() -> None:
     assert baseline.facts_needed == last.facts_needed > 0
     assert last.facts_retained < baseline.facts_retained
     assert baseline.summary()["retention"] == baseline.retention
+
+
+def test_compactions_that_keep_only_the_tail_retain_no_more_than_with_a_summary() -> None:
+    events = synthetic_session("ses_ret", seed=3, turns=8)
+    summarized, tail_only = (
+        simulate_trace(events, strategy_name="compact-at-6000", summarizer=name)
+        for name in ("extractive", "tail-only")
+    )
+    assert tail_only.compactions > 0 and tail_only.summarizer == "tail-only"
+    assert tail_only.summary_cost == 0 and tail_only.facts_needed == summarized.facts_needed
+    assert tail_only.facts_retained < summarized.facts_retained
