@@ -151,19 +151,18 @@ class RetentionCounter:
         if not needed:
             return
         sent: set[str] = set()
+        memo: dict[int, tuple[ModelMessage, set[str]]] = {}
         for message in messages:
-            sent |= self._message_facts(message)
+            known = self._memo.get(id(message))
+            if known is None or known[0] is not message:
+                known = (message, _facts(_message_texts(message)))
+            memo[id(message)] = known
+            sent |= known[1]
+        # Only the messages of this request are kept: a live view hands the same objects back
+        # while they are unchanged, and the memo stays the size of one request.
+        self._memo = memo
         self.needed += len(needed)
         self.retained += len(needed & sent)
-
-    def _message_facts(self, message: ModelMessage) -> set[str]:
-        """A message's facts, memoised on the message object (a live view hands the same
-        object back while the message is unchanged; the memo keeps it alive)."""
-        known = self._memo.get(id(message))
-        if known is None or known[0] is not message:
-            known = (message, _facts(_message_texts(message)))
-            self._memo[id(message)] = known
-        return known[1]
 
     @property
     def result(self) -> Retention:
