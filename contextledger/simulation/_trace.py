@@ -20,7 +20,7 @@ import msgspec
 import trio
 
 from contextledger.cachesim import lower_bound, simulate
-from contextledger.cachesim._blocks import SimRequest
+from contextledger.cachesim._blocks import Block, SimRequest
 from contextledger.compaction._compactor import CompactionExhausted
 from contextledger.compaction._summarizers import Summarizer
 from contextledger.events._catalogue import (
@@ -359,6 +359,15 @@ def _started(events: Sequence[Event], model_id: str, provider: Provider, time_ms
     )
 
 
+def interned(request: SimRequest, known: dict[Block, Block]) -> SimRequest:
+    """``request`` with each block replaced by the equal one in ``known`` (added when new):
+    a replay's requests repeat most of the blocks of the one before, and keeping one copy of
+    each makes the memory follow the session rather than the sum of its prompts."""
+    return msgspec.structs.replace(
+        request, blocks=tuple(known.setdefault(b, b) for b in request.blocks)
+    )
+
+
 def trace_result(
     strategy_name: str,
     provider: Provider,
@@ -432,6 +441,7 @@ async def simulate_trace_async(
     priced = PricedSummarizer() if summarizer == "model" else None
     writer = TailOnlySummarizer() if summarizer == "tail-only" else priced
     retention = RetentionCounter(recorded_turns(events))
+    blocks: dict[Block, Block] = {}
     requests: list[SimRequest] = []
     actions: list[str] = []
     summaries: list[SimRequest] = []
@@ -449,7 +459,7 @@ async def simulate_trace_async(
     try:
         async for call in steps:
             retention.observe(call.call, call.built.request.messages)
-            requests.append(call.sim)
+            requests.append(interned(call.sim, blocks))
             actions.append(call.actions)
             refused += call.refused
             compactions += call.compactions.count("compacted")

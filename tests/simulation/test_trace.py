@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from contextledger.cachesim._blocks import Block, SimRequest
 from contextledger.events._catalogue import Event, MemoryPinned, MessageAdded, RecordedEvent
 from contextledger.history._projection import History
 from contextledger.history._validation import validate_events
@@ -28,6 +29,7 @@ from contextledger.simulation import (
     strategy_steps,
 )
 from contextledger.simulation._synthetic import synthetic_session
+from contextledger.simulation._trace import interned
 from contextledger.simulation._viewdiff import turn_views
 from contextledger.store._memory import MemoryStore
 from contextledger.strategies import StrategyError, strategy
@@ -211,3 +213,12 @@ def test_a_strategy_that_cannot_get_under_the_window_fails_at_that_call() -> Non
     assert result.calls == result.failed_at - 1
     assert result.summary()["failed_at"] == result.failed_at
     assert simulate_trace(events, strategy_name="default", window=32_000).failed_at is None
+
+
+def test_interned_requests_share_equal_blocks_and_keep_their_figures() -> None:
+    first = SimRequest(blocks=(Block(key="a", tokens=10), Block(key="b", tokens=5)), at=1.0)
+    second = SimRequest(blocks=(Block(key="a", tokens=10), Block(key="c", tokens=7)), at=2.0)
+    known: dict[Block, Block] = {}
+    one, two = interned(first, known), interned(second, known)
+    assert one == first and two == second
+    assert two.blocks[0] is one.blocks[0] and len(known) == 3
