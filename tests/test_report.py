@@ -24,7 +24,15 @@ from contextledger.report import (
     write_report,
 )
 from contextledger.report._page import script_json
-from contextledger.report._svg import Series, line_chart, x_ticks, y_ticks
+from contextledger.report._svg import (
+    Point,
+    Series,
+    frontier,
+    frontier_chart,
+    line_chart,
+    x_ticks,
+    y_ticks,
+)
 from contextledger.simulation import (
     DEFAULT_STRATEGIES,
     PROVIDERS,
@@ -129,6 +137,7 @@ def test_the_summary_table_shows_the_summary_figures(results: Results, page: str
             "cost",
             "lower_bound",
             "cost_vs_lower_bound",
+            "retention",
             "compactions",
             "over_window_calls",
             "failed_at",
@@ -163,10 +172,10 @@ def test_the_cache_hit_ratio_is_cache_reads_over_all_input_tokens() -> None:
 
 def test_each_trace_and_provider_has_three_charts_with_a_line_per_strategy(page: str) -> None:
     found = charts(page)
-    assert len(found) == 3 * len(PROVIDERS)
+    assert len(found) == 4 * len(PROVIDERS)  # and the cost-retention chart
     titles = re.findall(r'<svg class="chart"[^>]*aria-label="([^"]*)"', page)
     assert titles == ["prompt tokens", "cumulative input cost (USD)", "cache-hit ratio"] * 2
-    for svg in found:
+    for svg in (s for s in found if 'class="chart frontier"' not in s):
         assert re.findall(r'<polyline class="series" data-series="([^"]*)"', svg) == list(
             STRATEGIES
         )
@@ -190,6 +199,32 @@ def test_calls_where_a_strategy_acted_are_marked_with_what_it_did(
     anthropic = "".join(charts(page)[:3])
     tooltips = re.findall(r'<circle class="action"[^>]*><title>([^<]*)</title>', anthropic)
     assert tooltips == [f"{name}, call {call}: {action}" for name, call, action in acted] * 3
+
+
+def test_the_cost_retention_chart_places_each_strategy_and_draws_the_frontier(
+    results: Results, page: str
+) -> None:
+    svgs = re.findall(r'<svg class="chart frontier".*?</svg>', page)
+    assert len(svgs) == len(PROVIDERS)
+    runs = results[TRACE]
+    for svg, provider in zip(svgs, PROVIDERS, strict=True):
+        placed = re.findall(r'<circle class="strategy" data-series="([^"]*)"', svg)
+        assert placed == [n for n in STRATEGIES if runs[n][provider].retention is not None]
+        assert placed, "the session needs facts again"
+        assert '<polyline class="frontier-line"' in svg
+    assert '<td class="num" data-value' in page and "retention" in page
+
+
+def test_the_frontier_is_the_strategies_no_other_beats_on_both_counts() -> None:
+    a, b, c, d = (
+        Point("cheap", "#000", 1.0, 0.80),
+        Point("dear and better", "#000", 2.0, 0.95),
+        Point("beaten", "#000", 2.5, 0.90),
+        Point("tied on cost, worse", "#000", 1.0, 0.70),
+    )
+    assert frontier([c, b, d, a]) == [a, b]
+    assert frontier([]) == []
+    assert "beaten" in frontier_chart("t", [a, b, c, d])
 
 
 def test_text_is_escaped_and_the_json_cannot_end_its_script(results: Results) -> None:

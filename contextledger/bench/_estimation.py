@@ -1,9 +1,11 @@
 """The estimation benchmark: how well each token counter predicts what a prompt gains per call.
 
-On every Claude Code transcript in ``shared/traces/claude-code-jsonl`` (or ``--traces PATH``):
-import it, replay its main thread through the ``History`` projection, and at each API call take
-the prompt's measure (``policy.tokens.PromptMeasure``: characters of text, tool inputs and tool
-outputs, tool calls, media). For each pair of consecutive calls, the provider's figure is the
+On every Claude Code transcript of each trace set (``bench._sets``: ``tune``, the folder
+``claude-code-jsonl`` of ``shared/traces``, or of ``--traces PATH``, and ``test``,
+``claude-code-more``): import it, replay its main thread through the ``History``
+projection, and at each API call take the prompt's measure
+(``policy.tokens.PromptMeasure``: characters of text, tool inputs and tool outputs, tool
+calls, media). For each pair of consecutive calls, the provider's figure is the
 change in prompt tokens (input + cache read + cache write); each method predicts it from the
 measure the history gained in between (the previous call's output, the tool results, new user
 text):
@@ -16,7 +18,9 @@ text):
 
 Pairs where the prompt shrank or stayed put (a compaction, a resumed session) are excluded
 and counted. Errors are absolute relative errors, |predicted - actual| / actual; the figures
-are their median and 90th percentile per trace and over all pairs. Sub-agent threads are not
+are their median and 90th percentile per trace and over all pairs of a set (under ``sets``);
+``tune_calibrated_median_error`` and ``test_calibrated_median_error`` are the calibrated
+counter's medians, and ``target_met`` holds for ``test``'s. Sub-agent threads are not
 measured (their calls are few and short).
 """
 
@@ -31,6 +35,7 @@ from typing import Any, Final
 import msgspec
 
 from contextledger.bench._common import Options, table
+from contextledger.bench._sets import CLAUDE_CODE_FOLDERS, TRACE_SETS, set_files
 from contextledger.events._catalogue import MessageAdded, RecordedEvent
 from contextledger.events._parts import Part, PromptMeasure
 from contextledger.history._estimate import MEDIA_TOKENS
@@ -164,24 +169,8 @@ def trace_dir(traces: Path) -> Path:
     return nested if nested.is_dir() else traces
 
 
-def run(argv: Sequence[str] | Options | None = None) -> dict[str, Any]:
-    """Measure every transcript; return the figures (a dict saying why, when none are found).
-
-    ``argv``: ``[--json] [--traces PATH]`` (``--json`` is the caller's business: the result is
-    always the same dict). Benchmark ``Options`` are accepted and mean the defaults.
-    """
-    parser = argparse.ArgumentParser(prog="estimation", add_help=False)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
-    args = parser.parse_args([] if argv is None or isinstance(argv, Options) else list(argv))
-    folder = trace_dir(args.traces)
-    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-    if not files:
-        return {
-            "available": False,
-            "reason": f"no Claude Code traces (*.jsonl) in {folder}",
-            "traces_dir": str(folder),
-        }
+def _measure(files: Sequence[Path]) -> dict[str, Any]:
+    """The figures of ``files``: over all their pairs, and per trace under ``traces``."""
     overall = _PairErrors()
     per_trace: list[dict[str, Any]] = []
     for path in files:
@@ -199,38 +188,69 @@ def run(argv: Sequence[str] | Options | None = None) -> dict[str, Any]:
                 **_figures(errors),
             }
         )
-    calibrated_median = _median(overall.calibrated)
+    return {**_figures(overall), "traces": per_trace}
+
+
+def run(argv: Sequence[str] | Options | None = None) -> dict[str, Any]:
+    """Measure every Claude Code transcript of each trace set (``bench._sets``: ``tune`` and
+    ``test``); return the figures (a dict saying why, when none are found).
+
+    ``argv``: ``[--json] [--traces PATH]`` (``--json`` is the caller's business: the result is
+    always the same dict). Benchmark ``Options`` are accepted and mean the defaults.
+    """
+    parser = argparse.ArgumentParser(prog="estimation", add_help=False)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    args = parser.parse_args([] if argv is None or isinstance(argv, Options) else list(argv))
+    files = {name: set_files(args.traces, name, folders=CLAUDE_CODE_FOLDERS) for name in TRACE_SETS}
+    if not any(files.values()):
+        return {
+            "available": False,
+            "reason": f"no Claude Code traces (*.jsonl) in {args.traces}",
+            "traces_dir": str(args.traces),
+        }
+    sets = {name: _measure(found) for name, found in files.items() if found}
+    medians = {
+        f"{name}_calibrated_median_error": sets[name]["calibrated_median_error"]
+        if name in sets
+        else None
+        for name in TRACE_SETS
+    }
+    test_median = medians["test_calibrated_median_error"]
     return {
         "available": True,
-        "traces_dir": str(folder),
-        **_figures(overall),
+        "traces_dir": str(args.traces),
+        **medians,
         "target_calibrated_median_error": TARGET_CALIBRATED_MEDIAN,
-        "target_met": calibrated_median is not None
-        and calibrated_median <= TARGET_CALIBRATED_MEDIAN,
-        "traces": per_trace,
+        "target_met": None if test_median is None else test_median <= TARGET_CALIBRATED_MEDIAN,
+        "sets": sets,
     }
 
 
 def render(result: dict[str, Any]) -> str:
-    """The figures as a table: one row per trace and one for all of them."""
+    """The figures as a table: per set, one row per trace and one for all of them."""
     if not result.get("available"):
         return f"estimation: {result.get('reason', 'no traces')}\n"
 
     def pct(value: object) -> str:
         return f"{value:.1%}" if isinstance(value, float) else "-"
 
-    rows = [["trace", "pairs", "excl", "plain med", "p90", "calibrated med", "p90", "ratio med"]]
-    for row in [*result["traces"], {"trace": "all", **result}]:
-        rows.append(
-            [
-                str(row["trace"]),
-                str(row["pairs"]),
-                str(row["excluded"]),
-                pct(row["plain_median_error"]),
-                pct(row["plain_p90_error"]),
-                pct(row["calibrated_median_error"]),
-                pct(row["calibrated_p90_error"]),
-                pct(row["single_ratio_median_error"]),
-            ]
-        )
-    return table(rows, right=[False, *[True] * 7])
+    rows = [
+        ["set", "trace", "pairs", "excl", "plain med", "p90", "calibrated med", "p90", "ratio med"]
+    ]
+    for name, figures in result["sets"].items():
+        for row in [*figures["traces"], {"trace": "all", **figures}]:
+            rows.append(
+                [
+                    name,
+                    str(row["trace"]),
+                    str(row["pairs"]),
+                    str(row["excluded"]),
+                    pct(row["plain_median_error"]),
+                    pct(row["plain_p90_error"]),
+                    pct(row["calibrated_median_error"]),
+                    pct(row["calibrated_p90_error"]),
+                    pct(row["single_ratio_median_error"]),
+                ]
+            )
+    return table(rows, right=[False, False, *[True] * 7])

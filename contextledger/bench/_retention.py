@@ -23,6 +23,12 @@ could not send: its request stayed over the window after every compaction the se
 make; the compactions before it are measured); overall: ``retention_min`` (the lowest over
 traces; target >= 0.90), ``retention_overall``, ``compactions``, ``target_met``, ``failed``
 (replays that failed), and the same five with the suffix ``_economic``.
+
+The same replays are also scored by the definition that does not use the summarizer's
+extractor (``simulation.retention``: the facts the agent uses again after the newest few
+calls, held by the request it was sent): ``facts_needed`` and ``independent_retention`` per
+trace, ``independent_min`` (over the replays that compacted) and ``independent_overall``
+(and ``_economic``).
 Without traces: ``{"available": false, "reason": ...}``.
 
 A session that never outgrows the window has no compaction and no retention figure
@@ -64,6 +70,7 @@ from contextledger.importers._detect import import_trace, transcripts_under
 from contextledger.importers._errors import TraceImportError
 from contextledger.simulation import raw_events, recorded_turns, strategy_steps
 from contextledger.simulation._replay import ReplayFailed
+from contextledger.simulation._retention import Retention, RetentionCounter
 from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
 
@@ -95,6 +102,7 @@ class _Measure(msgspec.Struct):
     summary_chars: int = 0
     summary_max_chars: int = 0
     failed_at: int | None = None
+    independent: Retention = Retention()
 
 
 def _facts(messages: Iterable[Message]) -> set[str]:
@@ -105,7 +113,9 @@ async def _replay(events: list[Event], window: int, chosen: Strategy) -> _Measur
     """Replay ``events`` under ``chosen`` at ``window`` (the simulation's ``LocalSession``:
     the runtime's decisions) and measure what each of its compactions keeps."""
     conversation = raw_events(events)
-    calls = [call for turn in recorded_turns(conversation) for call in turn.calls]
+    turns = recorded_turns(conversation)
+    calls = [call for turn in turns for call in turn.calls]
+    independent = RetentionCounter(turns)
     at = {e.message_id: i for i, e in enumerate(events) if isinstance(e, MessageAdded)}
     pending: list[tuple[set[str], str, int]] = []  # head facts, kept text, event index
     sizes = [0, 0, 0]  # head and summary characters, the largest summary
@@ -116,6 +126,7 @@ async def _replay(events: list[Event], window: int, chosen: Strategy) -> _Measur
     try:
         async for call in steps:
             sent = call.call + 1
+            independent.observe(call.call, call.built.request.messages)
             history = call.history
             for request_id, compaction in history.state.compactions.items():
                 if request_id in measured or compaction.status != "completed":
@@ -137,6 +148,7 @@ async def _replay(events: list[Event], window: int, chosen: Strategy) -> _Measur
         summary_chars=sizes[1],
         summary_max_chars=sizes[2],
         failed_at=failed_at,
+        independent=independent.result,
     )
     for head, kept, step in pending:
         needed = head & _later_facts(events[step:], outputs=False)
@@ -266,6 +278,8 @@ def run(options: Options) -> dict[str, Any]:
                     "summary_chars": measure.summary_chars,
                     "summary_max_tokens": measure.summary_max_chars // CHARS_PER_TOKEN,
                     "missed": [s for s, _ in measure.missed.most_common(MISSED_SHOWN)],
+                    "facts_needed": measure.independent.needed,
+                    "independent_retention": measure.independent.share,
                     "failed_at": measure.failed_at,
                 }
     figures: dict[str, Any] = {"available": True, "traces": per_trace, "unread": unread}
@@ -279,6 +293,13 @@ def run(options: Options) -> dict[str, Any]:
         figures[f"retention_overall{suffix}"] = retained / needed if needed else None
         figures[f"compactions{suffix}"] = sum(r["compactions"] for r in runs)
         figures[f"failed{suffix}"] = sum(r["failed_at"] is not None for r in runs)
+        shares = [r["independent_retention"] for r in runs if r["compactions"]]
+        figures[f"independent_min{suffix}"] = min(
+            (r for r in shares if r is not None), default=None
+        )
+        facts = sum(r["facts_needed"] for r in runs)
+        kept = sum(r["facts_needed"] * (r["independent_retention"] or 0) for r in runs)
+        figures[f"independent_overall{suffix}"] = kept / facts if facts else None
     figures["target"] = TARGET
     for suffix in ("", "_economic"):
         minimum = figures[f"retention_min{suffix}"]
@@ -303,6 +324,7 @@ def render(result: dict[str, Any]) -> str:
             "retained",
             "retention",
             "with outputs",
+            "independent",
         ]
     ]
     quiet = [name for name, r in result["traces"].items() if not r["compactions"]]
@@ -322,10 +344,11 @@ def render(result: dict[str, Any]) -> str:
                 str(r["retained"]),
                 _percent(r["retention"]),
                 _percent(r["retention_with_outputs"]),
+                _percent(r["independent_retention"]),
             ]
         )
     text = "retention: facts of compacted heads used again, kept by summary + tail\n"
-    text += table(rows, right=[False, True, False] + [True] * 8)
+    text += table(rows, right=[False, True, False] + [True] * 9)
     if quiet:
         text += f"({len(quiet)} replays never outgrew the window: not shown; --json lists them)\n"
     minimum = result["retention_min"]
@@ -339,6 +362,13 @@ def render(result: dict[str, Any]) -> str:
         f"retention_min {'n/a' if economic is None else f'{economic:.1%}'}, overall "
         f"{_percent(result['retention_overall_economic'])} (target >= {TARGET:.0%}, "
         f"{'met' if result['target_met_economic'] else 'NOT met'})\n"
+    )
+    text += (
+        "independent (simulation.retention: facts the agent used again, held by its requests): "
+        f"min {_percent(result['independent_min'])}, overall "
+        f"{_percent(result['independent_overall'])}; economic cadence: min "
+        f"{_percent(result['independent_min_economic'])}, overall "
+        f"{_percent(result['independent_overall_economic'])}\n"
     )
     for name, r in result["traces"].items():
         if r["missed"]:

@@ -1,35 +1,46 @@
-"""``strategies``: what each context strategy costs on the Claude Code traces, per provider,
-under the same constraints and with every cost counted.
+"""``strategies``: what each context strategy costs and retains on the trace sets, per
+provider, under the same constraints and with every cost counted.
 
-Every Claude Code transcript in the traces folder is replayed (``simulate_trace``) under pi's
-four strategies (``baseline``, ``truncate-500``, ``age-truncate-500-keep-3``,
-``compact-at-12000-structured``) and ours (``default``), at a 200k window and at 32k, with
-Anthropic prices (the trace's model) and OpenAI's (``gpt-5``). A request over the window is
-refused and answered by an overflow compaction (pi's strategies: one, and one retry), and
-every compaction's summary is a model call priced like the session's own (``summarizer =
-"model"``); ``default`` is also priced with its extractive summarizer, which makes no call
-(``default/extractive``). ``--full`` adds Kilo's and opencode's (``opencode``) and MiMo Code's
-(``mimo-tiers``); ``--events N`` replays only the first N events of each session (for tests).
+Every transcript of each trace set (``bench._sets``: ``tune``, the traces the constants were
+chosen on, and ``test``, the others) is replayed (``simulate_trace``) under pi's four
+strategies (``baseline``, ``truncate-500``, ``age-truncate-500-keep-3``,
+``compact-at-12000-structured``), ``last-40`` and ours (``default``), at a 200k window and at
+32k, with Anthropic prices (the trace's model when the table has it, else Claude Sonnet 4.5)
+and OpenAI's (``gpt-5``). A request over the window is refused and answered by an overflow
+compaction (pi's strategies: one, and one retry), and every compaction's summary is a model
+call priced like the session's own (``summarizer = "model"``); ``default`` is also priced
+with its extractive summarizer, which makes no call (``default/extractive``), and replayed
+with compactions that keep only the tail (``default/tail-only``: the retention a summary
+adds is the difference). ``--full`` adds
+Kilo's and opencode's (``opencode``) and MiMo Code's (``mimo-tiers``); ``--events N`` replays
+only the first N events of each session (for tests).
 
-Keys: ``windows`` -> window -> ``traces`` -> trace -> strategy -> provider -> the
-``TraceResult.summary`` figures (``cost`` = billed input + ``summary_cost``,
-``cost_vs_lower_bound``, ``compactions``, ``over_window_calls``, ``failed_at``, ...); per
-window, for ``default`` and for ``default/extractive``, per provider:
-``max_cost_vs_lower_bound`` over the traces (None when no trace has a lower bound above
-zero; ``without_lower_bound`` counts those that do not), ``cheaper_than_pi`` (the traces on
-which it costs less than each of pi's four), ``above_baseline`` (the traces on which it costs
-more than ``baseline``), ``over_window_calls`` and ``failed`` (summed over the traces).
-Target: ``default`` within 1.3x of its lower bound, summaries included, with no over-window
-call and no failure.
+Keys: ``sets`` -> set -> ``windows`` -> window -> ``traces`` -> trace -> strategy ->
+provider -> the ``TraceResult.summary`` figures (``cost`` = billed input + ``summary_cost``,
+``cost_vs_lower_bound``, ``retention``, ``compactions``, ``over_window_calls``,
+``failed_at``, ...); and ``providers`` -> provider -> strategy -> the figures over the set's
+traces (``Totals``: ``cost``, ``summary_cost``, ``compactions``, ``over_window_calls`` summed,
+``failed`` counted, ``cost_vs_lower_bound`` the worst, ``retention`` over every needed fact)
+and, for ``default`` and ``default/extractive``, ``verdicts``: ``max_cost_vs_lower_bound``,
+``cheaper_than_pi`` (the traces on which it costs less than each of pi's four),
+``above_baseline`` (those on which it costs more than ``baseline``), ``dominated`` (those on
+which another strategy that finished is both cheaper and higher in retention),
+``over_window_calls`` and ``failed``. At the top, the ``test`` set's counts over its windows
+and providers (the targets: 0): ``default_above_baseline``, ``default_dominated``,
+``default_over_window_calls``, ``default_failed``; ``tune_...`` the same for ``tune``.
+Targets on ``test``: ``default`` within 1.3x of its lower bound, summaries included, no
+over-window call, no failure, never above ``baseline``, never dominated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from contextledger.bench._common import Options, table
-from contextledger.bench._estimation import DEFAULT_TRACES, trace_dir
+from contextledger.bench._estimation import DEFAULT_TRACES
+from contextledger.bench._sets import TRACE_SETS, set_files
 from contextledger.events._catalogue import Event
 from contextledger.simulation import (
     PROVIDERS,
@@ -38,147 +49,249 @@ from contextledger.simulation import (
     simulate_trace,
     trace_sessions,
 )
+from contextledger.simulation._summaries import SummarizerName
 
 PI: Final = ("baseline", "truncate-500", "age-truncate-500-keep-3", "compact-at-12000-structured")
+#: pi's ``last-N`` (the newest 40 messages), a baseline for retention.
+LAST_N: Final = "last-40"
 KILO_AND_MIMO: Final = ("opencode", "mimo-tiers")
 #: ``default`` compacting with its extractive summarizer (no summary call).
 EXTRACTIVE: Final = "default/extractive"
+#: ``default``'s compactions keeping only the tail (no summary): a baseline for retention.
+TAIL_ONLY: Final = "default/tail-only"
+#: The summarizer of each variant of a strategy (every other one compacts with model calls).
+VARIANTS: Final[dict[str, SummarizerName]] = {EXTRACTIVE: "extractive", TAIL_ONLY: "tail-only"}
+OURS: Final = ("default", EXTRACTIVE)
 WINDOWS: Final = (200_000, 32_000)
 TARGET_COST_VS_LOWER_BOUND: Final = 1.3
+#: The verdicts counted at the top of the result (traces x windows x providers, ``default``).
+COUNTED: Final = ("above_baseline", "dominated", "over_window_calls", "failed")
 
 
-def _verdicts(traces: dict[str, Any], ours_name: str) -> dict[str, Any]:
-    """Per provider: the worst cost of ``ours_name`` over its lower bound, the traces on
-    which it is cheaper than each of pi's strategies and those on which it costs more than
-    ``baseline``, and its over-window calls and failures."""
-    out: dict[str, Any] = {}
-    for provider in PROVIDERS:
-        ours = {name: t[ours_name][provider] for name, t in traces.items()}
-        ratios = [r["cost_vs_lower_bound"] for r in ours.values()]
-        out[provider] = {
-            "max_cost_vs_lower_bound": max((r for r in ratios if r is not None), default=None),
-            "without_lower_bound": sum(r is None for r in ratios),
-            "cheaper_than_pi": [
-                name
-                for name, t in traces.items()
-                if all(ours[name]["cost"] < t[s][provider]["cost"] for s in PI)
-            ],
-            "above_baseline": [
-                name
-                for name, t in traces.items()
-                if ours[name]["cost"] > t["baseline"][provider]["cost"]
-            ],
-            "over_window_calls": sum(r["over_window_calls"] for r in ours.values()),
-            "failed": sum(r["failed_at"] is not None for r in ours.values()),
-        }
-    return out
+def _dominated(by_strategy: dict[str, Any], ours: str, provider: str) -> bool:
+    """Whether a strategy other than ours, that finished, is both cheaper than ``ours`` and
+    higher in retention on one trace."""
+    mine = by_strategy[ours][provider]
+    return any(
+        figures[provider]["failed_at"] is None
+        and figures[provider]["cost"] < mine["cost"]
+        and (figures[provider]["retention"] or 0) > (mine["retention"] or 0)
+        for name, figures in by_strategy.items()
+        if name not in OURS
+    )
+
+
+def _verdicts(traces: dict[str, Any], ours: str, provider: str) -> dict[str, Any]:
+    """How ``ours`` fares against the others on each trace (see the module docstring)."""
+    mine = {name: t[ours][provider] for name, t in traces.items()}
+    ratios = [r["cost_vs_lower_bound"] for r in mine.values() if r["cost_vs_lower_bound"]]
+    return {
+        "max_cost_vs_lower_bound": max(ratios, default=None),
+        "cheaper_than_pi": [
+            name
+            for name, t in traces.items()
+            if all(mine[name]["cost"] < t[s][provider]["cost"] for s in PI)
+        ],
+        "above_baseline": [
+            name
+            for name, t in traces.items()
+            if mine[name]["cost"] > t["baseline"][provider]["cost"]
+        ],
+        "dominated": [name for name, t in traces.items() if _dominated(t, ours, provider)],
+        "over_window_calls": sum(r["over_window_calls"] for r in mine.values()),
+        "failed": sum(r["failed_at"] is not None for r in mine.values()),
+    }
+
+
+def _totals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A strategy's figures over a set's traces."""
+    needed = sum(r["facts_needed"] for r in runs)
+    retained = sum(r["facts_needed"] * (r["retention"] or 0) for r in runs)
+    ratios = [r["cost_vs_lower_bound"] for r in runs if r["cost_vs_lower_bound"]]
+    return {
+        "cost": sum(r["cost"] for r in runs),
+        "summary_cost": sum(r["summary_cost"] for r in runs),
+        "cost_vs_lower_bound": max(ratios, default=None),
+        "retention": retained / needed if needed else None,
+        "compactions": sum(r["compactions"] for r in runs),
+        "over_window_calls": sum(r["over_window_calls"] for r in runs),
+        "failed": sum(r["failed_at"] is not None for r in runs),
+    }
 
 
 def _simulated(events: Sequence[Event], name: str, window: int, provider: Provider) -> TraceResult:
-    if name == EXTRACTIVE:
-        return simulate_trace(
-            events, strategy_name="default", window=window, provider_family=provider
-        )
     return simulate_trace(
-        events, strategy_name=name, window=window, provider_family=provider, summarizer="model"
+        events,
+        strategy_name=name.partition("/")[0],
+        window=window,
+        provider_family=provider,
+        summarizer=VARIANTS.get(name, "model"),
     )
+
+
+def _window(
+    sessions: Sequence[tuple[str, Sequence[Event]]], names: Sequence[str], window: int
+) -> dict[str, Any]:
+    traces = {
+        trace: {
+            name: {
+                provider: _simulated(events, name, window, provider).summary()
+                for provider in PROVIDERS
+            }
+            for name in names
+        }
+        for trace, events in sessions
+    }
+    providers = {
+        provider: {
+            **{name: _totals([t[name][provider] for t in traces.values()]) for name in names},
+            "verdicts": {ours: _verdicts(traces, ours, provider) for ours in OURS},
+        }
+        for provider in PROVIDERS
+    }
+    return {"traces": traces, "providers": providers}
+
+
+def _counts(windows: dict[str, Any], prefix: str) -> dict[str, int]:
+    """``default``'s verdicts counted over a set's windows and providers."""
+    verdicts = [
+        figures["providers"][provider]["verdicts"]["default"]
+        for figures in windows.values()
+        for provider in PROVIDERS
+    ]
+    return {
+        f"{prefix}default_{key}": sum(
+            v[key] if isinstance(v[key], int) else len(v[key]) for v in verdicts
+        )
+        for key in COUNTED
+    }
+
+
+def _sessions(folder: Path, name: str, events: int | None) -> list[tuple[str, list[Event]]]:
+    return [
+        (trace, list(session.events[:events]))
+        for path in set_files(folder, name)
+        for trace, session in trace_sessions(path)
+    ]
 
 
 def run(options: Options) -> dict[str, Any]:
     """Simulate and return the figures (see the module docstring)."""
-    folder = trace_dir(DEFAULT_TRACES)
-    paths = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-    if not paths:
+    folder = DEFAULT_TRACES
+    sessions = {name: _sessions(folder, name, options.events) for name in TRACE_SETS}
+    if not any(sessions.values()):
         return {"available": False, "reason": f"no Claude Code traces under {folder}"}
-    names = (*PI, *KILO_AND_MIMO, "default") if options.full else (*PI, "default")
-    names = (*names, EXTRACTIVE)
-    sessions = [
-        (name, session.events[: options.events])
-        for path in paths
-        for name, session in trace_sessions(path)
-    ]
-    windows: dict[str, Any] = {}
-    for window in WINDOWS:
-        traces = {
-            trace: {
-                name: {
-                    provider: _simulated(events, name, window, provider).summary()
-                    for provider in PROVIDERS
-                }
-                for name in names
-            }
-            for trace, events in sessions
+    names = (
+        *PI,
+        LAST_N,
+        *(KILO_AND_MIMO if options.full else ()),
+        "default",
+        EXTRACTIVE,
+        TAIL_ONLY,
+    )
+    sets: dict[str, dict[str, Any]] = {
+        name: {
+            "folders": list(TRACE_SETS[name]),
+            "windows": {str(w): _window(found, names, w) for w in WINDOWS},
         }
-        windows[str(window)] = {
-            "traces": traces,
-            "default": _verdicts(traces, "default"),
-            EXTRACTIVE: _verdicts(traces, EXTRACTIVE),
-        }
+        for name, found in sessions.items()
+        if found
+    }
+    counts = {
+        key: value
+        for name, figures in sets.items()
+        for key, value in _counts(figures["windows"], "" if name == "test" else f"{name}_").items()
+    }
     return {
         "available": True,
         "strategies": list(names),
         "target_cost_vs_lower_bound": TARGET_COST_VS_LOWER_BOUND,
-        "windows": windows,
+        **counts,
+        "sets": sets,
     }
 
 
 def render(result: dict[str, Any]) -> str:
-    """Per window, a table of the cost (USD, summaries included) per trace, strategy and
-    provider, one of the over-window calls and failures per strategy, then the verdicts."""
+    """Per set and window, a table of each strategy's cost (USD, summaries included) and
+    retention per trace and provider, one of its totals, then ``default``'s verdicts."""
     if not result.get("available"):
         return f"strategies: not measured: {result.get('reason')}\n"
     names: list[str] = result["strategies"]
     text = ""
-    for window, figures in result["windows"].items():
-        rows = [["trace", "provider", *names, "default / bound", "extractive / bound"]]
-        refused = [["strategy", "provider", "over-window calls", "failed traces", "compactions"]]
-        for trace, by_strategy in figures["traces"].items():
+    for set_name, per_set in result["sets"].items():
+        for window, figures in per_set["windows"].items():
+            text += f"strategies, {set_name} set, {int(window):,}-token window: cost (USD, "
+            text += "summaries included) / retention\n"
+            rows = [["trace", "provider", *names]]
+            for trace, by_strategy in figures["traces"].items():
+                for provider in PROVIDERS:
+                    rows.append(
+                        [
+                            trace.rsplit("/", 1)[-1][:13],
+                            provider,
+                            *(_cell(by_strategy[n][provider]) for n in names),
+                        ]
+                    )
+            text += table(rows, right=[False, False, *([True] * len(names))])
+            text += _totals_table(figures["providers"], names)
             for provider in PROVIDERS:
-                rows.append(
-                    [
-                        trace.rsplit("/", 1)[-1][:13],
-                        provider,
-                        *(_cost(by_strategy[n][provider]) for n in names),
-                        *(
-                            f"{by_strategy[n][provider]['cost_vs_lower_bound'] or 0:.2f}"
-                            for n in ("default", EXTRACTIVE)
-                        ),
-                    ]
-                )
-        for name in names:
-            for provider in PROVIDERS:
-                runs = [t[name][provider] for t in figures["traces"].values()]
-                refused.append(
-                    [
-                        name,
-                        provider,
-                        str(sum(r["over_window_calls"] for r in runs)),
-                        str(sum(r["failed_at"] is not None for r in runs)),
-                        str(sum(r["compactions"] for r in runs)),
-                    ]
-                )
-        text += f"strategies: cost (USD, summaries included), {int(window):,}-token window\n"
-        text += table(rows, right=[False, False, *([True] * (len(names) + 2))])
-        text += table(refused, right=[False, False, True, True, True])
-        verdicts = [
-            (ours, provider, verdict)
-            for ours in ("default", EXTRACTIVE)
-            for provider, verdict in figures[ours].items()
+                verdicts = figures["providers"][provider]["verdicts"]
+                for ours in OURS:
+                    text += _verdict_line(provider, ours, verdicts[ours], len(figures["traces"]))
+    counts = ", ".join(f"{k} {result[k]}" for k in result if k.startswith("default_"))
+    return text + f"test set: {counts}\n"
+
+
+def _totals_table(providers: dict[str, Any], names: Sequence[str]) -> str:
+    rows = [
+        [
+            "strategy",
+            "provider",
+            "cost",
+            "summaries",
+            "x bound",
+            "retention",
+            "compactions",
+            "over-window calls",
+            "failed",
         ]
-        for ours, provider, verdict in verdicts:
-            worst = verdict["max_cost_vs_lower_bound"]
-            text += (
-                f"  {provider}: {ours} at most {'n/a' if worst is None else f'{worst:.2f}'}x its "
-                f"lower bound (target {result['target_cost_vs_lower_bound']}x); cheaper than "
-                f"each of pi's four on {len(verdict['cheaper_than_pi'])} of "
-                f"{len(figures['traces'])} traces; above baseline on "
-                f"{len(verdict['above_baseline'])}; {verdict['over_window_calls']} over-window "
-                f"calls, {verdict['failed']} failed\n"
+    ]
+    for name in names:
+        for provider in PROVIDERS:
+            t = providers[provider][name]
+            rows.append(
+                [
+                    name,
+                    provider,
+                    f"{t['cost']:.3f}",
+                    f"{t['summary_cost']:.3f}",
+                    _number(t["cost_vs_lower_bound"], "{:.2f}"),
+                    _number(t["retention"], "{:.1%}"),
+                    str(t["compactions"]),
+                    str(t["over_window_calls"]),
+                    str(t["failed"]),
+                ]
             )
-    return text
+    return table(rows, right=[False, False, *([True] * 7)])
 
 
-def _cost(figures: dict[str, Any]) -> str:
-    """A strategy's cost; ``!N`` after it when it failed at call N."""
+def _verdict_line(provider: str, ours: str, verdict: dict[str, Any], traces: int) -> str:
+    worst = _number(verdict["max_cost_vs_lower_bound"], "{:.2f}")
+    return (
+        f"  {provider}: {ours} at most {worst}x its lower bound (target "
+        f"{TARGET_COST_VS_LOWER_BOUND}x); cheaper than each of pi's four on "
+        f"{len(verdict['cheaper_than_pi'])} of {traces} traces; above baseline on "
+        f"{len(verdict['above_baseline'])}; dominated on {len(verdict['dominated'])}; "
+        f"{verdict['over_window_calls']} over-window calls, {verdict['failed']} failed\n"
+    )
+
+
+def _number(value: float | None, form: str) -> str:
+    return "n/a" if value is None else form.format(value)
+
+
+def _cell(figures: dict[str, Any]) -> str:
+    """A strategy's cost and retention; ``!N`` after it when it failed at call N."""
     failed = figures["failed_at"]
-    return f"{figures['cost']:.3f}" + (f" !{failed}" if failed is not None else "")
+    retention = _number(figures["retention"], "{:.0%}")
+    return f"{figures['cost']:.3f}/{retention}" + (f" !{failed}" if failed is not None else "")

@@ -261,6 +261,7 @@ async def simulate(args: argparse.Namespace) -> None:
             "cost",
             "lower_bound",
             "cost_vs_lower_bound",
+            "retention",
             "compactions",
             "over_window_calls",
             "failed_at",

@@ -174,9 +174,10 @@ def _parser() -> argparse.ArgumentParser:
     simulation.add_argument("--window", type=int, default=analysis.DEFAULT_WINDOW)
     simulation.add_argument(
         "--summarizer",
-        choices=["extractive", "model"],
+        choices=["extractive", "model", "tail-only"],
         default="extractive",
-        help="what writes compaction summaries; model: each summary priced as a model call",
+        help="what writes compaction summaries; model: each summary priced as a model call; "
+        "tail-only: no summary, only the kept tail",
     )
     simulation.add_argument("--json", action="store_true")
     sub.add_parser("simulate", parents=[simulation], help="price context strategies on transcripts")

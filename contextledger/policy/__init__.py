@@ -11,6 +11,8 @@ cache breakpoints (``cache``), provider errors (``errors``) and view transforms
 
 from contextledger.policy._cache import place_marks
 from contextledger.policy._cadence import (
+    Economics,
+    compaction_cost,
     early_compaction_due,
     economic_threshold,
     estimate_view_tokens,
@@ -61,6 +63,7 @@ from contextledger.policy._transform import (
 __all__ = [
     "CompactionPlan",
     "CompactionReason",
+    "Economics",
     "ErrorDecision",
     "Plan",
     "PreflightDecision",
@@ -76,6 +79,7 @@ __all__ = [
     "after_compaction",
     "apply_transform",
     "classify_error",
+    "compaction_cost",
     "compaction_due",
     "compaction_limit",
     "context_window",

@@ -2,27 +2,38 @@
 
 With a prompt cache, each call reads the whole cached prefix at the read price ``r`` (a
 multiple of the input price), so a view that keeps growing costs more per call the longer it
-gets. A compaction shrinks it to ``K`` tokens (the summary and the kept tail) at a fixed cost
-``F``: the kept tokens written again (``w·K``, ``w`` the write multiplier) plus the summary
-call's output (``o·S``, ``o`` the output multiplier, ``S`` the summary's expected length). If
-the view grows by ``g`` tokens per call and is compacted whenever it reaches ``T``, a cycle
+gets. A compaction shrinks it to ``K = S + L`` tokens (the summary, ``S``, and the kept tail,
+``L``) and costs, in input-price units (``compaction_cost``)::
+
+    F(T) = a·(T - L) + o·S + w·K
+
+the summary call reading the head (the view less its tail) at ``a``, writing ``S`` tokens at
+the output multiplier ``o``, and the next call writing the compacted view again at the write
+multiplier ``w``. The head is read from the cache (``a = r``) only while the view holds no
+summary: it is then the prefix the last call sent; after a compaction the summary request
+opens differently from the view (the previous summary, then the head), so no cached prefix
+matches and the head is written (``a = w``). ``S`` is the newest summary's actual size, or
+``SUMMARY_TOKENS`` before the first.
+
+If the view grows by ``g`` tokens per call and is compacted whenever it reaches ``T``, a cycle
 lasts ``(T - K) / g`` calls and costs, per call::
 
-    r·K + r·(T - K)/2 + F·g/(T - K)
+    a·g + (a·S + o·S + w·K)·g/(T - K) + r·K + r·(T - K)/2
 
-which is least at ``T - K = sqrt(2·F·g / r)`` (the economic-order-quantity rule). So the view
-is compacted once it passes ``K + sqrt(2·F·g/r)``, and never later than the usable window (the
-overflow rule still applies). The dearer a rewrite is next to a read, and the faster the view
-grows, the larger it is let grow before a compaction. Reading the prefix for the summary call
-(``r·T``) is left out: it is small next to ``w·K`` and would only move the threshold a little
-later.
+which is least at ``T - K = sqrt(2·(a·S + o·S + w·K)·g / r)`` (the economic-order-quantity
+rule, ``economic_threshold``). That holds for a session that goes on; one that may end soon
+must also earn the compaction back before it ends (``compaction_pays``): over the calls still
+to come, estimated as the calls made so far (a session that has run ``n`` calls is as likely
+as not to run ``n`` more), the reads saved, ``r·(T - K)`` a call, must exceed ``F(T)``. So a
+short session is sent as it is, as ``baseline`` sends it, unless compacting pays; the overflow
+rule still compacts at the usable window.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import msgspec
@@ -35,8 +46,9 @@ from contextledger.prices._multipliers import Price, price_for
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
 
-#: The length (tokens) a compaction's summary is expected to have: Kilo's cap on a summary
-#: chunk's output (``CHUNK_OUTPUT_TOKENS``).
+#: The length (tokens) of a slice's first summary, before one has been written: Kilo's cap on
+#: a summary chunk's output (``CHUNK_OUTPUT_TOKENS``). Later ones are expected to be as long as
+#: the newest summary in the view.
 SUMMARY_TOKENS: Final = CHUNK_OUTPUT_TOKENS
 #: A threshold no view reaches.
 NEVER: Final = 2**62
@@ -44,21 +56,61 @@ NEVER: Final = 2**62
 _json = msgspec.json.Encoder()
 
 
+class Economics(msgspec.Struct, frozen=True, kw_only=True):
+    """What a compaction of a slice would keep and cost: ``tail_tokens`` (``L``) kept
+    verbatim, a summary of ``summary_tokens`` (``S``), the head read from the cache
+    (``head_cached``) or written, at ``price``."""
+
+    tail_tokens: int
+    summary_tokens: int = SUMMARY_TOKENS
+    head_cached: bool = True
+    price: Price
+
+    @property
+    def kept_tokens(self) -> int:
+        """``K``: the view's size right after the compaction."""
+        return self.tail_tokens + self.summary_tokens
+
+    @property
+    def head_multiplier(self) -> float:
+        """``a``: what reading one head token costs the summary call."""
+        return self.price.cache_read if self.head_cached else self.price.cache_write
+
+
 def estimate_view_tokens(view: Sequence[ModelMessage]) -> int:
     """About four characters per token of the view's JSON (opencode's ``Token.estimate``)."""
     return text_tokens(len(_json.encode(list(view))))
 
 
-def economic_threshold(
-    *, kept_tokens: int, growth_per_call: float, price: Price, summary_tokens: int = SUMMARY_TOKENS
-) -> int:
+def compaction_cost(view_tokens: int, economics: Economics) -> float:
+    """``F(T)`` (see the module docstring): what compacting a ``view_tokens`` view costs, in
+    input-price units, counting the summary call's input and output and the rewrite."""
+    price = economics.price
+    head = max(0, view_tokens - economics.tail_tokens)
+    return (
+        economics.head_multiplier * head
+        + price.output * economics.summary_tokens
+        + price.cache_write * economics.kept_tokens
+    )
+
+
+def economic_threshold(*, growth_per_call: float, economics: Economics) -> int:
     """The view size (tokens) past which compacting costs less per call than keeping the
-    grown prefix (see the module docstring). ``kept_tokens`` is the view's size right after a
-    compaction; without growth (or without a cache discount) it is ``NEVER``."""
+    grown prefix (see the module docstring); without growth (or without a cache discount)
+    it is ``NEVER``."""
+    price = economics.price
     if growth_per_call <= 0 or price.cache_read <= 0:
         return NEVER
-    fixed = price.cache_write * kept_tokens + price.output * summary_tokens
-    return kept_tokens + math.ceil(math.sqrt(2 * fixed * growth_per_call / price.cache_read))
+    kept = economics.kept_tokens
+    fixed = compaction_cost(kept, economics)  # a·S + o·S + w·K
+    return kept + math.ceil(math.sqrt(2 * fixed * growth_per_call / price.cache_read))
+
+
+def compaction_pays(view_tokens: int, *, calls_to_come: int, economics: Economics) -> bool:
+    """Whether the reads a compaction saves over ``calls_to_come`` calls (``r·(T - K)`` each)
+    exceed what it costs (``compaction_cost``)."""
+    saved = calls_to_come * economics.price.cache_read * (view_tokens - economics.kept_tokens)
+    return saved > compaction_cost(view_tokens, economics)
 
 
 def step_growth(view: Sequence[ModelMessage]) -> list[int]:
@@ -86,42 +138,71 @@ def compact_early(
     view_tokens: int,
     growth_per_call: float,
     *,
-    kept_tokens: int,
-    price: Price,
-    summary_tokens: int = SUMMARY_TOKENS,
+    calls_to_come: int | Callable[[], int],
+    economics: Economics,
 ) -> bool:
     """Whether a view of ``view_tokens`` growing by ``growth_per_call`` tokens a call has
-    passed its economic threshold."""
-    if view_tokens <= kept_tokens:
+    passed its economic threshold and compacting it pays over ``calls_to_come`` calls (a
+    callable is called only once the threshold is passed)."""
+    if view_tokens <= economics.kept_tokens:
         return False
-    threshold = economic_threshold(
-        kept_tokens=kept_tokens,
-        growth_per_call=growth_per_call,
-        price=price,
-        summary_tokens=summary_tokens,
-    )
-    return view_tokens > threshold
+    threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
+    if view_tokens <= threshold:
+        return False
+    calls = calls_to_come if isinstance(calls_to_come, int) else calls_to_come()
+    return compaction_pays(view_tokens, calls_to_come=calls, economics=economics)
 
 
-def early_compaction_due(view: Sequence[ModelMessage], model: Model, config: Config) -> bool:
-    """Under ``compaction.cadence = "economic"``: whether ``view`` (the model view about to be
-    sent to ``model``; its size the sum of its messages' estimates) has passed its economic
-    threshold, with the kept size taken as the tail budget plus ``SUMMARY_TOKENS``, the growth
-    per call as the median step of the view (``step_growth``: one very large message is a
-    jump, not the pace the view grows at) and the model's cache prices (``price_for``). Always
-    False under ``cadence = "window"``."""
+def early_compaction_due(
+    history: History, view: Sequence[ModelMessage], model: Model, config: Config, *, agent_id: str
+) -> bool:
+    """Under ``compaction.cadence = "economic"``: whether ``view`` (``agent_id``'s model view
+    about to be sent to ``model``; its size the sum of its messages' estimates) has passed its
+    economic threshold and compacting it pays (``compact_early``). The tail is the tail
+    budget; the summary as long as the newest one in the view (``SUMMARY_TOKENS`` without one,
+    and then the head is the cached prefix); the growth per call the median step of the view
+    (``step_growth``: one very large message is a jump, not the pace the view grows at); the
+    calls to come as many as the agent's finished steps so far; the prices the model's
+    (``price_for``). Always False under ``cadence = "window"``."""
     if config.compaction.cadence != "economic":
         return False
     sizes = [_message_tokens(m) for m in view]  # each message encoded once
     steps = _steps(view, sizes)
     if not steps:
         return False
-    kept = tail_budget(usable(model, config), config.compaction) + SUMMARY_TOKENS
+    summaries = _summary_ids(history, agent_id)
+    summary = sum(size for m, size in zip(view, sizes, strict=True) if m.source_id in summaries)
+    economics = Economics(
+        tail_tokens=tail_budget(usable(model, config), config.compaction),
+        summary_tokens=summary or SUMMARY_TOKENS,
+        head_cached=not summary,
+        price=price_for(model.provider_id, model.model_id),
+    )
     return compact_early(
         sum(sizes),
         statistics.median(steps),
-        kept_tokens=kept,
-        price=price_for(model.provider_id, model.model_id),
+        calls_to_come=lambda: _finished_steps(history, agent_id),
+        economics=economics,
+    )
+
+
+def _summary_ids(history: History, agent_id: str) -> set[str]:
+    return {
+        summary
+        for c in history.state.compactions.values()
+        if c.status == "completed" and history.message(c.request_message_id).agent_id == agent_id
+        for summary in c.summary_message_ids
+    }
+
+
+def _finished_steps(history: History, agent_id: str) -> int:
+    return sum(
+        1
+        for m in history.messages
+        if m.role == "assistant"
+        and not m.summary
+        and m.finish is not None
+        and m.agent_id == agent_id
     )
 
 

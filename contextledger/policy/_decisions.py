@@ -167,9 +167,9 @@ def compaction_due(
         measure = msgspec.structs.replace(measure, continuation=False)
         if should_compact_preflight(model, measure, config).compact:
             return "preflight"
-    if early_compaction_due(view, model, config) and not early_compaction_refused(
-        history, agent_id
-    ):
+    if early_compaction_due(
+        history, view, model, config, agent_id=agent_id
+    ) and not early_compaction_refused(history, agent_id):
         return "economic"
     return None
 

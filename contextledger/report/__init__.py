@@ -15,6 +15,7 @@ from contextledger.report._page import (
     render_report,
     report_data,
 )
+from contextledger.report._svg import Point, frontier
 
 
 def write_report(path: Path, html: str) -> None:
@@ -38,8 +39,10 @@ def write_report(path: Path, html: str) -> None:
 
 __all__ = [
     "DATA_ID",
+    "Point",
     "cache_hit_ratios",
     "cumulative_cost",
+    "frontier",
     "render_report",
     "report_data",
     "write_report",

@@ -1,6 +1,8 @@
 """The report page: per trace a summary table and, per provider, three charts (prompt tokens,
-cumulative input cost, cache-hit ratio per model call) with one line per strategy; the figures
-are also embedded as JSON. Everything is inline: the page loads nothing."""
+cumulative input cost, cache-hit ratio per model call) with one line per strategy and the
+cost-retention chart (one dot per strategy, the frontier drawn through the strategies no other
+beats on both); the figures are also embedded as JSON. Everything is inline: the page loads
+nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from html import escape
 from itertools import accumulate
 from typing import Any, Final
 
-from contextledger.report._svg import Series, line_chart
+from contextledger.report._svg import Point, Series, frontier_chart, line_chart
 from contextledger.simulation import TraceResult
 
 Results = Mapping[str, Mapping[str, Mapping[str, TraceResult]]]
@@ -38,6 +40,7 @@ SUMMARY_COLUMNS: Final = (
     "cost",
     "lower_bound",
     "cost_vs_lower_bound",
+    "retention",
     "compactions",
     "over_window_calls",
     "failed_at",
@@ -142,6 +145,8 @@ def _cell(column: str, value: float | int | str | None) -> str:
         text = f"${value:,.4f}"
     elif column == "cost_vs_lower_bound":
         text = f"{value:.3f}"
+    elif column == "retention":
+        text = f"{value:.1%}"
     else:
         text = f"{value:,}"
     return f'<td class="num" data-value="{escape(json.dumps(value))}">{text}</td>'
@@ -165,7 +170,8 @@ def _tokens(value: float) -> str:
 def _provider_block(
     provider: str, runs: Sequence[tuple[str, TraceResult]], colours: Mapping[str, str]
 ) -> str:
-    """The legend and three charts of one trace on one provider, ``runs`` by strategy."""
+    """The legend and four charts of one trace on one provider, ``runs`` by strategy; the
+    cost-retention chart shows the strategies that finished and needed a fact again."""
 
     def series(values: list[list[float]]) -> list[Series]:
         return [
@@ -194,6 +200,14 @@ def _provider_block(
             series([cache_hit_ratios(r) for _, r in runs]),
             y_format=lambda v: f"{v:.0%}",
             y_max=1.0,
+        ),
+        frontier_chart(
+            "cost and retention",
+            [
+                Point(name, colours[name], r.cost, r.retention)
+                for name, r in runs
+                if r.retention is not None and r.failed_at is None
+            ],
         ),
     )
     return (
@@ -228,9 +242,10 @@ def render_report(results: Results, *, title: str, window: int) -> str:
     """One self-contained HTML document for ``results`` (``{trace: {strategy: {provider:
     TraceResult}}}``, as ``simulate_paths`` returns): per trace a summary table whose figures
     are ``TraceResult.summary()``, and per provider three charts with one line per strategy,
-    a dot with a tooltip where the strategy acted. The figures are also embedded as JSON
-    (``report_data``) in ``<script type="application/json" id="contextledger-data">``. All
-    text is escaped; the page refers to no external resource."""
+    a dot with a tooltip where the strategy acted, and the cost-retention chart. The figures
+    are also embedded as JSON (``report_data``) in ``<script type="application/json"
+    id="contextledger-data">``. All text is escaped; the page refers to no external
+    resource."""
     colours = strategy_colours(results)
     providers = dict.fromkeys(
         p for by_strategy in results.values() for by_p in by_strategy.values() for p in by_p
@@ -256,7 +271,10 @@ def render_report(results: Results, *, title: str, window: int) -> str:
         '</p><p class="meta">Each chart has one line per strategy over the model calls. '
         "Cache-hit ratio: cache-read tokens over all input tokens of the call. A dot marks a "
         "call before which the strategy acted (hover for what it did). Costs are input costs "
-        "in USD, as <code>contextledger simulate</code> prices them.</p>"
+        "in USD, as <code>contextledger simulate</code> prices them. The last chart places "
+        "each strategy by its cost (summaries included) and its retention (the share of the "
+        "facts the agent used again that its requests held); the dashed line is the frontier, "
+        "the strategies no other is both cheaper than and higher in retention.</p>"
         f'<div class="toggle" hidden>show: {toggle}</div><ul class="contents">{contents}</ul>'
         f'{sections}<script type="application/json" id="{DATA_ID}">'
         f"{script_json(report_data(results))}</script><script>{SCRIPT}</script></body></html>\n"

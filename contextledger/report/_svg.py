@@ -119,3 +119,78 @@ def line_chart(
                 )
     parts.append("</svg>")
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One strategy on a cost-retention chart: its name, colour, cost and retention."""
+
+    name: str
+    colour: str
+    cost: float
+    retention: float
+
+
+def frontier(points: Sequence[Point]) -> list[Point]:
+    """The points no other point beats on both counts (cheaper or as cheap, and retaining
+    more or as much, better on at least one), cheapest first: the cost-retention frontier."""
+
+    def beaten(p: Point) -> bool:
+        return any(
+            q.cost <= p.cost
+            and q.retention >= p.retention
+            and (q.cost < p.cost or q.retention > p.retention)
+            for q in points
+        )
+
+    return sorted((p for p in points if not beaten(p)), key=lambda p: (p.cost, p.retention))
+
+
+def frontier_chart(title: str, points: Sequence[Point]) -> str:
+    """An ``<svg>`` element with one dot per point (cost on x from 0, retention on y from 0 to
+    100 %), each named in its tooltip and its label, and the frontier (``frontier``) drawn as
+    a line through the points on it; every text is escaped."""
+    x_ticks_ = y_ticks(max((p.cost for p in points), default=0.0))
+    right, plot_w, plot_h = x_ticks_[-1], WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(cost: float) -> float:
+        return LEFT + plot_w * cost / right
+
+    def y(retention: float) -> float:
+        return TOP + plot_h * (1 - retention)
+
+    parts = [
+        f'<svg class="chart frontier" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" '
+        f'height="{HEIGHT}" role="img" aria-label="{escape(title)}">',
+        f'<text class="chart-title" x="{LEFT}" y="{TOP - 12}">{escape(title)}</text>',
+    ]
+    for share in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            f'<line class="grid" stroke="#e0e0e0" x1="{LEFT}" x2="{WIDTH - RIGHT}" '
+            f'y1="{y(share):.1f}" y2="{y(share):.1f}"/><text class="tick" x="{LEFT - 6}" '
+            f'y="{y(share) + 4:.1f}" text-anchor="end">{share:.0%}</text>'
+        )
+    for cost in x_ticks_:
+        parts.append(
+            f'<text class="tick" x="{x(cost):.1f}" y="{HEIGHT - BOTTOM + 16}" '
+            f'text-anchor="middle">${cost:g}</text>'
+        )
+    parts.append(
+        f'<text class="axis" x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 6}" '
+        'text-anchor="middle">cost (USD) against retention</text>'
+    )
+    line = " ".join(f"{x(p.cost):.1f},{y(p.retention):.1f}" for p in frontier(points))
+    parts.append(
+        f'<polyline class="frontier-line" fill="none" stroke="#555" stroke-dasharray="4 3" '
+        f'points="{line}"/>'
+    )
+    for p in points:
+        parts.append(
+            f'<circle class="strategy" data-series="{escape(p.name)}" cx="{x(p.cost):.1f}" '
+            f'cy="{y(p.retention):.1f}" r="4" fill="{p.colour}"><title>{escape(p.name)}: '
+            f"${p.cost:.4f}, {p.retention:.1%}</title></circle>"
+            f'<text class="tick" x="{x(p.cost) + 6:.1f}" y="{y(p.retention) - 6:.1f}">'
+            f"{escape(p.name)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

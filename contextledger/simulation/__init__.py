@@ -16,6 +16,7 @@ from contextledger.simulation._replay import (
     describe_actions,
     recorded_turns,
 )
+from contextledger.simulation._retention import Retention, RetentionCounter, facts_in
 from contextledger.simulation._trace import (
     DEFAULT_MODELS,
     DEFAULT_STRATEGIES,
@@ -54,9 +55,12 @@ __all__ = [
     "RecordedTurn",
     "ReplayClock",
     "ReplayedCall",
+    "Retention",
+    "RetentionCounter",
     "TraceResult",
     "TurnReplay",
     "describe_actions",
+    "facts_in",
     "priced_model",
     "raw_events",
     "recorded_turns",

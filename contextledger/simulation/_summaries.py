@@ -25,10 +25,14 @@ from contextledger.compaction._summarizers import (
 from contextledger.policy._compaction import text_tokens
 from contextledger.vocabulary._requests import Request
 
-#: Which summarizer a replay compacts with: ``extractive`` (no model call, nothing to price)
-#: or ``model`` (``PricedSummarizer``: a model call per summary, priced).
-SummarizerName = Literal["extractive", "model"]
-SUMMARIZERS: Final[tuple[SummarizerName, ...]] = ("extractive", "model")
+#: Which summarizer a replay compacts with: ``extractive`` (no model call, nothing to price),
+#: ``model`` (``PricedSummarizer``: a model call per summary, priced) or ``tail-only``
+#: (``TailOnlySummarizer``: no summary at all, only the kept tail; a baseline for retention).
+SummarizerName = Literal["extractive", "model", "tail-only"]
+SUMMARIZERS: Final[tuple[SummarizerName, ...]] = ("extractive", "model", "tail-only")
+#: What a tail-only compaction puts where the summary would be: a note that holds no fact of
+#: the head (a summary cannot be empty).
+TAIL_ONLY_SUMMARY: Final = "The earlier conversation was left out; its most recent turns follow."
 
 
 @dataclass(frozen=True)
@@ -59,3 +63,13 @@ class PricedSummarizer:
         text = await self._extractive.summarize(task)
         self.calls.append(SummaryCall(request, text_tokens(len(text))))
         return text
+
+
+class TailOnlySummarizer:
+    """A compaction that keeps only the tail: every summary is ``TAIL_ONLY_SUMMARY``."""
+
+    max_input_tokens: int | None = None
+
+    async def summarize(self, task: SummaryInput) -> str:
+        """``TAIL_ONLY_SUMMARY``, whatever the head."""
+        return TAIL_ONLY_SUMMARY

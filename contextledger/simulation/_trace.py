@@ -20,7 +20,7 @@ import msgspec
 import trio
 
 from contextledger.cachesim import lower_bound, simulate
-from contextledger.cachesim._blocks import SimRequest
+from contextledger.cachesim._blocks import Block, SimRequest
 from contextledger.compaction._compactor import CompactionExhausted
 from contextledger.compaction._summarizers import Summarizer
 from contextledger.events._catalogue import (
@@ -68,7 +68,12 @@ from contextledger.simulation._replay import (
     TurnReplay,
     recorded_turns,
 )
-from contextledger.simulation._summaries import PricedSummarizer, SummarizerName
+from contextledger.simulation._retention import Retention, RetentionCounter
+from contextledger.simulation._summaries import (
+    PricedSummarizer,
+    SummarizerName,
+    TailOnlySummarizer,
+)
 from contextledger.store._memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
@@ -116,7 +121,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     ``summary_calls`` of them, ``summary_input_tokens`` read and ``summary_output_tokens``
     written, costing ``summary_cost`` (USD, input and output), priced through the cache
     simulator in time order with the session's calls. ``cost`` is the billed input cost plus
-    the summaries'."""
+    the summaries'. ``facts_needed`` and ``facts_retained`` count the facts the agent used
+    again and those its requests held (``retention.RetentionCounter``)."""
 
     strategy: str
     provider: Provider
@@ -138,6 +144,14 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
     summary_cost: float = 0.0
+    facts_needed: int = 0
+    facts_retained: int = 0
+
+    @property
+    def retention(self) -> float | None:
+        """The share of the facts the agent used again that its requests held
+        (``retention.RetentionCounter``); None when it used none again."""
+        return Retention(self.facts_needed, self.facts_retained).share
 
     @property
     def cost(self) -> float:
@@ -171,6 +185,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
             "summary_output_tokens": self.summary_output_tokens,
             "summary_cost": self.summary_cost,
             "cost": self.cost,
+            "facts_needed": self.facts_needed,
+            "retention": self.retention,
         }
 
 
@@ -343,6 +359,15 @@ def _started(events: Sequence[Event], model_id: str, provider: Provider, time_ms
     )
 
 
+def interned(request: SimRequest, known: dict[Block, Block]) -> SimRequest:
+    """``request`` with each block replaced by the equal one in ``known`` (added when new):
+    a replay's requests repeat most of the blocks of the one before, and keeping one copy of
+    each makes the memory follow the session rather than the sum of its prompts."""
+    return msgspec.structs.replace(
+        request, blocks=tuple(known.setdefault(b, b) for b in request.blocks)
+    )
+
+
 def trace_result(
     strategy_name: str,
     provider: Provider,
@@ -355,11 +380,12 @@ def trace_result(
     compactions: int = 0,
     summarizer: SummarizerName = "extractive",
     summaries: Sequence[SimRequest] = (),
+    retention: Retention | None = None,
 ) -> TraceResult:
     """``requests`` (one per call, ``actions`` what preceded each) and the ``summaries`` (one
     per summary call) simulated together in time order (a summary sent at the time of a call
     goes first: it is what the call waited for) and priced with ``model_id``'s entry for
-    ``provider``."""
+    ``provider``; ``retention`` the facts counted over the calls."""
     price = price_for(model_id, provider)
     order = sorted(
         [(r.at, 0, i) for i, r in enumerate(summaries)]
@@ -391,6 +417,8 @@ def trace_result(
         summary_input_tokens=sum(r.prompt_tokens for r in summaries),
         summary_output_tokens=sum(r.output_tokens for r in summaries),
         summary_cost=sum(c.input_cost + c.output_cost for c in summary_costs),
+        facts_needed=retention.needed if retention is not None else 0,
+        facts_retained=retention.retained if retention is not None else 0,
     )
 
 
@@ -411,6 +439,9 @@ async def simulate_trace_async(
     events = raw_events(events)
     model_id = priced_model(provider_family, events)
     priced = PricedSummarizer() if summarizer == "model" else None
+    writer = TailOnlySummarizer() if summarizer == "tail-only" else priced
+    retention = RetentionCounter(recorded_turns(events))
+    blocks: dict[Block, Block] = {}
     requests: list[SimRequest] = []
     actions: list[str] = []
     summaries: list[SimRequest] = []
@@ -423,11 +454,12 @@ async def simulate_trace_async(
         provider=provider_family,
         model_id=model_id,
         window=window,
-        summarizer=priced,
+        summarizer=writer,
     )
     try:
         async for call in steps:
-            requests.append(call.sim)
+            retention.observe(call.call, call.built.request.messages)
+            requests.append(interned(call.sim, blocks))
             actions.append(call.actions)
             refused += call.refused
             compactions += call.compactions.count("compacted")
@@ -449,6 +481,7 @@ async def simulate_trace_async(
         compactions=compactions,
         summarizer=summarizer,
         summaries=summaries,
+        retention=retention.result,
     )
 
 
@@ -462,8 +495,9 @@ def simulate_trace(
 ) -> TraceResult:
     """Replay ``events`` under ``strategy_name`` and simulate its calls on ``provider_family``
     (see the module docstring), its compactions summarised by ``summarizer`` (``model``: each
-    summary priced as a model call). Raises ``StrategyError`` for an unknown strategy and
-    ``ValueError`` for a bad window or provider."""
+    summary priced as a model call; ``tail-only``: no summary, only the kept tail). Raises
+    ``StrategyError`` for an unknown strategy and ``ValueError`` for a bad window or
+    provider."""
     return trio.run(
         lambda: simulate_trace_async(
             events,

@@ -32,6 +32,7 @@ from contextledger.policy._transform import (
     TransformContext,
     apply_transform,
 )
+from contextledger.vocabulary._defaults import ECONOMIC_OUTPUT_RESERVE
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
 
@@ -272,7 +273,9 @@ class DefaultStrategy(PolicyStrategy):
     old outputs only when the saving over the expected remaining turns beats the rewrite).
     Compactions come often, so the verbatim tail kept after each is opencode's smallest
     (``MIN_TAIL_TOKENS``, 2,000 tokens): it is written again at every compaction, and a
-    larger one raises the threshold and the reads with it. The compaction guard counts
+    larger one raises the threshold and the reads with it. The window keeps
+    ``ECONOMIC_OUTPUT_RESERVE`` for the answer, not MiMo's full output limit, so a compaction
+    forced by the window comes no earlier than it must. The compaction guard counts
     attempts per step, so early compactions in a long tool loop are not taken for an
     overflow loop."""
 
@@ -280,8 +283,9 @@ class DefaultStrategy(PolicyStrategy):
     transform: Transform | None = None
 
     def configure(self, config: Config) -> Config:
-        """``economic`` cadence, attempts per step, a 2,000-token tail, ``mimo`` window,
-        continuation template, autocontinue; ``prune`` on in ``cost`` mode."""
+        """``economic`` cadence, attempts per step, a 2,000-token tail, ``mimo`` window with
+        an ``ECONOMIC_OUTPUT_RESERVE`` output reserve, continuation template, autocontinue;
+        ``prune`` on in ``cost`` mode."""
         config = _replace_section(
             config,
             "compaction",
@@ -291,6 +295,7 @@ class DefaultStrategy(PolicyStrategy):
             cadence="economic",
             attempts_per="step",
             preserve_recent_tokens=MIN_TAIL_TOKENS,
+            output_reserve_cap=ECONOMIC_OUTPUT_RESERVE,
         )
         return _replace_section(config, "prune", enabled=True, mode="cost")
 

@@ -58,13 +58,31 @@ def test_figures_on_a_synthetic_trace(tmp_path: Path) -> None:
     result = run(["--json", "--traces", str(tmp_path)])
     json.dumps(result)  # JSON-ready
     assert result["available"] is True
-    assert result["pairs"] == 3 and result["excluded"] == 1
+    assert set(result["sets"]) == {"tune"}  # no test transcripts here
+    tune = result["sets"]["tune"]
+    assert tune["pairs"] == 3 and tune["excluded"] == 1
     for name in FIGURES:
-        assert math.isfinite(result[name]) and result[name] >= 0, name
-    (trace,) = result["traces"]
+        assert math.isfinite(tune[name]) and tune[name] >= 0, name
+    assert result["tune_calibrated_median_error"] == tune["calibrated_median_error"]
+    assert result["test_calibrated_median_error"] is None and result["target_met"] is None
+    (trace,) = tune["traces"]
     assert trace["trace"] == "tiny.jsonl" and trace["api_calls"] == trace["main_calls"] == 5
-    assert {name: trace[name] for name in FIGURES} == {name: result[name] for name in FIGURES}
+    assert {name: trace[name] for name in FIGURES} == {name: tune[name] for name in FIGURES}
     assert "tiny.jsonl" in render(result)
+
+
+def test_the_test_set_is_measured_apart_and_holds_the_target(tmp_path: Path) -> None:
+    for folder, prompts in (
+        ("claude-code-jsonl", [15_000, 15_120, 15_300]),
+        ("claude-code-more", [15_000, 15_120, 15_300, 15_500]),
+    ):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{folder}.jsonl").write_text(_transcript(prompts))
+    result = run(["--traces", str(tmp_path)])
+    assert result["sets"]["tune"]["pairs"] == 2 and result["sets"]["test"]["pairs"] == 3
+    test_median = result["sets"]["test"]["calibrated_median_error"]
+    assert result["test_calibrated_median_error"] == test_median
+    assert result["target_met"] == (test_median <= result["target_calibrated_median_error"])
 
 
 def test_absent_traces_are_reported_not_raised(tmp_path: Path) -> None:

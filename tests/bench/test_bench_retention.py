@@ -21,6 +21,13 @@ def test_the_retention_benchmark_reports_its_keys() -> None:
     assert any(r["compactions"] for r in result["traces"].values())
     assert {r["cadence"] for r in result["traces"].values()} == {"window", "economic"}
     assert "retention_min" in retention.render(result)
+    for r in result["traces"].values():
+        share = r["independent_retention"]
+        assert r["facts_needed"] >= 0 and (share is None or 0 <= share <= 1)
+    for suffix in ("", "_economic"):
+        overall = result[f"independent_overall{suffix}"]
+        assert overall is None or 0 <= overall <= 1
+    assert "independent" in retention.render(result)
     assert all("failed_at" in r for r in result["traces"].values())
     assert result["failed"] == sum(
         r["failed_at"] is not None for r in result["traces"].values() if r["cadence"] == "window"

@@ -1,4 +1,5 @@
-"""The strategies benchmark prices pi's four strategies and ours on the Claude Code traces."""
+"""The strategies benchmark prices and scores pi's strategies, last-N and ours on each trace
+set, and counts ``default``'s verdicts on the test set."""
 
 from __future__ import annotations
 
@@ -8,36 +9,81 @@ import pytest
 
 from contextledger.bench import _strategies as strategies
 from contextledger.bench._common import Options
-from contextledger.bench._estimation import DEFAULT_TRACES, trace_dir
+from contextledger.bench._estimation import DEFAULT_TRACES
+from contextledger.bench._sets import TRACE_SETS, set_files
 
 
 def test_the_strategies_benchmark_reports_its_keys() -> None:
-    if not trace_dir(DEFAULT_TRACES).is_dir():
-        pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} does not exist")
-    result = strategies.run(Options(events=200))
-    expected = [*strategies.PI, "default", strategies.EXTRACTIVE]
+    if not set_files(DEFAULT_TRACES, "tune"):
+        pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} has no tuning traces")
+    result = strategies.run(Options(events=120))
+    expected = [
+        *strategies.PI,
+        strategies.LAST_N,
+        "default",
+        strategies.EXTRACTIVE,
+        strategies.TAIL_ONLY,
+    ]
     assert result["available"] and result["strategies"] == expected
-    assert set(result["windows"]) == {"200000", "32000"}
-    for figures in result["windows"].values():
-        assert len(figures["traces"]) == 7
-        for by_strategy in figures["traces"].values():
-            for name in result["strategies"]:
-                for provider in ("anthropic", "openai"):
-                    summary = by_strategy[name][provider]
-                    assert summary["billed_input_cost"] >= summary["lower_bound"] > 0
-                    assert summary["cost"] >= summary["billed_input_cost"]
-                    extractive = name == strategies.EXTRACTIVE
-                    assert summary["summarizer"] == ("extractive" if extractive else "model")
-        verdicts = [*figures["default"].values(), *figures[strategies.EXTRACTIVE].values()]
-        for verdict in verdicts:
-            assert verdict["max_cost_vs_lower_bound"] >= 1
-            assert verdict["without_lower_bound"] == 0
-            assert set(verdict["cheaper_than_pi"]) <= set(figures["traces"])
-            assert set(verdict["above_baseline"]) <= set(figures["traces"])
-            assert verdict["over_window_calls"] >= 0 and verdict["failed"] >= 0
+    assert set(result["sets"]) == set(TRACE_SETS)
+    for name, per_set in result["sets"].items():
+        assert set(per_set["windows"]) == {"200000", "32000"}
+        for figures in per_set["windows"].values():
+            assert len(figures["traces"]) >= len(set_files(DEFAULT_TRACES, name))
+            for by_strategy in figures["traces"].values():
+                for strategy in expected:
+                    for provider in ("anthropic", "openai"):
+                        summary = by_strategy[strategy][provider]
+                        assert summary["cost"] >= summary["billed_input_cost"]
+                        retention = summary["retention"]
+                        assert retention is None or 0 <= retention <= 1
+                        assert summary["summarizer"] == strategies.VARIANTS.get(strategy, "model")
+            for provider in ("anthropic", "openai"):
+                totals = figures["providers"][provider]
+                for strategy in expected:
+                    runs = [t[strategy][provider] for t in figures["traces"].values()]
+                    assert totals[strategy]["cost"] == pytest.approx(sum(r["cost"] for r in runs))
+                    assert totals[strategy]["failed"] == sum(
+                        r["failed_at"] is not None for r in runs
+                    )
+                for verdict in totals["verdicts"].values():
+                    for key in ("cheaper_than_pi", "above_baseline", "dominated"):
+                        assert set(verdict[key]) <= set(figures["traces"])
+    for key in strategies.COUNTED:
+        assert result[f"default_{key}"] >= 0 and result[f"tune_default_{key}"] >= 0
     text = strategies.render(result)
-    assert "200,000-token window" in text and "cheaper than each of pi's four" in text
-    assert "over-window calls" in text
+    assert "test set, 200,000-token window" in text and "dominated on" in text
+
+
+def test_above_baseline_and_dominated_follow_their_definitions() -> None:
+    def run(cost: float, retention: float | None, failed: int | None = None) -> dict[str, object]:
+        return {
+            "cost": cost,
+            "retention": retention,
+            "failed_at": failed,
+            "cost_vs_lower_bound": 1.0,
+            "over_window_calls": 0,
+        }
+
+    def trace(ours: dict[str, object], **others: dict[str, object]) -> dict[str, object]:
+        figures = {name: {"anthropic": run(1.0, 0.5)} for name in strategies.PI}
+        figures.update({k.replace("_", "-"): {"anthropic": v} for k, v in others.items()})
+        return {
+            **figures,
+            "default": {"anthropic": ours},
+            strategies.EXTRACTIVE: {"anthropic": ours},
+        }
+
+    traces = {
+        "cheap": trace(run(0.5, 0.6)),
+        "dear": trace(run(1.5, 0.6)),
+        "beaten": trace(run(0.5, 0.6), last_40=run(0.4, 0.7)),
+        "beaten-by-a-failure": trace(run(0.5, 0.6), last_40=run(0.4, 0.7, failed=3)),
+    }
+    verdict = strategies._verdicts(traces, "default", "anthropic")
+    assert verdict["above_baseline"] == ["dear"]
+    assert verdict["dominated"] == ["beaten"]
+    assert verdict["cheaper_than_pi"] == ["cheap", "beaten", "beaten-by-a-failure"]
 
 
 def test_without_traces_it_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

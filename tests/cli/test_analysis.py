@@ -250,6 +250,8 @@ def test_simulate_json_has_the_figures_per_trace_strategy_and_provider(
         "summary_output_tokens",
         "summary_cost",
         "cost",
+        "facts_needed",
+        "retention",
     }
     assert figures["anthropic"]["calls"] == 2
     assert figures["anthropic"]["failed_at"] is None

@@ -12,7 +12,10 @@ from contextledger.events._catalogue import MAIN_AGENT, CompactionCompleted, Com
 from contextledger.policy._cadence import (
     NEVER,
     SUMMARY_TOKENS,
+    Economics,
     compact_early,
+    compaction_cost,
+    compaction_pays,
     early_compaction_due,
     early_compaction_refused,
     economic_threshold,
@@ -27,25 +30,45 @@ from tests.strategies._sessions import MODEL, history, session, view_of
 SONNET = price_for("anthropic", "claude-sonnet-4")
 
 
-def _per_call(x: float, *, kept: int, growth: float, price: Price) -> float:
+def _economics(
+    *, tail: int = 2_000, summary: int = SUMMARY_TOKENS, cached: bool = True, price: Price = SONNET
+) -> Economics:
+    return Economics(tail_tokens=tail, summary_tokens=summary, head_cached=cached, price=price)
+
+
+def _per_call(x: float, *, growth: float, economics: Economics) -> float:
     """The cost per call (input-price units) of compacting every ``x`` tokens of growth."""
-    fixed = price.cache_write * kept + price.output * SUMMARY_TOKENS
-    return price.cache_read * (kept + x / 2) + fixed * growth / x
+    kept = economics.kept_tokens
+    cycle = compaction_cost(round(kept + x), economics)
+    return economics.price.cache_read * (kept + x / 2) + cycle * growth / x
 
 
 def test_a_worked_example() -> None:
-    # F = 1.25 x 4,000 + 5 x 2,048 = 15,240; sqrt(2 x 15,240 x 600 / 0.1) = 13,523.3
-    threshold = economic_threshold(kept_tokens=4_000, growth_per_call=600, price=SONNET)
+    # K = 2,000 + 2,048; F(K) = 0.1 x 2,048 + 5 x 2,048 + 1.25 x 4,048 = 15,504.8
+    # sqrt(2 x 15,504.8 x 600 / 0.1) = 13,640.2
+    economics = _economics()
     assert (SONNET.cache_read, SONNET.cache_write, SONNET.output) == (
         pytest.approx(0.1),
         pytest.approx(1.25),
         pytest.approx(5.0),
     )
-    assert threshold == 4_000 + 13_524
+    assert compaction_cost(4_048, economics) == pytest.approx(15_504.8)
+    assert economic_threshold(growth_per_call=600, economics=economics) == 4_048 + 13_641
+
+
+def test_a_compaction_counts_the_summary_calls_input_and_output_and_the_rewrite() -> None:
+    cached, written = _economics(), _economics(cached=False)
+    # 20,000 - 2,000 head tokens read at 0.1 or written at 1.25, 2,048 out at 5, 4,048 at 1.25
+    assert compaction_cost(20_000, cached) == pytest.approx(1_800 + 10_240 + 5_060)
+    assert compaction_cost(20_000, written) == pytest.approx(22_500 + 10_240 + 5_060)
+    longer = _economics(summary=6_000)
+    assert compaction_cost(20_000, longer) > compaction_cost(20_000, cached)
 
 
 @given(
-    kept=st.integers(100, 50_000),
+    tail=st.integers(100, 20_000),
+    summary=st.integers(100, 20_000),
+    cached=st.booleans(),
     growth=st.floats(1, 20_000),
     read=st.floats(0.01, 0.9),
     write=st.floats(1.0, 2.0),
@@ -53,38 +76,73 @@ def test_a_worked_example() -> None:
     step=st.floats(0.05, 0.9),
 )
 def test_the_threshold_minimises_the_cost_per_call(
-    kept: int, growth: float, read: float, write: float, output: float, step: float
+    tail: int,
+    summary: int,
+    cached: bool,
+    growth: float,
+    read: float,
+    write: float,
+    output: float,
+    step: float,
 ) -> None:
     price = msgspec.structs.replace(
         DEFAULT_PRICE, cache_read=read, cache_write=write, output=output
     )
-    x = economic_threshold(kept_tokens=kept, growth_per_call=growth, price=price) - kept
-    best = _per_call(x, kept=kept, growth=growth, price=price)
+    economics = _economics(tail=tail, summary=summary, cached=cached, price=price)
+    x = economic_threshold(growth_per_call=growth, economics=economics) - economics.kept_tokens
+    best = _per_call(x, growth=growth, economics=economics)
     for other in (x * (1 - step), x * (1 + step)):
-        assert best <= _per_call(other, kept=kept, growth=growth, price=price) * (1 + 1e-9)
+        assert best <= _per_call(other, growth=growth, economics=economics) * (1 + 1e-6)
 
 
-def test_dearer_rewrites_and_faster_growth_let_the_view_grow_further() -> None:
-    base = economic_threshold(kept_tokens=4_000, growth_per_call=600, price=SONNET)
-    dear = msgspec.structs.replace(SONNET, cache_write=2.0)
-    assert economic_threshold(kept_tokens=4_000, growth_per_call=600, price=dear) > base
-    assert economic_threshold(kept_tokens=4_000, growth_per_call=2_400, price=SONNET) > base
+def test_dearer_rewrites_longer_summaries_and_faster_growth_let_the_view_grow_further() -> None:
+    base = economic_threshold(growth_per_call=600, economics=_economics())
+    dear = _economics(price=msgspec.structs.replace(SONNET, cache_write=2.0))
+    assert economic_threshold(growth_per_call=600, economics=dear) > base
+    assert economic_threshold(growth_per_call=600, economics=_economics(summary=6_000)) > base
+    assert economic_threshold(growth_per_call=600, economics=_economics(cached=False)) > base
+    assert economic_threshold(growth_per_call=2_400, economics=_economics()) > base
 
 
 def test_without_growth_or_a_cache_discount_it_never_pays() -> None:
-    free_reads = msgspec.structs.replace(SONNET, cache_read=0.0)
-    assert economic_threshold(kept_tokens=4_000, growth_per_call=0, price=SONNET) == NEVER
-    assert economic_threshold(kept_tokens=4_000, growth_per_call=600, price=free_reads) == NEVER
+    free_reads = _economics(price=msgspec.structs.replace(SONNET, cache_read=0.0))
+    assert economic_threshold(growth_per_call=0, economics=_economics()) == NEVER
+    assert economic_threshold(growth_per_call=600, economics=free_reads) == NEVER
 
 
-def test_compact_early_compares_the_view_with_its_own_threshold() -> None:
-    kept = 4_000
-    assert not compact_early(kept, 600, kept_tokens=kept, price=SONNET)
-    # 600 tokens a call: the threshold is 17,524 ...
-    assert compact_early(17_525, 600, kept_tokens=kept, price=SONNET)
-    assert not compact_early(17_524, 600, kept_tokens=kept, price=SONNET)
+def test_a_compaction_pays_only_when_the_reads_saved_over_the_calls_to_come_exceed_it() -> None:
+    economics = _economics()
+    view = 30_000
+    # F(30,000) = 0.1 x 28,000 + 10,240 + 5,060 = 18,100; a call saves 0.1 x 25,952 = 2,595.2
+    assert not compaction_pays(view, calls_to_come=6, economics=economics)
+    assert compaction_pays(view, calls_to_come=7, economics=economics)
+    assert not compaction_pays(view, calls_to_come=0, economics=economics)
+
+
+def test_compact_early_needs_the_threshold_passed_and_the_compaction_to_pay() -> None:
+    economics = _economics()
+    threshold = economic_threshold(growth_per_call=600, economics=economics)  # 17,689
+    assert compact_early(threshold + 1, 600, calls_to_come=100, economics=economics)
+    assert not compact_early(threshold, 600, calls_to_come=100, economics=economics)
+    # a short session: past the threshold, but three calls do not earn the compaction back
+    assert not compact_early(threshold + 1, 600, calls_to_come=3, economics=economics)
     # ... and without growth it is never reached.
-    assert not compact_early(1_000_000, 0, kept_tokens=kept, price=SONNET)
+    assert not compact_early(1_000_000, 0, calls_to_come=100, economics=economics)
+    assert not compact_early(economics.kept_tokens, 600, calls_to_come=100, economics=economics)
+
+
+def test_the_calls_to_come_are_counted_only_once_the_threshold_is_passed() -> None:
+    economics, counted = _economics(), []
+
+    def calls() -> int:
+        counted.append(1)
+        return 100
+
+    threshold = economic_threshold(growth_per_call=600, economics=economics)
+    assert not compact_early(threshold, 600, calls_to_come=calls, economics=economics)
+    assert counted == []
+    assert compact_early(threshold + 1, 600, calls_to_come=calls, economics=economics)
+    assert counted == [1]
 
 
 def test_steps_are_an_answer_and_what_follows_it_and_the_pace_is_their_median() -> None:
@@ -104,17 +162,24 @@ def _economic() -> Config:
     )
 
 
+def _due(b: SessionBuilder, config: Config, *, steps: int | None = None) -> bool:
+    h = history(b.events)
+    view = view_of(b)
+    return early_compaction_due(
+        h, view[:steps] if steps else view, MODEL, config, agent_id=MAIN_AGENT
+    )
+
+
 def test_early_compaction_is_due_only_under_the_economic_cadence() -> None:
-    view = view_of(session(12, output=lambda turn, tool: "z" * 40_000))
-    assert estimate_view_tokens(view) > 100_000
-    assert early_compaction_due(view, MODEL, _economic())
-    assert not early_compaction_due(view, MODEL, Config())
+    b = session(12, output=lambda turn, tool: "z" * 40_000)
+    assert estimate_view_tokens(view_of(b)) > 100_000
+    assert _due(b, _economic())
+    assert not _due(b, Config())
 
 
 def test_a_small_view_is_not_compacted_early() -> None:
-    view = view_of(session(4))
-    assert not early_compaction_due(view, MODEL, _economic())
-    assert not early_compaction_due(view[:1], MODEL, _economic())  # no step yet
+    assert not _due(session(4), _economic())
+    assert not _due(session(12, output=lambda turn, tool: "z" * 40_000), _economic(), steps=1)
 
 
 def _compaction(b: SessionBuilder, outcome: str) -> None:

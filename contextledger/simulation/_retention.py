@@ -1,0 +1,170 @@
+"""Retention: how many of the facts the agent uses again were in what it was sent.
+
+Defined on the recorded trajectory alone, without the summarizers' code. A *fact* is a
+path, a file name, an identifier (snake_case, camelCase, dotted), a number of three or more
+digits or a version, or an error name (``TypeError``), matched on token boundaries
+(``facts_in``). At each model call of a replay, the facts in the agent's own answer (its text
+and its tool inputs, as recorded) that appeared earlier in the conversation (in a user
+message, an answer, a tool input or a tool output) but not within the last
+``RECENT_CALLS`` calls are *needed*: the agent used again what it had from before any cut a
+strategy makes (every strategy keeps the newest calls). A needed fact is *retained* when it
+is in the request the strategy sent for that call (its messages: summaries, kept turns, tool
+results as sent). Retention is retained over needed, summed over the calls. A strategy that
+sends everything retains every fact the view does not cut (long tool outputs are cut at the
+view's limits); one that compacts, truncates or drops turns keeps what its summary, tail or
+window still holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from contextledger.events._parts import TextPart, ToolPart
+from contextledger.simulation._replay import RecordedCall, RecordedTurn
+from contextledger.vocabulary._messages import (
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
+
+#: A fact, on token boundaries: a path (with a slash), a dotted name (a file name with its
+#: extension, ``os.path.join``), a version or a number of three or more digits, an
+#: identifier with an underscore or a lower-to-upper case change (``snake_case``,
+#: ``camelCase``, ``TypeError``). Shorter numbers and plain words are too common to say that
+#: a particular earlier fact was used.
+FACT: Final = re.compile(
+    r"""(?<![\w./-])(?:
+        (?:[\w.-]*/)+[\w.-]+
+      | [A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)+
+      | \d+(?:\.\d+)+ | \d{3,}
+      | [A-Za-z_]\w*(?:_|[a-z][A-Z])\w*
+    )(?![\w/-])""",
+    re.VERBOSE,
+)
+#: How far back (in calls) a fact's latest mention must lie for its use to count: the newest
+#: few calls are in any kept tail (2,000 tokens hold a few steps), so a fact used again
+#: within them says nothing about what a strategy kept of the older conversation.
+RECENT_CALLS: Final = 5
+#: Facts shorter than this (after a trailing full stop is dropped) are left out.
+MIN_FACT_CHARS: Final = 3
+
+
+def facts_in(text: str) -> set[str]:
+    """The facts in ``text`` (see ``FACT``), a trailing full stop dropped."""
+    found = (m.group().rstrip(".") for m in FACT.finditer(text))
+    return {f for f in found if len(f) >= MIN_FACT_CHARS}
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a tool input (JSON values, nested)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _facts(texts: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for text in texts:
+        out |= facts_in(text)
+    return out
+
+
+def used_facts(call: RecordedCall) -> set[str]:
+    """The facts the agent wrote at ``call``: its text and its tool inputs."""
+    texts: list[str] = []
+    for part in call.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ToolPart):
+            texts.extend(_strings(part.state.input))
+    return _facts(texts)
+
+
+def _call_output_facts(call: RecordedCall) -> set[str]:
+    """The facts the call's tool results brought into the conversation."""
+    texts = [
+        str(getattr(part.state, "output", "") or getattr(part.state, "error", ""))
+        for part in call.parts
+        if isinstance(part, ToolPart)
+    ]
+    return _facts(texts)
+
+
+def _message_texts(message: ModelMessage) -> Iterator[str]:
+    for item in message.content:
+        if isinstance(item, ModelText | ModelReasoning):
+            yield item.text
+        elif isinstance(item, ModelToolCall):
+            yield from _strings(item.input)
+        elif isinstance(item, ModelToolResult):
+            yield item.output
+
+
+class Retention(msgspec.Struct, frozen=True):
+    """``needed`` and ``retained`` fact uses over a replay's calls (see the module docstring)."""
+
+    needed: int = 0
+    retained: int = 0
+
+    @property
+    def share(self) -> float | None:
+        """``retained / needed``; None when no fact was needed."""
+        return self.retained / self.needed if self.needed else None
+
+
+class RetentionCounter:
+    """Counts retention call by call through a replay of ``turns``: ``observe(n, messages)``
+    with each call's number (from 0, in the order of ``turns``) and the messages sent."""
+
+    def __init__(self, turns: Sequence[RecordedTurn]) -> None:
+        self._needed: list[set[str]] = []  # per call, the facts it needs
+        last: dict[str, int] = {}  # a fact: the call at which it was last mentioned
+        for turn in turns:
+            for fact in facts_in(turn.text):
+                last[fact] = len(self._needed)
+            for call in turn.calls:
+                number = len(self._needed)
+                used = used_facts(call)
+                self._needed.append(
+                    {f for f in used if f in last and last[f] < number - RECENT_CALLS}
+                )
+                for fact in used | _call_output_facts(call):
+                    last[fact] = number
+        self._memo: dict[int, tuple[ModelMessage, set[str]]] = {}
+        self.needed = 0
+        self.retained = 0
+
+    def observe(self, number: int, messages: Sequence[ModelMessage]) -> None:
+        """Count call ``number``'s needed facts and those in ``messages``, the request sent."""
+        needed = self._needed[number]
+        if not needed:
+            return
+        sent: set[str] = set()
+        memo: dict[int, tuple[ModelMessage, set[str]]] = {}
+        for message in messages:
+            known = self._memo.get(id(message))
+            if known is None or known[0] is not message:
+                known = (message, _facts(_message_texts(message)))
+            memo[id(message)] = known
+            sent |= known[1]
+        # Only the messages of this request are kept: a live view hands the same objects back
+        # while they are unchanged, and the memo stays the size of one request.
+        self._memo = memo
+        self.needed += len(needed)
+        self.retained += len(needed & sent)
+
+    @property
+    def result(self) -> Retention:
+        """The counts so far."""
+        return Retention(self.needed, self.retained)

@@ -1,0 +1,126 @@
+"""Retention, measured on the recorded trajectory: which facts the agent used again, and
+whether the requests a strategy sent held them."""
+
+from __future__ import annotations
+
+from contextledger.events._parts import TextPart, ToolCompleted, ToolPart
+from contextledger.simulation import (
+    RecordedCall,
+    RecordedTurn,
+    RetentionCounter,
+    facts_in,
+    simulate_trace,
+)
+from contextledger.simulation._retention import RECENT_CALLS
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.vocabulary._messages import ModelMessage, ModelText, ModelToolResult
+
+
+def test_facts_are_paths_names_identifiers_numbers_and_errors_on_token_boundaries() -> None:
+    text = (
+        "Open src/app/main_loop.py and README.md: parse_args raised TypeError at line 1234 "
+        "(version 1.2.3), see self.retryCount. Plain words and 42 are not facts; "
+        "xparse_args stays whole."
+    )
+    assert facts_in(text) == {
+        "src/app/main_loop.py",
+        "README.md",
+        "parse_args",
+        "TypeError",
+        "1234",
+        "1.2.3",
+        "self.retryCount",
+        "xparse_args",
+    }
+    assert facts_in("words only, and 42.") == set()
+
+
+def _call(n: int, text: str = "", tool_input: str = "", output: str = "") -> RecordedCall:
+    parts: list[TextPart | ToolPart] = []
+    if text:
+        parts.append(TextPart(id=f"t{n}", message_id=f"m{n}", text=text))
+    if tool_input or output:
+        state = ToolCompleted(input={"command": tool_input}, output=output)
+        parts.append(
+            ToolPart(
+                id=f"p{n}",
+                message_id=f"m{n}",
+                call_id=f"c{n}",
+                tool="bash",
+                state=state,
+            )
+        )
+    return RecordedCall(f"m{n}", n, tuple(parts), "tool-calls", None, 10)
+
+
+def _sent(*texts: str) -> list[ModelMessage]:
+    return [ModelMessage(role="user", content=(ModelText(text=t),), source_id="x") for t in texts]
+
+
+def _turn(*calls: RecordedCall, text: str = "Fix the failing test.") -> RecordedTurn:
+    return RecordedTurn(time_ms=0, text=text, files=(), calls=list(calls))
+
+
+def test_a_fact_from_before_the_recent_calls_used_again_is_needed() -> None:
+    quiet = [_call(n, text="working") for n in range(1, RECENT_CALLS + 1)]
+    use = _call(RECENT_CALLS + 1, tool_input="pytest tests/test_parser_core.py")
+    turns = [
+        _turn(_call(0, output="FAILED tests/test_parser_core.py"), *quiet, use),
+    ]
+    kept, lost = RetentionCounter(turns), RetentionCounter(turns)
+    for number in range(RECENT_CALLS + 2):
+        kept.observe(number, _sent("a summary: FAILED tests/test_parser_core.py"))
+        lost.observe(number, _sent("a summary that lost it"))
+    assert (kept.result.needed, kept.result.retained, kept.result.share) == (1, 1, 1.0)
+    assert (lost.result.needed, lost.result.retained, lost.result.share) == (1, 0, 0.0)
+
+
+def test_a_fact_used_within_the_recent_calls_or_new_to_the_agent_is_not_needed() -> None:
+    turns = [
+        _turn(
+            _call(0, output="FAILED tests/test_parser_core.py"),
+            _call(1, tool_input="pytest tests/test_parser_core.py"),  # recent: in any tail
+            _call(2, tool_input="cat src/brand_new.py"),  # never seen before
+        )
+    ]
+    counter = RetentionCounter(turns)
+    for number in range(3):
+        counter.observe(number, _sent())
+    assert counter.result.needed == 0 and counter.result.share is None
+
+
+def test_tool_results_as_sent_count_as_held() -> None:
+    quiet = [_call(n, text="working") for n in range(1, RECENT_CALLS + 1)]
+    turns = [
+        _turn(
+            _call(0, output="error in load_config"),
+            *quiet,
+            _call(RECENT_CALLS + 1, text="load_config again"),
+        )
+    ]
+    counter = RetentionCounter(turns)
+    result = ModelToolResult(call_id="c0", tool="bash", output="error in load_config")
+    counter.observe(
+        RECENT_CALLS + 1, [ModelMessage(role="tool", content=(result,), source_id="m0")]
+    )
+    assert counter.result.retained == counter.result.needed == 1
+
+
+def test_a_strategy_that_drops_old_turns_retains_less_than_baseline() -> None:
+    events = synthetic_session("ses_ret", seed=3, turns=6)
+    baseline = simulate_trace(events, strategy_name="baseline")
+    last = simulate_trace(events, strategy_name="last-4")
+    assert baseline.facts_needed == last.facts_needed > 0
+    assert last.facts_retained < baseline.facts_retained
+    assert baseline.summary()["retention"] == baseline.retention
+
+
+def test_compactions_that_keep_only_the_tail_retain_no_more_than_with_a_summary() -> None:
+    events = synthetic_session("ses_ret", seed=3, turns=8)
+    summarized, tail_only = (
+        simulate_trace(events, strategy_name="compact-at-6000", summarizer=name)
+        for name in ("extractive", "tail-only")
+    )
+    assert tail_only.compactions > 0 and tail_only.summarizer == "tail-only"
+    assert tail_only.summary_cost == 0 and tail_only.facts_needed == summarized.facts_needed
+    assert tail_only.facts_retained < summarized.facts_retained
