@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
 from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
 from contextledger.config import Config
-from contextledger.events._catalogue import MessageAdded, PartAdded, RequestSent
+from contextledger.events._catalogue import LeftOut, MessageAdded, PartAdded, RequestSent
 from contextledger.events._parts import ModelRef, ToolPart
 from contextledger.history._projection import History
 from contextledger.importers._detect import import_with_report
-from contextledger.importers._report import ImportReport
+from contextledger.importers._report import ImportReport, by_reason
 from contextledger.ledger import SessionLog
 from contextledger.policy._cache import place_marks
 from contextledger.providers._registry import WIRE_FORMATS
@@ -39,7 +40,7 @@ async def import_(args: argparse.Namespace) -> None:
     (or return with ``--json``) the sessions and the report of what was read, written and
     left out."""
     try:
-        result = import_with_report(args.trace, session_id=args.session)
+        result = import_with_report(args.trace, session_id=args.session, lenient=args.lenient)
     except OSError as exc:
         raise ValueError(f"cannot read {args.trace}: {exc}") from exc
     sessions = [s for top in result.sessions for s in top.sessions()]
@@ -88,16 +89,25 @@ def report_lines(report: ImportReport) -> list[str]:
         f"read: {read or 'nothing'}",
         f"wrote: {written or 'nothing'}",
     ]
-    groups = report.left_out_by_reason()
-    if not groups:
-        lines.append("left out: nothing")
-        return lines
-    lines.append(f"left out: {len(report.left_out):,}")
-    for kind, reason, at in groups:
+    return [*lines, *left_out_lines(report.left_out, "left out")]
+
+
+def left_out_lines(items: Sequence[LeftOut], title: str) -> list[str]:
+    """Left-out ``items`` as text under ``title``: their number, then one line per kind and
+    reason with the lines they were found on."""
+    if not items:
+        return [f"{title}: nothing"]
+    lines = [f"{title}: {len(items):,}"]
+    for kind, reason, at in by_reason(items):
         shown = ", ".join(str(n) for n in at[:LINES_SHOWN])
         more = f", … (+{len(at) - LINES_SHOWN:,})" if len(at) > LINES_SHOWN else ""
         lines.append(f"  {len(at):,} × {kind}: {reason} (line {shown}{more})")
     return lines
+
+
+def imported_left_out(history: History) -> list[LeftOut]:
+    """What the imports of ``history``'s session left out of it (``InputLeftOut`` events)."""
+    return [item for event in history.state.left_out for item in event.items]
 
 
 def _prefix_hashes(
@@ -170,6 +180,7 @@ async def replay(args: argparse.Namespace) -> None:
         rebuilt.apply(event)
     projection_ok = rebuilt.snapshot() == loaded.history.snapshot()
     ok = projection_ok and not mismatched
+    left_out = imported_left_out(rebuilt)
     result: dict[str, Any] = {
         "session": args.session,
         "events": len(recorded),
@@ -177,12 +188,15 @@ async def replay(args: argparse.Namespace) -> None:
         "requests": requests,
         "prefix_hashes_matched": matched,
         "mismatched_request_seqs": mismatched,
+        "left_out_at_import": len(left_out),
         "ok": ok,
     }
     if args.json:
         emit_json(result)
     else:
         emit_text(f"session {args.session}: {len(recorded):,} events")
+        for line in left_out_lines(left_out, "left out at import") if left_out else ():
+            emit_text(line)
         emit_text(
             f"projection from events {'equals' if projection_ok else 'DIFFERS FROM'} "
             "the one loaded from the snapshot and tail"
@@ -268,4 +282,12 @@ async def simulate(args: argparse.Namespace) -> None:
     )
 
 
-__all__ = ["DEFAULT_WINDOW", "import_", "replay", "run_simulation", "simulate"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "import_",
+    "imported_left_out",
+    "left_out_lines",
+    "replay",
+    "run_simulation",
+    "simulate",
+]

@@ -139,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
     imported.add_argument(
         "--session", default=None, help="the (first) session's id (default: from the source)"
     )
+    imported.add_argument(
+        "--lenient",
+        action="store_true",
+        help="import what is valid and record the rest as left out (default: refuse the file)",
+    )
     imported.add_argument("--json", action="store_true")
 
     storage.add_parsers(sub)

@@ -16,7 +16,9 @@ The file is Markdown that aider appends to as it runs. Line kinds:
   left out (shown to the user, not sent to the model), listed with its first and last line.
 
 Lines before the first header (a file that starts mid-session) make one more session when they
-hold a message. The header's time (local time, no zone: read as UTC) starts each session's
+hold a message. A session without a message (a header followed by console output at most) is
+no session: it is reported (``empty_session``, with its lines) with the next session that has
+one, or the last. The header's time (local time, no zone: read as UTC) starts each session's
 clock; messages follow one second apart. aider records no tool calls (its edits are text in the
 replies), no system prompt, no repository map and none of the files it added to the chat.
 """
@@ -59,6 +61,7 @@ _UNITS: Final = {"k": 1_000, "m": 1_000_000}
 CONSOLE: Final = "aider's console output, shown to the user, not sent to the model"
 MODE: Final = "an editor mode line"
 NO_SESSION: Final = "text before the first session header that holds no message"
+EMPTY_SESSION: Final = "a session header followed by no message (console output at most)"
 
 
 def is_aider_history(text: str) -> bool:
@@ -86,15 +89,20 @@ def import_aider_lines(
             chunks[-1][1].append(line)
     (first_line, first), *headed = chunks
     preamble = _Session(first_line, first, headless=True)
-    sessions: list[ImportedSession] = []
-    if preamble.has_messages() or not headed:
-        sessions.append(preamble.build(session_id))
-    for start, chunk in headed:
-        session = _Session(start, chunk, headless=False)
-        if not sessions:
-            session.carry(preamble)
-        sessions.append(session.build(None if sessions else session_id))
-    return sessions
+    headed_sessions = [_Session(start, chunk, headless=False) for start, chunk in headed]
+    kept = [s for s in (preamble, *headed_sessions) if s.has_messages()]
+    if not kept:
+        return []
+    if not preamble.has_messages():
+        kept[0].carry(preamble)
+    for empty in headed_sessions:
+        if not empty.has_messages():
+            keeper = next((s for s in kept if s.start > empty.start), kept[-1])
+            last = empty.start + len(empty.lines) - 1
+            keeper.carried.append(
+                (empty.start, "empty_session", f"{EMPTY_SESSION} (to line {last})")
+            )
+    return [session.build(session_id if i == 0 else None) for i, session in enumerate(kept)]
 
 
 def _tokens(value: str | None) -> int:
@@ -158,8 +166,11 @@ class _Session:
         self.started_at = match["time"] if match else None
 
     def has_messages(self) -> bool:
+        body = self.lines if self.headless else self.lines[1:]
         return any(
-            _kind(line) in ("user", "text") and not MODE_LINE.match(line) for line in self.lines
+            (_kind(line) in ("user", "text") and not MODE_LINE.match(line))
+            or usage_of(line) is not None
+            for line in body
         )
 
     def carry(self, other: _Session) -> None:

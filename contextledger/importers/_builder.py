@@ -24,6 +24,7 @@ from contextledger.events._catalogue import (
     CompactionProjection,
     CompactionRequested,
     Event,
+    LeftOut,
     MessageAdded,
     PartAdded,
     SessionStarted,
@@ -46,7 +47,7 @@ from contextledger.events._parts import (
     ToolPending,
     Usage,
 )
-from contextledger.importers._imported import ApiCall, ImportedSession, LeftOut, derived_session_id
+from contextledger.importers._imported import ApiCall, ImportedSession, derived_session_id
 
 #: Where the synthetic clock of a format without timestamps starts (2023-11-14T22:13:20Z).
 SYNTHETIC_START_MS: Final = 1_700_000_000_000

@@ -29,9 +29,11 @@ own (``IdGenerator`` over the records' timestamps); the originals are kept where
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
 API ``message_id``), ``SessionStarted.config`` the original ``sessionId``. Text holding a lone
 UTF-16 surrogate (which UTF-8 cannot carry) or bytes that are not UTF-8 is sanitised to U+FFFD.
-A malformed record raises ``TraceImportError`` naming the line and the field. Every record or
-block left out (the kinds above) is listed in ``ImportedSession.left_out`` with its line,
-field and reason; ``read`` counts the records by type.
+A malformed record raises ``TraceImportError`` naming the line and the field; with ``lenient``
+it is left out instead (``malformed_record``, with the field and reason), its content blocks
+checked before any of them is used. Every record or block left out (the kinds above) is
+listed in ``ImportedSession.left_out`` with its line, field and reason; ``read`` counts the
+records by type.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import msgspec
 from contextledger.events._catalogue import (
     AssistantFinished,
     Event,
+    LeftOut,
     MessageAdded,
     PartAdded,
     SessionStarted,
@@ -70,7 +73,8 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.importers._errors import TraceImportError
-from contextledger.importers._imported import ApiCall, ImportedSession, LeftOut
+from contextledger.importers._imported import ApiCall, ImportedSession
+from contextledger.importers._records import malformed_record
 
 __all__ = [
     "ApiCall",
@@ -129,24 +133,42 @@ _MSGSPEC_MISSING: Final = re.compile(r"missing required field `(?P<field>[^`]+)`
 _T = TypeVar("_T")
 
 
-def import_claude_code(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_claude_code(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the Claude Code transcript at ``path`` (the only I/O of this module).
 
     Raises ``TraceImportError`` naming the line and field of a malformed record (records are
-    checked first, then their content blocks).
+    checked first, then their content blocks); with ``lenient`` such a record is left out.
     ``session_id`` overrides the main session's generated id.
     """
     path = Path(path)
     with path.open("rb") as f:
-        return import_claude_code_lines(f, source=str(path), session_id=session_id)
+        return import_claude_code_lines(f, source=str(path), session_id=session_id, lenient=lenient)
 
 
 def import_claude_code_lines(
-    lines: Iterable[bytes | str], *, source: str = "<lines>", session_id: str | None = None
+    lines: Iterable[bytes | str],
+    *,
+    source: str = "<lines>",
+    session_id: str | None = None,
+    lenient: bool = False,
 ) -> ImportedSession:
     """Import a transcript given as its lines; pure. See the module docstring for the rules."""
-    records = [parsed for parsed in _parse_lines(lines, source) if parsed is not None]
-    return _Importer(source, records, session_id).run()
+    malformed: list[LeftOut] = []
+    records: list[_Line] = []
+    for number, data in _nonblank(lines):
+        try:
+            line = _parse_line(data, number, source)
+            if lenient:
+                _check_blocks(line, source)
+        except TraceImportError as e:
+            if not lenient:
+                raise
+            malformed.append(malformed_record(e))
+            continue
+        records.append(line)
+    return _Importer(source, records, session_id, malformed).run()
 
 
 # --- parsing: lines to typed records -------------------------------------------------------
@@ -243,13 +265,11 @@ class _Line(msgspec.Struct, frozen=True):
     time_ms: int | None
 
 
-def _parse_lines(lines: Iterable[bytes | str], source: str) -> Iterator[_Line | None]:
+def _nonblank(lines: Iterable[bytes | str]) -> Iterator[tuple[int, bytes]]:
     for number, raw in enumerate(lines, 1):
         data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-        if not data.strip():
-            yield None
-            continue
-        yield _parse_line(data, number, source)
+        if data.strip():
+            yield number, data
 
 
 def _parse_line(data: bytes, number: int, source: str) -> _Line:
@@ -288,6 +308,34 @@ def _parse_line(data: bytes, number: int, source: str) -> _Line:
                 source, number, "timestamp", f"not an ISO-8601 time: {record.timestamp!r}"
             )
     return _Line(number, head.type, record, None, time_ms)
+
+
+#: The typed form of each content block the importer reads (``_check_blocks``).
+_BLOCKS: Final[dict[str, type[msgspec.Struct]]] = {
+    "text": _Text,
+    "thinking": _Thinking,
+    "redacted_thinking": _RedactedThinking,
+    "tool_use": _ToolUse,
+    "tool_result": _ToolResult,
+    "image": _Media,
+    "document": _Media,
+}
+
+
+def _check_blocks(line: _Line, source: str) -> None:
+    """Raise ``TraceImportError`` for the first malformed content block of ``line`` (and of
+    its tool results), so that a lenient import leaves the whole record out before using any
+    block of it."""
+    message = line.record.message if line.record else None
+    content = message.content if message and isinstance(message.content, list) else []
+    blocks = [(f"message.content[{i}]", b) for i, b in enumerate(content)]
+    for at, block in blocks:
+        kind = _block_type(block, source, line.number, at)
+        if kind in _BLOCKS:
+            _convert(block, _BLOCKS[kind], source, line.number, at)
+        inner = block.get("content") if kind == "tool_result" else None
+        if isinstance(inner, list):
+            blocks.extend((f"{at}.content[{i}]", b) for i, b in enumerate(inner))
 
 
 def _convert(obj: Any, kind: type[_T], source: str, line: int, at: str) -> _T:
@@ -733,7 +781,9 @@ class _Thread:
 class _Importer:
     """Routes parsed lines to the main thread or a sub-agent's, and assembles the result."""
 
-    def __init__(self, source: str, lines: list[_Line], session_id: str | None) -> None:
+    def __init__(
+        self, source: str, lines: list[_Line], session_id: str | None, malformed: list[LeftOut]
+    ) -> None:
         self.source = source
         self.lines = lines
         self.session_ids = IdGenerator("ses")
@@ -752,8 +802,10 @@ class _Importer:
         self.thread_of_uuid: dict[str, _Thread] = {}
         self.seen_uuids: set[str] = set()
         self.skipped: Counter[str] = Counter()
-        self.left_out: list[LeftOut] = []
+        self.left_out: list[LeftOut] = list(malformed)
+        self.skipped.update(item.kind for item in malformed)
         self.read: Counter[str] = Counter(line.kind for line in lines)
+        self.read.update(item.kind for item in malformed)
         self.summaries: list[str] = []
 
     def run(self) -> ImportedSession:

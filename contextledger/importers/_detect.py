@@ -49,6 +49,7 @@ from contextledger.importers._openhands_v1 import (
 )
 from contextledger.importers._records import json_lines, not_json
 from contextledger.importers._report import ImportResult, import_report
+from contextledger.importers._strictness import checked
 from contextledger.importers._swe_agent import import_swe_agent_data
 
 #: Every format ``detect_format`` names.
@@ -78,14 +79,23 @@ _KNOWN: Final = (
 )
 
 
-def import_trace(path: str | Path) -> list[ImportedSession]:
-    """Import the transcript at ``path`` in whichever supported format it is."""
-    return import_with_report(path).sessions
+def import_trace(path: str | Path, *, lenient: bool = False) -> list[ImportedSession]:
+    """Import the transcript at ``path`` in whichever supported format it is (see
+    ``import_with_report``)."""
+    return import_with_report(path, lenient=lenient).sessions
 
 
-def import_with_report(path: str | Path, *, session_id: str | None = None) -> ImportResult:
+def import_with_report(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportResult:
     """Import the transcript at ``path`` and report what was read, written and left out.
-    ``session_id`` names the (first) session; otherwise ids come from the source."""
+    ``session_id`` names the (first) session; otherwise ids come from the source.
+
+    Strict by default: input that is not a valid conversation (an orphan or duplicate result,
+    a duplicate call id, a malformed record) raises ``TraceImportError`` naming its line and
+    field; with ``lenient`` the rest is imported (a malformed record of a Claude Code or Codex
+    file is left out, in other formats it is still an error). Input that yields no message is
+    an error. Each session that left something out ends with an ``InputLeftOut`` event."""
     path = Path(path)
     source = str(path)
     if path.is_dir():
@@ -93,13 +103,13 @@ def import_with_report(path: str | Path, *, session_id: str | None = None) -> Im
             raise TraceImportError(
                 source, 0, "", "a folder that is not an OpenHands V1 conversation"
             )
-        sessions = [import_openhands_v1(path, session_id=session_id)]
-        return ImportResult(
-            sessions=sessions, report=import_report(sessions, source=source, fmt="openhands-v1")
-        )
-    data = path.read_bytes()
-    fmt, document = _detect(data, source)
-    sessions = _import(fmt, document, data, source, session_id)
+        fmt = "openhands-v1"
+        imported = [import_openhands_v1(path, session_id=session_id)]
+    else:
+        data = path.read_bytes()
+        fmt, document = _detect(data, source)
+        imported = _import(fmt, document, data, source, session_id, lenient)
+    sessions = checked(imported, source=source, lenient=lenient)
     return ImportResult(sessions=sessions, report=import_report(sessions, source=source, fmt=fmt))
 
 
@@ -158,7 +168,7 @@ def _detect(data: bytes, source: str) -> tuple[str, Any]:
 
 
 def _import(
-    fmt: str, document: Any, data: bytes, source: str, session_id: str | None
+    fmt: str, document: Any, data: bytes, source: str, session_id: str | None, lenient: bool
 ) -> list[ImportedSession]:
     lines = data.splitlines()
     if fmt == "aider":
@@ -167,9 +177,11 @@ def _import(
     if fmt == "openhands":
         return import_openhands_lines(lines, source=source, session_id=session_id)
     if fmt == "codex":
-        return [import_codex_lines(lines, source=source, session_id=session_id)]
+        return [import_codex_lines(lines, source=source, session_id=session_id, lenient=lenient)]
     if fmt == "claude-code":
-        return [import_claude_code_lines(lines, source=source, session_id=session_id)]
+        return [
+            import_claude_code_lines(lines, source=source, session_id=session_id, lenient=lenient)
+        ]
     if fmt == "openhands-v1":
         if is_v1_event(document):
             events: Any = iter([(1, document, "")])

@@ -10,7 +10,7 @@ from typing import Final
 
 import msgspec
 
-from contextledger.events._catalogue import Event
+from contextledger.events._catalogue import Event, LeftOut
 from contextledger.events._ids import format_id
 from contextledger.events._parts import Usage
 
@@ -29,18 +29,6 @@ class ApiCall(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage
     line: int
     time_ms: int
-
-
-class LeftOut(msgspec.Struct, frozen=True, kw_only=True):
-    """Something in the input that became no event: where it is (the 1-based ``line`` of a
-    JSON-lines or text file, the message's position in a JSON document's list; 0 for the
-    file as a whole), the ``field`` inside it (a JSON path, empty for the whole record), what
-    it is (``kind``: a record type, a block type, …) and why it was left out."""
-
-    line: int
-    kind: str
-    reason: str
-    field: str = ""
 
 
 class ImportedSession(msgspec.Struct, kw_only=True):

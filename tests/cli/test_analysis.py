@@ -72,14 +72,16 @@ def test_import_prints_what_it_read_wrote_and_left_out(
 ) -> None:
     chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
     db = tmp_path / "imported.db"
-    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db))
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--lenient")
     assert code == 0
     assert "format: openai-chat" in out
     assert "read: 2 assistant, 1 system, 2 tool, 1 user" in out
     assert "left out: 1" in out
     assert "1 × orphan_tool_result: a tool result whose call was never made" in out
     assert "(line 6)" in out
-    code, out, _ = _run(capsys, "import", str(chat), "--db", str(tmp_path / "b.db"), "--json")
+    code, out, _ = _run(
+        capsys, "import", str(chat), "--db", str(tmp_path / "b.db"), "--json", "--lenient"
+    )
     report = json.loads(out)["report"]
     assert report["format"] == "openai-chat"
     assert report["left_out"] == [
@@ -91,6 +93,36 @@ def test_import_prints_what_it_read_wrote_and_left_out(
         }
     ]
     assert report["written"]["tool calls"] == 1
+
+
+def test_import_refuses_an_invalid_conversation_unless_lenient(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
+    db = tmp_path / "strict.db"
+    code, out, err = _run(capsys, "import", str(chat), "--db", str(db))
+    assert code == 1 and not out and not db.exists()
+    assert f"{chat}:6 field '[5]'" in err and "orphan_tool_result" in err
+
+
+def test_view_and_replay_show_what_a_lenient_import_left_out(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
+    db = tmp_path / "lenient.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--lenient", "--json")
+    session = json.loads(out)["sessions"][0]["session"]
+    code, out, _ = _run(capsys, "view", str(db), "--session", session, "--json")
+    assert code == 0
+    (item,) = json.loads(out)["left_out_at_import"]
+    assert (item["line"], item["kind"], item["field"]) == (6, "orphan_tool_result", "[5]")
+    code, out, _ = _run(capsys, "view", str(db), "--session", session)
+    assert "left out at import: 1" in out and "orphan_tool_result" in out
+    code, out, _ = _run(capsys, "replay", str(db), "--session", session, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["ok"] and result["left_out_at_import"] == 1
+    code, out, _ = _run(capsys, "replay", str(db), "--session", session)
+    assert "left out at import: 1" in out and "(line 6)" in out
 
 
 def test_two_chat_logs_share_a_store_and_session_names_one(
