@@ -96,7 +96,8 @@ class Attachment(msgspec.Struct, frozen=True):
     source_path: str | None = None
 
 
-AssistantItem = Text | Reasoning | ToolCall
+#: A part of an assistant message: text, reasoning, a tool call, or a medium (a file part).
+AssistantItem = Text | Reasoning | ToolCall | Attachment
 
 
 class _Pending(msgspec.Struct):
@@ -280,11 +281,13 @@ class ChatBuilder:
         self._part(part, now)
 
     def add_item(self, message_id: str, item: AssistantItem, now: int, *, line: int = 0) -> int:
-        """Add one text, reasoning or tool-call part; returns 1 for a tool call, else 0 (also
-        for a call left out because an unanswered call has its id)."""
+        """Add one text, reasoning, file or tool-call part; returns 1 for a tool call, else 0
+        (also for a call left out because an unanswered call has its id)."""
         match item:
+            case Attachment():
+                part: Part = self._file(item, message_id, now)
             case Text(text=text, metadata=metadata):
-                part: Part = TextPart(
+                part = TextPart(
                     id=self._parts.next(now), message_id=message_id, text=text, metadata=metadata
                 )
             case Reasoning(text=text, metadata=metadata):
