@@ -236,16 +236,26 @@ def _record_format(record: Any, source: str, line: int) -> str:
 
 
 def _lines_format(lines: list[str], source: str, whole: json.JSONDecodeError) -> str:
-    """The format of JSON lines, by the first record; when the first line is no JSON either,
-    the file is a broken JSON document: where the parser stopped reading it."""
+    """The format of JSON lines, by the first record. When the first line is no JSON, the
+    first record after it that is one of a known format decides (JSON lines with a broken
+    line); without one the file is a broken JSON document: where the parser stopped."""
+    broken = False
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
         except json.JSONDecodeError:
-            raise TraceImportError(source, whole.lineno, "", not_json(whole)) from None
-        return _record_format(record, source, number)
+            broken = True
+            continue
+        try:
+            return _record_format(record, source, number)
+        except TraceImportError:
+            if not broken:
+                raise
+            break
+    if broken:
+        raise TraceImportError(source, whole.lineno, "", not_json(whole))
     raise _unknown(source, 1)
 
 

@@ -213,7 +213,7 @@ def openai_tool_calls(raw: Any, source: str, line: int, at: str) -> list[ToolCal
         function = require_object(call.get("function"), source, line, f"{where}.function")
         name = require_str(function, "name", source, line, f"{where}.function")
         arguments = json_arguments(function.get("arguments"), source, line, f"{where}.function")
-        out.append(ToolCall(call_id, name, arguments))
+        out.append(ToolCall(call_id, name, arguments, field=where))
     return out
 
 
