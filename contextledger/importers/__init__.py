@@ -12,6 +12,7 @@ from contextledger.importers._detect import (
     detect_format,
     import_trace,
     import_with_report,
+    source_digest,
     transcripts_under,
 )
 from contextledger.importers._errors import TraceImportError
@@ -66,5 +67,6 @@ __all__ = [
     "import_swe_agent_data",
     "import_trace",
     "import_with_report",
+    "source_digest",
     "transcripts_under",
 ]

@@ -26,6 +26,7 @@ trace format".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -124,6 +125,26 @@ def detect_format(path: str | Path) -> str:
             str(path), 0, "", "a folder that is not an OpenHands V1 conversation"
         )
     return _detect(path.read_bytes(), str(path))[0]
+
+
+#: How much of a file ``source_digest`` reads at a time.
+_DIGEST_CHUNK: Final = 1 << 20
+
+
+def source_digest(path: str | Path) -> str:
+    """The SHA-256 (hex) of the transcript at ``path``: of the file's bytes, or, for an
+    OpenHands V1 conversation folder, of each file's path inside it and bytes, in order.
+    Read in chunks, so memory does not grow with the file."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(str(file.relative_to(path)).encode() + b"\0")
+        with file.open("rb") as f:
+            while chunk := f.read(_DIGEST_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def transcripts_under(folder: str | Path) -> list[Path]:
