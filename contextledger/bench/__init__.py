@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "actors": "contextledger.bench._actors",
     "strategies": "contextledger.bench._strategies",
     "simulate_scaling": "contextledger.bench._simulate_scaling",
+    "import": "contextledger.bench._import",
 }
 
 

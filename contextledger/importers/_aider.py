@@ -26,11 +26,12 @@ replies), no system prompt, no repository map and none of the files it added to 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.events._parts import ModelRef, Usage
 from contextledger.importers._builder import ChatBuilder
 from contextledger.importers._imported import ImportedSession
@@ -80,29 +81,47 @@ def import_aider(path: str | Path, *, session_id: str | None = None) -> list[Imp
 def import_aider_lines(
     lines: Iterable[str], *, source: str = "<lines>", session_id: str | None = None
 ) -> list[ImportedSession]:
-    """Import a history given as its lines; pure. See the module docstring for the rules."""
-    chunks: list[tuple[int, list[str]]] = [(1, [])]
+    """Import a history given as its lines; pure, and reading them once: one session's lines
+    are held at a time. See the module docstring for the rules."""
+    sessions: list[ImportedSession] = []
+    preamble: _Session | None = None
+    empty: list[LeftOut] = []
+    for chunk in _chunks(lines):
+        if not chunk.has_messages():
+            if chunk.headless:
+                preamble = chunk
+            else:
+                last = chunk.start + len(chunk.lines) - 1
+                reason = f"{EMPTY_SESSION} (to line {last})"
+                empty.append(LeftOut(line=chunk.start, kind="empty_session", reason=reason))
+            continue
+        if preamble is not None:
+            chunk.carry(preamble)
+            preamble = None
+        chunk.carried.extend((item.line, item.kind, item.reason) for item in empty)
+        empty = []
+        sessions.append(chunk.build(None if sessions else session_id))
+    if sessions and empty:
+        last_session = sessions[-1]
+        last_session.left_out.extend(empty)
+        last_session.skipped["empty_session"] = last_session.skipped.get("empty_session", 0) + len(
+            empty
+        )
+    return sessions
+
+
+def _chunks(lines: Iterable[str]) -> Iterator[_Session]:
+    """The sessions of ``lines``, one at a time: the lines before the first header (headless),
+    then one per header."""
+    start, headless = 1, True
+    chunk: list[str] = []
     for number, line in enumerate(lines, 1):
         if HEADER.match(line):
-            chunks.append((number, [line]))
+            yield _Session(start, chunk, headless=headless)
+            start, chunk, headless = number, [line], False
         else:
-            chunks[-1][1].append(line)
-    (first_line, first), *headed = chunks
-    preamble = _Session(first_line, first, headless=True)
-    headed_sessions = [_Session(start, chunk, headless=False) for start, chunk in headed]
-    kept = [s for s in (preamble, *headed_sessions) if s.has_messages()]
-    if not kept:
-        return []
-    if not preamble.has_messages():
-        kept[0].carry(preamble)
-    for empty in headed_sessions:
-        if not empty.has_messages():
-            keeper = next((s for s in kept if s.start > empty.start), kept[-1])
-            last = empty.start + len(empty.lines) - 1
-            keeper.carried.append(
-                (empty.start, "empty_session", f"{EMPTY_SESSION} (to line {last})")
-            )
-    return [session.build(session_id if i == 0 else None) for i, session in enumerate(kept)]
+            chunk.append(line)
+    yield _Session(start, chunk, headless=headless)
 
 
 def _tokens(value: str | None) -> int:

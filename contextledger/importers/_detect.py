@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -107,9 +108,14 @@ def import_with_report(
         fmt = "openhands-v1"
         imported = [import_openhands_v1(path, session_id=session_id)]
     else:
-        data = path.read_bytes()
-        fmt, document = _detect(data, source)
-        imported = _import(fmt, document, data, source, session_id, lenient)
+        streamed = _lines_format_of(path, source)
+        if streamed is not None:
+            fmt = streamed
+            with path.open("rb") as lines:
+                imported = _import_lines(fmt, lines, source, session_id, lenient)
+        else:
+            fmt, document = _detect(path.read_bytes(), source)
+            imported = _import(fmt, document, path, source, session_id, lenient)
     sessions = checked(imported, source=source, lenient=lenient)
     return ImportResult(sessions=sessions, report=import_report(sessions, source=source, fmt=fmt))
 
@@ -188,13 +194,25 @@ def _detect(data: bytes, source: str) -> tuple[str, Any]:
     return _document_format(document, source), document
 
 
-def _import(
-    fmt: str, document: Any, data: bytes, source: str, session_id: str | None, lenient: bool
+def _lines_format_of(path: Path, source: str) -> str | None:
+    """The format of the JSON lines file at ``path`` when its first record alone says so and
+    more follows it (so the file is no single JSON document), read without loading the file;
+    ``None`` when the whole file must be read to tell."""
+    with path.open("rb") as f:
+        number, first = next(((n, line) for n, line in enumerate(f, 1) if line.strip()), (0, b""))
+        more = any(line.strip() for line in f)
+    if not more:
+        return None
+    try:
+        return _record_format(json.loads(first), source, number)
+    except (ValueError, TraceImportError):
+        return None
+
+
+def _import_lines(
+    fmt: str, lines: Iterable[bytes], source: str, session_id: str | None, lenient: bool
 ) -> list[ImportedSession]:
-    lines = data.splitlines()
-    if fmt == "aider":
-        text = data.decode("utf-8", "replace")
-        return import_aider_lines(text.splitlines(), source=source, session_id=session_id)
+    """Import the JSON lines ``lines`` in format ``fmt``, reading them one by one."""
     if fmt == "openhands":
         return import_openhands_lines(lines, source=source, session_id=session_id)
     if fmt == "codex":
@@ -203,12 +221,26 @@ def _import(
         return [
             import_claude_code_lines(lines, source=source, session_id=session_id, lenient=lenient)
         ]
+    events = ((n, v, "") for n, v in json_lines(lines, source))
+    return [import_openhands_v1_events(events, source=source, session_id=session_id)]
+
+
+def _import(
+    fmt: str, document: Any, path: Path, source: str, session_id: str | None, lenient: bool
+) -> list[ImportedSession]:
+    """Import the file at ``path`` in format ``fmt``: from ``document`` when it is one JSON
+    document (the file's bytes are no longer held), else reading the file again."""
+    if fmt == "aider":
+        with path.open(encoding="utf-8", errors="replace", newline="") as text:
+            lines = (line.rstrip("\r\n") for line in text)
+            return import_aider_lines(lines, source=source, session_id=session_id)
+    if fmt in _LINE_FORMATS and not is_v1_event(document):
+        with path.open("rb") as raw:
+            return _import_lines(fmt, raw, source, session_id, lenient)
     if fmt == "openhands-v1":
-        if is_v1_event(document):
-            events: Any = iter([(1, document, "")])
-        else:
-            events = ((n, v, "") for n, v in json_lines(lines, source))
-        return [import_openhands_v1_events(events, source=source, session_id=session_id)]
+        return [
+            import_openhands_v1_events([(1, document, "")], source=source, session_id=session_id)
+        ]
     if fmt == "swe-agent":
         return [import_swe_agent_data(document, source=source, session_id=session_id)]
     if fmt == "mini-swe-agent":
