@@ -25,6 +25,7 @@ from contextledger.events._errors import LedgerError
 from contextledger.events._parts import ModelRef, ToolPart
 from contextledger.history._projection import History
 from contextledger.importers._detect import import_with_report, source_digest, transcripts_under
+from contextledger.importers._export import export_trace
 from contextledger.importers._imported import ImportedSession
 from contextledger.importers._openhands_v1 import is_conversation_folder
 from contextledger.importers._report import ImportReport, by_reason
@@ -186,6 +187,20 @@ def _print_import(
         emit_text(f"failed: {item['error']}")
     if single and skipped:
         emit_text(f"{skipped[0]} was imported before: nothing written")
+
+
+async def export_trace_(args: argparse.Namespace) -> None:
+    """Write ``args.session`` of ``args.db`` as a transcript of ``args.format`` (an OpenAI chat
+    log or Claude Code JSON lines) to ``args.out``, or to stdout."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        recorded = await store.read(args.session, 1)
+    if not recorded:
+        raise ValueError(f"no session {args.session!r} in {args.db}")
+    data = export_trace([r.event for r in recorded], args.format)
+    if args.out is None:
+        emit_text(data.decode().rstrip("\n"))
+    else:
+        args.out.write_bytes(data)
 
 
 #: How many line numbers of one left-out group the text report shows.
@@ -399,6 +414,7 @@ async def simulate(args: argparse.Namespace) -> None:
 
 __all__ = [
     "DEFAULT_WINDOW",
+    "export_trace_",
     "import_",
     "imported_left_out",
     "left_out_lines",

@@ -650,6 +650,13 @@ class _Thread:
                 )
                 if call is not None:
                     call.tool_calls += 1
+            elif kind in ("image", "document"):
+                media = _convert(block, _Media, self.source, line.number, at)
+                mime, url = _media_file(media.source, kind)
+                file = FilePart(
+                    id=self._part_ids.next(now), message_id=message_id, mime=mime, url=url
+                )
+                self._part(file, now)
             else:
                 self._leave(line.number, f"block:{kind}", UNREAD_BLOCK, at)
 

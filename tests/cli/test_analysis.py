@@ -382,3 +382,28 @@ def test_an_interrupted_import_is_taken_up_where_it_stopped(
     assert statuses == ["present", "written", "written"]
     code, out, _ = _run(capsys, "import", str(history), "--db", str(db), "--json")
     assert json.loads(out)["skipped"] == [str(history)]
+
+
+def test_export_trace_writes_a_session_that_imports_again(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "exported.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+    (row,) = json.loads(out)["sessions"]
+    code, out, _ = _run(
+        capsys, "export-trace", str(db), "--session", row["session"], "--format", "openai-chat"
+    )
+    # the last answer's one text item comes back as a string
+    assert code == 0 and json.loads(out) == [*CHAT[:4], {**CHAT[4], "content": "Two files."}]
+    jsonl = tmp_path / "back.jsonl"
+    args = ["--session", row["session"], "--format", "claude-code", "--out", str(jsonl)]
+    code, out, _ = _run(capsys, "export-trace", str(db), *args)
+    assert code == 0 and not out
+    code, out, _ = _run(capsys, "import", str(jsonl), "--db", str(tmp_path / "b.db"), "--json")
+    (again,) = json.loads(out)["sessions"]
+    assert code == 0 and json.loads(out)["report"]["format"] == "claude-code"
+    assert (again["messages"], again["tool_calls"]) == (row["messages"], row["tool_calls"])
+    code, _, err = _run(
+        capsys, "export-trace", str(db), "--session", "ses_x", "--format", "claude-code"
+    )
+    assert code == 1 and "no session 'ses_x'" in err
