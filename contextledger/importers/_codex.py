@@ -153,11 +153,9 @@ def import_codex_lines(
             if malformed is None:
                 raise
             malformed.append(malformed_record(e))
-    rollout = _Rollout(records, source, session_id)
-    for item in malformed or ():
-        rollout.builder.read[item.kind] += 1
-        rollout.builder.leave_out(item.line, item.kind, item.reason, item.field)
-    return rollout.run()
+    session = _Rollout(records, source, session_id).run()
+    session.add_left_out(malformed or [])
+    return session
 
 
 class _Line(msgspec.Struct, frozen=True):

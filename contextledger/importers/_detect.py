@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import import_aider_lines, is_aider_history
 from contextledger.importers._claude_code import import_claude_code_lines
 from contextledger.importers._codex import import_codex_lines
@@ -95,8 +96,8 @@ def import_with_report(
 
     Strict by default: input that is not a valid conversation (an orphan or duplicate result,
     a duplicate call id, a malformed record) raises ``TraceImportError`` naming its line and
-    field; with ``lenient`` the rest is imported (a malformed record of a Claude Code or Codex
-    file is left out, in other formats it is still an error). Input that yields no message is
+    field; with ``lenient`` the rest is imported (a malformed line of a JSON lines file is left
+    out, in a JSON document it is still an error). Input that yields no message is
     an error. Each session that left something out ends with an ``InputLeftOut`` event."""
     path = Path(path)
     source = str(path)
@@ -214,15 +215,18 @@ def _import_lines(
 ) -> list[ImportedSession]:
     """Import the JSON lines ``lines`` in format ``fmt``, reading them one by one."""
     if fmt == "openhands":
-        return import_openhands_lines(lines, source=source, session_id=session_id)
+        return import_openhands_lines(lines, source=source, session_id=session_id, lenient=lenient)
     if fmt == "codex":
         return [import_codex_lines(lines, source=source, session_id=session_id, lenient=lenient)]
     if fmt == "claude-code":
         return [
             import_claude_code_lines(lines, source=source, session_id=session_id, lenient=lenient)
         ]
-    events = ((n, v, "") for n, v in json_lines(lines, source))
-    return [import_openhands_v1_events(events, source=source, session_id=session_id)]
+    malformed: list[LeftOut] | None = [] if lenient else None
+    events = ((n, v, "") for n, v in json_lines(lines, source, malformed))
+    session = import_openhands_v1_events(events, source=source, session_id=session_id)
+    session.add_left_out(malformed or [])
+    return [session]
 
 
 def _import(

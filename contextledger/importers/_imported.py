@@ -54,6 +54,14 @@ class ImportedSession(msgspec.Struct, kw_only=True):
         for child in self.children:
             yield from child.sessions()
 
+    def add_left_out(self, items: list[LeftOut]) -> None:
+        """Record ``items`` (records read but left out, such as malformed lines) as read and
+        left out by this session, keeping ``left_out`` in file order."""
+        for item in items:
+            self.read = {**self.read, item.kind: self.read.get(item.kind, 0) + 1}
+            self.skipped = {**self.skipped, item.kind: self.skipped.get(item.kind, 0) + 1}
+        self.left_out = sorted([*self.left_out, *items], key=lambda item: (item.line, item.field))
+
     def all_calls(self) -> list[ApiCall]:
         """Every API call of this session and its children."""
         return [call for session in self.sessions() for call in session.calls]

@@ -16,7 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextledger.events._catalogue import InputLeftOut, MessageAdded
-from contextledger.importers import ImportResult, TraceImportError, import_with_report
+from contextledger.importers import (
+    INVALID_KINDS,
+    ImportResult,
+    TraceImportError,
+    import_with_report,
+)
+from tests.importers.test_codex import ROLLOUT
+from tests.importers.test_openhands_v1 import EVENTS as V1_EVENTS
 
 #: A conversation: per step, the number of tool calls its assistant message makes.
 steps = st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=6)
@@ -221,3 +228,21 @@ def test_a_faulty_claude_code_transcript_is_refused_at_its_fault_or_imported_len
 ) -> None:
     lines, fault, users, consequences = case
     _check("s.jsonl", "\n".join(lines) + "\n", fault, users, consequences=consequences)
+
+
+@pytest.mark.parametrize("name", ["codex", "openhands-v1"])
+def test_a_broken_line_of_other_json_lines_formats_is_left_out_when_lenient(name: str) -> None:
+    lines = list(ROLLOUT) if name == "codex" else [json.dumps(e) for e in V1_EVENTS]
+    lines[2] = lines[2][:20]
+    text = "\n".join(lines) + "\n"
+    with pytest.raises(TraceImportError) as caught:
+        _import("t.jsonl", text, lenient=False)
+    assert caught.value.line == 3 and "not JSON" in caught.value.reason
+    result = _import("t.jsonl", text, lenient=True)
+    assert result.report.format == name
+    assert [(i.line, i.kind) for i in result.report.left_out if i.kind in INVALID_KINDS] == [
+        (3, "malformed_record")
+    ]
+    assert result.report.read["malformed_record"] == 1
+    logged = result.sessions[0].events[-1]
+    assert isinstance(logged, InputLeftOut) and logged.items[0].line <= 3
