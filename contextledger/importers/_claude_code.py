@@ -24,8 +24,10 @@
   the others follow their ``parentUuid``. A child is linked to the ``Task`` call whose
   ``prompt`` is its first user text (``parent_call_id``).
 
-Tool calls that never got a result stay pending (the model view pairs them later). Ids are our
-own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
+Tool calls that never got a result stay pending (the model view pairs them later). Session
+ids are derived from the file's content (``derived_session_id`` over the SHA-256 of its lines;
+a child's from that and its position), so two files never share one; message and part ids are
+our own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
 API ``message_id``), ``SessionStarted.config`` the original ``sessionId``. Text holding a lone
 UTF-16 surrogate (which UTF-8 cannot carry) or bytes that are not UTF-8 is sanitised to U+FFFD.
@@ -38,6 +40,7 @@ records by type.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -73,7 +76,7 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.importers._errors import TraceImportError
-from contextledger.importers._imported import ApiCall, ImportedSession
+from contextledger.importers._imported import ApiCall, ImportedSession, derived_session_id
 from contextledger.importers._records import malformed_record
 
 __all__ = [
@@ -157,7 +160,9 @@ def import_claude_code_lines(
     """Import a transcript given as its lines; pure. See the module docstring for the rules."""
     malformed: list[LeftOut] = []
     records: list[_Line] = []
+    digest = hashlib.sha256()
     for number, data in _nonblank(lines):
+        digest.update(data.rstrip(b"\r\n") + b"\n")
         try:
             line = _parse_line(data, number, source)
             if lenient:
@@ -168,7 +173,8 @@ def import_claude_code_lines(
             malformed.append(malformed_record(e))
             continue
         records.append(line)
-    return _Importer(source, records, session_id, malformed).run()
+    key = f"claude-code:{digest.hexdigest()}"
+    return _Importer(source, records, session_id, malformed, key).run()
 
 
 # --- parsing: lines to typed records -------------------------------------------------------
@@ -789,18 +795,23 @@ class _Importer:
     """Routes parsed lines to the main thread or a sub-agent's, and assembles the result."""
 
     def __init__(
-        self, source: str, lines: list[_Line], session_id: str | None, malformed: list[LeftOut]
+        self,
+        source: str,
+        lines: list[_Line],
+        session_id: str | None,
+        malformed: list[LeftOut],
+        key: str,
     ) -> None:
         self.source = source
         self.lines = lines
-        self.session_ids = IdGenerator("ses")
+        self.key = key
         start_ms = next((line.time_ms for line in lines if line.time_ms is not None), 0)
         source_session_id = next(
             (line.record.sessionId for line in lines if line.record and line.record.sessionId),
             None,
         )
         self.main = _Thread(
-            session_id or self.session_ids.next(start_ms),
+            session_id or derived_session_id(start_ms, key),
             source=source,
             started_ms=start_ms,
             source_session_id=source_session_id,
@@ -872,7 +883,7 @@ class _Importer:
 
     def _new_child(self, now: int) -> _Thread:
         child = _Thread(
-            self.session_ids.next(now),
+            derived_session_id(now, f"{self.key}:{len(self.children)}"),
             source=self.source,
             started_ms=now,
             parent_session_id=self.main.session_id,

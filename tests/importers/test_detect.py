@@ -215,3 +215,12 @@ def test_transcripts_under_a_folder(tmp_path: Path) -> None:
         Path("conv"),
         Path("history.md"),
     ]
+
+
+def test_claude_code_files_starting_together_get_their_own_session_ids(tmp_path: Path) -> None:
+    # A resumed Claude Code session copies the earlier records, first timestamp included.
+    reply = {**CLAUDE_RECORD, "uuid": "u2", "message": {"role": "user", "content": "more"}}
+    first = _write(tmp_path, "a.jsonl", json.dumps(CLAUDE_RECORD) + "\n")
+    second = _write(tmp_path, "b.jsonl", json.dumps(CLAUDE_RECORD) + "\n" + json.dumps(reply))
+    ids = [import_trace(path)[0].session_id for path in (first, second, first)]
+    assert ids[0] != ids[1] and ids[0] == ids[2]
