@@ -111,6 +111,11 @@ TEXT_BLOCK_SEPARATOR: Final = "\n"
 #: What ``SessionStarted.agent`` says for a sub-agent whose ``Task`` call named no type.
 SUBAGENT: Final = "subagent"
 
+#: The tools that spawn a sub-agent (``Task`` before Claude Code 2.1, ``Agent`` after).
+SPAWN_TOOLS: Final = frozenset({"Task", "Agent"})
+#: A sub-agent transcript in a session's ``subagents`` folder (Claude Code 2.1).
+SUBAGENT_GLOB: Final = "agent-*.jsonl"
+
 #: Where the metadata this importer keeps sits in a part's ``metadata``.
 METADATA_KEY: Final = "claude_code"
 
@@ -158,6 +163,31 @@ def import_claude_code_lines(
     lenient: bool = False,
 ) -> ImportedSession:
     """Import a transcript given as its lines; pure. See the module docstring for the rules."""
+    records, malformed, key = _parsed(lines, source, lenient)
+    return _Importer(source, records, session_id, malformed, key).run()
+
+
+def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = False) -> None:
+    """Add the sub-agent transcripts Claude Code 2.1 writes beside a session's file
+    (``<session>/subagents/agent-<id>.jsonl``, every record a sidechain one, with an
+    ``agent-<id>.meta.json`` naming its ``agentType``) to ``session.children``, in name order:
+    each a child session linked to the ``Task``/``Agent`` call whose prompt is its first user
+    text."""
+    for path in sorted((folder / "subagents").glob(SUBAGENT_GLOB)):
+        with path.open("rb") as f:
+            records, malformed, key = _parsed(f, str(path), lenient)
+        importer = _Importer(str(path), records, None, malformed, key, own_thread=True)
+        child = importer.run()
+        meta = _subagent_meta(path.with_name(path.stem + ".meta.json"))
+        prompt = importer.main.first_prompt
+        session.children.append(_linked(child, session, prompt, meta.get("agentType")))
+
+
+def _parsed(
+    lines: Iterable[bytes | str], source: str, lenient: bool
+) -> tuple[list[_Line], list[LeftOut], str]:
+    """The records of ``lines``, the malformed ones left out (``lenient``; else the first
+    raises) and the key of the session id (the SHA-256 of the lines)."""
     malformed: list[LeftOut] = []
     records: list[_Line] = []
     digest = hashlib.sha256()
@@ -173,8 +203,47 @@ def import_claude_code_lines(
             malformed.append(malformed_record(e))
             continue
         records.append(line)
-    key = f"claude-code:{digest.hexdigest()}"
-    return _Importer(source, records, session_id, malformed, key).run()
+    return records, malformed, f"claude-code:{digest.hexdigest()}"
+
+
+def _subagent_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _linked(
+    child: ImportedSession, parent: ImportedSession, prompt: str | None, agent: Any
+) -> ImportedSession:
+    """``child`` with its start naming ``parent``, its agent type and the call that spawned it
+    (the parent's ``Task``/``Agent`` call whose ``prompt`` is the child's first user text)."""
+    call = next(
+        (
+            e.part
+            for e in parent.events
+            if isinstance(e, PartAdded)
+            and isinstance(e.part, ToolPart)
+            and e.part.tool in SPAWN_TOOLS
+            and e.part.state.input.get("prompt") == prompt
+        ),
+        None,
+    )
+    started = child.events[0]
+    assert isinstance(started, SessionStarted)
+    config = {**started.config, **({"parent_call_id": call.call_id} if call else {})}
+    kind = agent if isinstance(agent, str) and agent else None
+    if kind is None and call is not None:
+        kind = str(call.state.input.get("subagent_type") or SUBAGENT)
+    started = msgspec.structs.replace(
+        started, parent_session_id=parent.session_id, agent=kind or SUBAGENT, config=config
+    )
+    return msgspec.structs.replace(
+        child,
+        events=[started, *child.events[1:]],
+        parent_call_id=call.call_id if call else None,
+    )
 
 
 # --- parsing: lines to typed records -------------------------------------------------------
@@ -801,10 +870,14 @@ class _Importer:
         session_id: str | None,
         malformed: list[LeftOut],
         key: str,
+        *,
+        own_thread: bool = False,
     ) -> None:
         self.source = source
         self.lines = lines
         self.key = key
+        # A sub-agent's own transcript: its sidechain records are its main thread.
+        self.own_thread = own_thread
         start_ms = next((line.time_ms for line in lines if line.time_ms is not None), 0)
         source_session_id = next(
             (line.record.sessionId for line in lines if line.record and line.record.sessionId),
@@ -865,7 +938,7 @@ class _Importer:
         """The main thread, or the sub-agent thread a sidechain record belongs to: a sidechain
         record starts a new child unless its parent is a record of an existing child (a parent
         never seen joins the latest child)."""
-        if not record.isSidechain:
+        if not record.isSidechain or self.own_thread:
             thread = self.main
         elif record.parentUuid is None:
             thread = self._new_child(now)
@@ -895,7 +968,7 @@ class _Importer:
     def _child_result(self, child: _Thread) -> ImportedSession:
         parent_call_id, agent = None, SUBAGENT
         for call_id, call in self.main.tool_calls.items():
-            if call.tool == "Task" and call.input.get("prompt") == child.first_prompt:
+            if call.tool in SPAWN_TOOLS and call.input.get("prompt") == child.first_prompt:
                 parent_call_id = call_id
                 agent = str(call.input.get("subagent_type") or SUBAGENT)
                 break

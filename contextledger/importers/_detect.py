@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import import_aider_lines, is_aider_history
-from contextledger.importers._claude_code import import_claude_code_lines
+from contextledger.importers._claude_code import import_claude_code_lines, import_subagents
 from contextledger.importers._codex import import_codex_lines
 from contextledger.importers._errors import TraceImportError
 from contextledger.importers._gemini_cli import import_gemini_cli_data, is_gemini_cli
@@ -117,6 +117,8 @@ def import_with_report(
         else:
             fmt, document = _detect(path.read_bytes(), source)
             imported = _import(fmt, document, path, source, session_id, lenient)
+    if fmt == "claude-code" and (path.with_suffix("") / "subagents").is_dir():
+        import_subagents(imported[0], path.with_suffix(""), lenient=lenient)
     sessions = checked(imported, source=source, lenient=lenient)
     return ImportResult(sessions=sessions, report=import_report(sessions, source=source, fmt=fmt))
 
@@ -157,7 +159,8 @@ def source_digest(path: str | Path) -> str:
 def transcripts_under(folder: str | Path) -> list[Path]:
     """Every transcript under ``folder``, sorted: its ``.jsonl``, ``.json`` and ``.traj`` files,
     its aider histories (``.md`` files with a session header), and each OpenHands V1
-    conversation folder as one transcript (its files are not listed)."""
+    conversation folder as one transcript (its files are not listed). A Claude Code session's
+    ``subagents`` folder is not listed: it is imported with the session."""
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
         here = Path(root)
@@ -166,6 +169,8 @@ def transcripts_under(folder: str | Path) -> list[Path]:
             found.append(here)
             dirs.clear()
             continue
+        if here.name == "subagents" and here.parent.with_suffix(".jsonl").is_file():
+            continue  # Claude Code 2.1 sub-agents: imported with the session beside them
         for name in sorted(files):
             path = here / name
             if path.suffix in TRANSCRIPT_SUFFIXES or (path.suffix == ".md" and _is_aider(path)):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from contextledger.events._catalogue import MessageAdded, SessionStarted
 from contextledger.importers import (
     INVALID_KINDS,
     TraceImportError,
@@ -224,3 +225,39 @@ def test_claude_code_files_starting_together_get_their_own_session_ids(tmp_path:
     second = _write(tmp_path, "b.jsonl", json.dumps(CLAUDE_RECORD) + "\n" + json.dumps(reply))
     ids = [import_trace(path)[0].session_id for path in (first, second, first)]
     assert ids[0] != ids[1] and ids[0] == ids[2]
+
+
+def _claude(n: int, kind: str, content: Any, **extra: Any) -> str:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message |= {"id": f"msg_{n}", "model": "claude-x", "usage": {"input_tokens": 5}}
+    record = {**CLAUDE_RECORD, "type": kind, "uuid": f"u{n}", "message": message, **extra}
+    return json.dumps({**record, "timestamp": f"2025-07-01T10:00:{n:02d}.000Z"}) + "\n"
+
+
+def test_claude_code_sub_agent_files_become_child_sessions(tmp_path: Path) -> None:
+    spawn = {"description": "d", "prompt": "Find the tests", "subagent_type": "Explore"}
+    main = _write(
+        tmp_path,
+        "s1.jsonl",
+        _claude(1, "user", "hello")
+        + _claude(2, "assistant", [{"type": "tool_use", "id": "toolu_1", "name": "Agent",
+                                    "input": spawn}])
+        + _claude(3, "user", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]),
+    )  # fmt: skip
+    agents = tmp_path / "s1" / "subagents"
+    agents.mkdir(parents=True)
+    side = {"isSidechain": True, "agentId": "a1"}
+    (agents / "agent-a1.jsonl").write_text(
+        _claude(4, "user", "Find the tests", **side)
+        + _claude(5, "assistant", [{"type": "text", "text": "tests/"}], **side)
+    )
+    (agents / "agent-a1.meta.json").write_text('{"agentType": "Explore", "spawnDepth": 1}')
+    assert transcripts_under(tmp_path) == [main]
+    (session,) = import_trace(main)
+    (child,) = session.children
+    started = child.events[0]
+    assert isinstance(started, SessionStarted)
+    assert (started.parent_session_id, started.agent) == (session.session_id, "Explore")
+    assert child.parent_call_id == "toolu_1" and child.session_id != session.session_id
+    assert sum(isinstance(e, MessageAdded) for e in child.events) == 2
