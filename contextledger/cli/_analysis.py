@@ -53,11 +53,11 @@ SOURCE_HASH: Final = "source_sha256"
 
 async def import_(args: argparse.Namespace) -> None:
     """Import ``args.trace`` (a transcript, or a folder of them) into ``args.db``, one append
-    per session; skip each transcript imported before (by content hash). Print (or return with
-    ``--json``) the sessions and the report of what was read, written and left out
-    (``--session`` imports a transcript again, under that name). A
-    transcript that cannot be imported stops a single import; in a folder it is listed as
-    failed, the others are imported and the command fails at the end."""
+    per session; skip each transcript imported before (by content hash; ``--session`` imports
+    one again under that name). Print (or return with ``--json``) the sessions and the report
+    of what was read, written and left out. A transcript that cannot be imported stops a
+    single import; in a folder it is listed as failed, the others are imported and the command
+    fails at the end."""
     paths = _transcripts(args.trace)
     if args.session is not None and len(paths) != 1:
         raise ValueError("--session names one session: give a transcript, not a folder")
@@ -111,9 +111,13 @@ async def _imported_hashes(db: Path) -> set[str]:
     async with SQLiteStore.open(db, create=False) as store:
         for stream in await store.streams():
             (first,) = await store.read(stream, 1, 1)
-            if isinstance(first.event, SessionStarted):
-                digest = first.event.config.get(SOURCE_HASH)
-                hashes.update([digest] if isinstance(digest, str) else [])
+            digest = (
+                first.event.config.get(SOURCE_HASH)
+                if isinstance(first.event, SessionStarted)
+                else None
+            )
+            if isinstance(digest, str):
+                hashes.add(digest)
     return hashes
 
 

@@ -180,7 +180,8 @@ def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = 
         child = importer.run()
         meta = _subagent_meta(path.with_name(path.stem + ".meta.json"))
         prompt = importer.main.first_prompt
-        session.children.append(_linked(child, session, prompt, meta.get("agentType")))
+        linked = _linked(child, session, prompt, meta.get("agentType"))
+        session.children.append(msgspec.structs.replace(linked, source=str(path)))
 
 
 def _parsed(

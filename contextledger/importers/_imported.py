@@ -35,7 +35,9 @@ class ImportedSession(msgspec.Struct, kw_only=True):
     """A session imported from a transcript: its events (valid for ``validate_events``), its API
     calls in order, its sub-agent ``children``, and what was skipped (record or block kind →
     count). ``parent_call_id`` is the ``Task`` call a child answers. ``read`` counts the input
-    records by kind; ``left_out`` lists each one (or part of one) that became no event."""
+    records by kind; ``left_out`` lists each one (or part of one) that became no event; ``source``
+    is the file the session was read from when it is not the one imported (a Claude Code
+    sub-agent's own file), which its lines refer to."""
 
     session_id: str
     events: list[Event]
@@ -47,6 +49,7 @@ class ImportedSession(msgspec.Struct, kw_only=True):
     parent_call_id: str | None = None
     read: dict[str, int] = {}
     left_out: list[LeftOut] = []
+    source: str | None = None
 
     def sessions(self) -> Iterator[ImportedSession]:
         """This session and its children, depth first."""

@@ -44,11 +44,16 @@ def checked(
     every = [session for top in sessions for session in top.sessions()]
     if not any(isinstance(e, MessageAdded) for session in every for e in session.events):
         raise TraceImportError(source, 0, "", NO_MESSAGE)
-    invalid = [item for s in every for item in s.left_out if item.kind in INVALID_KINDS]
+    invalid = [
+        (s.source or source, item)
+        for s in every
+        for item in s.left_out
+        if item.kind in INVALID_KINDS
+    ]
     if invalid and not lenient:
-        first = min(invalid, key=lambda item: (item.line, item.field))
+        where, first = min(invalid, key=lambda found: (found[1].line, found[1].field, found[0]))
         reason = f"{first.reason} ({first.kind}); {LENIENT_HINT}"
-        raise TraceImportError(source, first.line, first.field, reason)
+        raise TraceImportError(where, first.line, first.field, reason)
     return [_recorded(session, source) for session in sessions]
 
 
@@ -59,7 +64,7 @@ def _recorded(session: ImportedSession, source: str) -> ImportedSession:
         loss = InputLeftOut(
             session_id=session.session_id,
             time_ms=max(e.time_ms for e in events),
-            source=source,
+            source=session.source or source,
             items=tuple(session.left_out),
         )
         events = [*events, loss]

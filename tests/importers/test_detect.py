@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contextledger.events._catalogue import MessageAdded, SessionStarted
+from contextledger.events._catalogue import InputLeftOut, MessageAdded, SessionStarted
 from contextledger.importers import (
     INVALID_KINDS,
     TraceImportError,
@@ -261,3 +261,12 @@ def test_claude_code_sub_agent_files_become_child_sessions(tmp_path: Path) -> No
     assert (started.parent_session_id, started.agent) == (session.session_id, "Explore")
     assert child.parent_call_id == "toolu_1" and child.session_id != session.session_id
     assert sum(isinstance(e, MessageAdded) for e in child.events) == 2
+    orphan = [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "?"}]
+    with (agents / "agent-a1.jsonl").open("a") as f:
+        f.write(_claude(6, "user", orphan, **side))
+    with pytest.raises(TraceImportError) as caught:
+        import_trace(main)
+    assert (caught.value.source, caught.value.line) == (str(agents / "agent-a1.jsonl"), 3)
+    (session,) = import_trace(main, lenient=True)
+    logged = session.children[0].events[-1]
+    assert isinstance(logged, InputLeftOut) and logged.source == str(agents / "agent-a1.jsonl")
