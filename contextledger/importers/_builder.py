@@ -64,8 +64,8 @@ DUPLICATE_CALL: Final = "a tool call whose id an unanswered call already has"
 class ToolCall(msgspec.Struct, frozen=True):
     """One tool call of an assistant message: the original call id, tool name and input;
     ``metadata`` is the provider's call metadata; ``provider_executed`` marks a call the
-    provider ran itself (a hosted web search); ``field`` is where the call is in its record
-    (a JSON path), named when it is left out."""
+    provider ran itself (a hosted web search); ``line`` (0: the message's) and ``field`` (a
+    JSON path) say where the call is, named when it is left out."""
 
     call_id: str
     tool: str
@@ -73,6 +73,7 @@ class ToolCall(msgspec.Struct, frozen=True):
     metadata: dict[str, Any] = {}
     provider_executed: bool = False
     field: str = ""
+    line: int = 0
 
 
 class Text(msgspec.Struct, frozen=True):
@@ -567,7 +568,7 @@ class ChatBuilder:
 
     def _tool_part(self, message_id: str, call: ToolCall, now: int, line: int) -> int:
         if call.call_id in self._pending:
-            self.leave_out(line, "duplicate_tool_call", DUPLICATE_CALL, call.field)
+            self.leave_out(call.line or line, "duplicate_tool_call", DUPLICATE_CALL, call.field)
             return 0
         part_id = self._parts.next(now)
         self._pending[call.call_id] = _Pending(message_id, part_id, call.tool, call.input, now)

@@ -367,6 +367,7 @@ class _Rollout:
             call.items.append(_reasoning(payload))
             return
         item = self._tool_call(line, kind)
+        item = msgspec.structs.replace(item, line=line.number, field="payload.call_id")
         call.items.append(item)
         call.call_ids.add(item.call_id)
         if kind == "web_search_call":
@@ -466,6 +467,7 @@ class _Rollout:
             line=result.line,
             attachments=result.files,
             metadata={METADATA_KEY: link} if link else None,
+            field="payload.call_id",
         )
 
     # --- other turns ----------------------------------------------------------------------

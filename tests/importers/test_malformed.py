@@ -1,7 +1,8 @@
-"""Malformed conversations, generated: a valid OpenAI chat log or Claude Code transcript with
-one fault put in (a result answering no call, a second result, a call id used twice, a line
-that is no JSON, a record missing a field). A strict import refuses each, naming the fault's
-line and field; a lenient one imports the rest and records the fault in the session's log."""
+"""Malformed conversations, generated: a valid OpenAI chat log, Claude Code transcript or Codex
+rollout with one fault put in (a result answering no call, a second result, a call id used
+twice, a line that is no JSON, a record missing a field). A strict import refuses each,
+naming the fault's line and field; a lenient one imports the rest and records the fault in the
+session's log."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from contextledger.importers import (
     TraceImportError,
     import_with_report,
 )
-from tests.importers.test_codex import ROLLOUT
+from tests.importers.test_codex import ROLLOUT, _item
 from tests.importers.test_openhands_v1 import EVENTS as V1_EVENTS
 
 #: A conversation: per step, the number of tool calls its assistant message makes.
@@ -228,6 +229,35 @@ def test_a_faulty_claude_code_transcript_is_refused_at_its_fault_or_imported_len
 ) -> None:
     lines, fault, users, consequences = case
     _check("s.jsonl", "\n".join(lines) + "\n", fault, users, consequences=consequences)
+
+
+# --- Codex ------------------------------------------------------------------------------------
+
+
+@st.composite
+def faulty_rollouts(draw: st.DrawFn) -> tuple[list[str], Fault]:
+    """The test rollout with one fault: a result for no call, or a call reusing the id of one
+    still unanswered (put right after it)."""
+    lines = list(ROLLOUT)
+    if draw(st.booleans()):
+        at = draw(st.integers(min_value=1, max_value=len(lines)))
+        lines.insert(at, _item(5, type="function_call_output", call_id="ghost", output="?"))
+        return lines, Fault(at + 1, "payload.call_id", "orphan_tool_result")
+    calls = [i for i, line in enumerate(lines) if '"function_call"' in line]
+    at = draw(st.sampled_from(calls)) + 1
+    lines.insert(at, lines[at - 1])
+    return lines, Fault(at + 1, "payload.call_id", "duplicate_tool_call")
+
+
+@settings(max_examples=40, deadline=None)
+@given(faulty_rollouts())
+def test_a_faulty_codex_rollout_is_refused_at_its_fault_or_imported_leniently(
+    case: tuple[list[str], Fault],
+) -> None:
+    lines, fault = case
+    clean = _import("rollout.jsonl", "\n".join(ROLLOUT) + "\n", lenient=False)
+    users = clean.report.written["user messages"]
+    _check("rollout.jsonl", "\n".join(lines) + "\n", fault, users, consequences=False)
 
 
 @pytest.mark.parametrize("name", ["codex", "openhands-v1"])
