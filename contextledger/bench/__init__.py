@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "strategies": "contextledger.bench._strategies",
     "simulate_scaling": "contextledger.bench._simulate_scaling",
     "agentloop": "contextledger.bench._agentloop",
+    "import": "contextledger.bench._import",
 }
 
 

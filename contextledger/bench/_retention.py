@@ -239,7 +239,7 @@ def _sessions(paths: Sequence[Path]) -> tuple[list[tuple[str, list[Event]]], lis
     for path in paths:
         name = f"{path.parent.name}/{path.name}"
         try:
-            sessions = import_trace(path)
+            sessions = import_trace(path, lenient=True)
         except TraceImportError:
             unread.append(name)
             continue

@@ -6,17 +6,29 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
 from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
 from contextledger.config import Config
-from contextledger.events._catalogue import MessageAdded, PartAdded, RequestSent
+from contextledger.events._catalogue import (
+    LeftOut,
+    MessageAdded,
+    PartAdded,
+    RequestSent,
+    SessionStarted,
+)
+from contextledger.events._errors import LedgerError
 from contextledger.events._parts import ModelRef, ToolPart
 from contextledger.history._projection import History
-from contextledger.importers._detect import import_with_report
-from contextledger.importers._report import ImportReport
+from contextledger.importers._detect import import_with_report, source_digest, transcripts_under
+from contextledger.importers._export import export_trace
+from contextledger.importers._imported import ImportedSession
+from contextledger.importers._openhands_v1 import is_conversation_folder
+from contextledger.importers._report import ImportReport, by_reason
 from contextledger.ledger import SessionLog
 from contextledger.policy._cache import place_marks
 from contextledger.providers._registry import WIRE_FORMATS
@@ -33,43 +45,166 @@ from contextledger.simulation import (
 from contextledger.store._sqlite import SQLiteStore
 from contextledger.strategies import StrategyError
 
+#: The key of ``SessionStarted.config`` that holds the SHA-256 of the transcript a session was
+#: imported from. Only a file's first session carries it, and it is written last, so the key
+#: stands for a whole file written: an interrupted import is taken up again from that file.
+SOURCE_HASH: Final = "source_sha256"
+
 
 async def import_(args: argparse.Namespace) -> None:
-    """Import ``args.trace`` into ``args.db``: one session per run, each in one append; print
-    (or return with ``--json``) the sessions and the report of what was read, written and
-    left out."""
-    try:
-        result = import_with_report(args.trace, session_id=args.session)
-    except OSError as exc:
-        raise ValueError(f"cannot read {args.trace}: {exc}") from exc
-    sessions = [s for top in result.sessions for s in top.sessions()]
+    """Import ``args.trace`` (a transcript, or a folder of them) into ``args.db``, one append
+    per session; skip each transcript imported before (by content hash; ``--session`` imports
+    one again under that name). Print (or return with ``--json``) the sessions and the report
+    of what was read, written and left out. A transcript that cannot be imported stops a
+    single import; in a folder it is listed as failed, the others are imported and the command
+    fails at the end."""
+    paths = _transcripts(args.trace)
+    if args.session is not None and len(paths) != 1:
+        raise ValueError("--session names one session: give a transcript, not a folder")
+    done = await _imported_hashes(args.db)
     rows: list[dict[str, Any]] = []
-    async with SQLiteStore.open(args.db) as store:
-        for session in sessions:
-            log = await SessionLog.open(store, session.session_id)
-            if log.history.seq:
-                raise ValueError(f"session {session.session_id!r} is already in {args.db}")
-        for session in sessions:
-            log = await SessionLog.open(store, session.session_id)
-            await log.append(session.events)
-            rows.append(
-                {
-                    "session": session.session_id,
-                    "events": len(session.events),
-                    "messages": sum(isinstance(e, MessageAdded) for e in session.events),
-                    "tool_calls": sum(
-                        isinstance(e, PartAdded) and isinstance(e.part, ToolPart)
-                        for e in session.events
-                    ),
-                    "left_out": len(session.left_out),
-                }
+    reports: list[ImportReport] = []
+    skipped: list[str] = []
+    failed: list[dict[str, str]] = []
+    with Progress("import") as bar:
+        for n, path in enumerate(paths):
+            bar.update(n, len(paths), path.name)
+            try:
+                digest = source_digest(path)
+                if digest in done and args.session is None:
+                    skipped.append(str(path))
+                    continue
+                result = import_with_report(path, session_id=args.session, lenient=args.lenient)
+                rows.extend(await _write(args.db, result.sessions, digest, str(path)))
+            except (OSError, LedgerError, ValueError) as exc:
+                if len(paths) == 1:
+                    raise _unreadable(path, exc) from exc
+                failed.append({"source": str(path), "error": str(_unreadable(path, exc))})
+                continue
+            done.add(digest)
+            reports.append(result.report)
+        bar.update(len(paths), len(paths))
+    _print_import(args, rows, reports, skipped, failed)
+    if failed:
+        raise ValueError(f"{len(failed):,} of {len(paths):,} transcripts were not imported")
+
+
+def _transcripts(path: Path) -> list[Path]:
+    """The transcripts ``path`` names: itself, or those under it (see ``transcripts_under``)."""
+    if path.is_dir() and not is_conversation_folder(path):
+        found = transcripts_under(path)
+        if not found:
+            raise ValueError(f"no transcript under {path}")
+        return found
+    return [path]
+
+
+def _unreadable(path: Path, exc: Exception) -> Exception:
+    return ValueError(f"cannot read {path}: {exc}") if isinstance(exc, OSError) else exc
+
+
+async def _imported_hashes(db: Path) -> set[str]:
+    """The content hashes of the transcripts imported into ``db`` (none when it is absent)."""
+    if not db.exists():
+        return set()
+    hashes: set[str] = set()
+    async with SQLiteStore.open(db, create=False) as store:
+        for stream in await store.streams():
+            (first,) = await store.read(stream, 1, 1)
+            digest = (
+                first.event.config.get(SOURCE_HASH)
+                if isinstance(first.event, SessionStarted)
+                else None
             )
+            if isinstance(digest, str):
+                hashes.add(digest)
+    return hashes
+
+
+async def _write(
+    db: Path, sessions: list[ImportedSession], digest: str, source: str
+) -> list[dict[str, Any]]:
+    """Append each of ``sessions`` (and their children) to ``db``, the first one last with
+    ``digest`` in its config. A session in ``db`` already with the same start (written by an
+    interrupted import of the same file) is left as it is; one with another start is an
+    error."""
+    first, *rest = [s for top in sessions for s in top.sessions()]
+    started = first.events[0]
+    assert isinstance(started, SessionStarted)
+    marked = [msgspec.structs.replace(started, config={**started.config, SOURCE_HASH: digest})]
+    first = msgspec.structs.replace(first, events=[*marked, *first.events[1:]])
+    rows: list[dict[str, Any]] = []
+    async with SQLiteStore.open(db) as store:
+        for session in [*rest, first]:
+            log = await SessionLog.open(store, session.session_id)
+            present = log.history.seq > 0
+            if present and log.history.state.started != session.events[0]:
+                raise ValueError(f"session {session.session_id!r} is already in {db}")
+            if not present:
+                await log.append(session.events)
+            rows.append(_row(session, source, "present" if present else "written"))
+    return rows
+
+
+def _row(session: ImportedSession, source: str, status: str) -> dict[str, Any]:
+    events = session.events
+    return {
+        "session": session.session_id,
+        "source": source,
+        "status": status,
+        "events": len(events),
+        "messages": sum(isinstance(e, MessageAdded) for e in events),
+        "tool_calls": sum(
+            isinstance(e, PartAdded) and isinstance(e.part, ToolPart) for e in events
+        ),
+        "left_out": len(session.left_out),
+    }
+
+
+def _print_import(
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    reports: list[ImportReport],
+    skipped: list[str],
+    failed: list[dict[str, str]],
+) -> None:
+    single = not args.trace.is_dir() or is_conversation_folder(args.trace)
     if args.json:
-        emit_json({"sessions": rows, "report": msgspec.to_builtins(result.report)})
+        out: dict[str, Any] = {"sessions": rows, "skipped": skipped, "failed": failed}
+        out["reports"] = [msgspec.to_builtins(r) for r in reports]
+        if single and reports:
+            out["report"] = out["reports"][0]
+        emit_json(out)
         return
-    emit_table(rows, ["session", "events", "messages", "tool_calls", "left_out"])
-    for line in report_lines(result.report):
-        emit_text(line)
+    columns = ["session", "status", "events", "messages", "tool_calls", "left_out"]
+    emit_table(rows, columns if single else ["source", *columns])
+    if single:
+        for report in reports:
+            for line in report_lines(report):
+                emit_text(line)
+    else:
+        emit_text(
+            f"transcripts: {len(reports):,} imported, {len(skipped):,} imported before, "
+            f"{len(failed):,} failed"
+        )
+    for item in failed:
+        emit_text(f"failed: {item['error']}")
+    if single and skipped:
+        emit_text(f"{skipped[0]} was imported before: nothing written")
+
+
+async def export_trace_(args: argparse.Namespace) -> None:
+    """Write ``args.session`` of ``args.db`` as a transcript of ``args.format`` (an OpenAI chat
+    log or Claude Code JSON lines) to ``args.out``, or to stdout."""
+    async with SQLiteStore.open(args.db, create=False) as store:
+        recorded = await store.read(args.session, 1)
+    if not recorded:
+        raise ValueError(f"no session {args.session!r} in {args.db}")
+    data = export_trace([r.event for r in recorded], args.format)
+    if args.out is None:
+        emit_text(data.decode().rstrip("\n"))
+    else:
+        args.out.write_bytes(data)
 
 
 #: How many line numbers of one left-out group the text report shows.
@@ -88,16 +223,25 @@ def report_lines(report: ImportReport) -> list[str]:
         f"read: {read or 'nothing'}",
         f"wrote: {written or 'nothing'}",
     ]
-    groups = report.left_out_by_reason()
-    if not groups:
-        lines.append("left out: nothing")
-        return lines
-    lines.append(f"left out: {len(report.left_out):,}")
-    for kind, reason, at in groups:
+    return [*lines, *left_out_lines(report.left_out, "left out")]
+
+
+def left_out_lines(items: Sequence[LeftOut], title: str) -> list[str]:
+    """Left-out ``items`` as text under ``title``: their number, then one line per kind and
+    reason with the lines they were found on."""
+    if not items:
+        return [f"{title}: nothing"]
+    lines = [f"{title}: {len(items):,}"]
+    for kind, reason, at in by_reason(items):
         shown = ", ".join(str(n) for n in at[:LINES_SHOWN])
         more = f", … (+{len(at) - LINES_SHOWN:,})" if len(at) > LINES_SHOWN else ""
         lines.append(f"  {len(at):,} × {kind}: {reason} (line {shown}{more})")
     return lines
+
+
+def imported_left_out(history: History) -> list[LeftOut]:
+    """What the imports of ``history``'s session left out of it (``InputLeftOut`` events)."""
+    return [item for event in history.state.left_out for item in event.items]
 
 
 def _prefix_hashes(
@@ -170,6 +314,7 @@ async def replay(args: argparse.Namespace) -> None:
         rebuilt.apply(event)
     projection_ok = rebuilt.snapshot() == loaded.history.snapshot()
     ok = projection_ok and not mismatched
+    left_out = imported_left_out(rebuilt)
     result: dict[str, Any] = {
         "session": args.session,
         "events": len(recorded),
@@ -177,12 +322,15 @@ async def replay(args: argparse.Namespace) -> None:
         "requests": requests,
         "prefix_hashes_matched": matched,
         "mismatched_request_seqs": mismatched,
+        "left_out_at_import": len(left_out),
         "ok": ok,
     }
     if args.json:
         emit_json(result)
     else:
         emit_text(f"session {args.session}: {len(recorded):,} events")
+        for line in left_out_lines(left_out, "left out at import") if left_out else ():
+            emit_text(line)
         emit_text(
             f"projection from events {'equals' if projection_ok else 'DIFFERS FROM'} "
             "the one loaded from the snapshot and tail"
@@ -269,4 +417,13 @@ async def simulate(args: argparse.Namespace) -> None:
     )
 
 
-__all__ = ["DEFAULT_WINDOW", "import_", "replay", "run_simulation", "simulate"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "export_trace_",
+    "import_",
+    "imported_left_out",
+    "left_out_lines",
+    "replay",
+    "run_simulation",
+    "simulate",
+]

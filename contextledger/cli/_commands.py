@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from contextledger.cli._analysis import imported_left_out, left_out_lines
 from contextledger.cli._diffing import stored_turn_views
 from contextledger.cli._output import emit_json, emit_table, emit_text
 from contextledger.config import Config
@@ -116,6 +117,9 @@ async def view(args: argparse.Namespace) -> None:
         options = ViewOptions.from_config(Config(), model)  # what the runtime sends, by default
         messages = model_view(projection, msgspec.structs.replace(options, agent_id=args.agent))
         seq, extra, title = projection.seq, {}, f"at seq {projection.seq}"
+        left_out = imported_left_out(projection)
+        if left_out:
+            extra["left_out_at_import"] = left_out
     if args.json:
         emit_json({"session_id": args.session, "seq": seq, **extra, "messages": messages})
         return
@@ -133,6 +137,9 @@ async def view(args: argparse.Namespace) -> None:
         ["#", "role", "source", "content"],
         title=f"model view of {args.session} {title}",
     )
+    left_out = extra.get("left_out_at_import", [])
+    for line in left_out_lines(left_out, "left out at import") if left_out else ():
+        emit_text(line)
 
 
 def _content_preview(message: ModelMessage) -> str:

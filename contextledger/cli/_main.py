@@ -11,7 +11,8 @@ Commands (each table also as ``--json``):
   output    print a page of a tool call's full output (what read_tool_output returns)
   compact   compact a session with the extractive summarizer (--dry-run: print the plan)
   prune     clear, trim or strip old tool outputs and media (--dry-run: print the plan)
-  import    import a transcript (any supported format) into a database
+  import    import a transcript (any supported format), or a folder of them, into a database
+  export-trace  write a session as an OpenAI chat log or a Claude Code transcript
   check     verify a database: every page, checksum, seq, owner and snapshot (exit 1 on a
             problem)
   delete    delete a session with its child sessions
@@ -48,6 +49,7 @@ from contextledger.cli._demo import demo as demo_command
 from contextledger.cli._demo_session import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
 from contextledger.events._errors import LedgerError
 from contextledger.history._truncate import PAGE_LINES
+from contextledger.importers import EXPORT_FORMATS
 from contextledger.logging import LEVELS, configure_logging
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
 
@@ -149,9 +151,22 @@ def _parser() -> argparse.ArgumentParser:
     imported.add_argument(
         "--session", default=None, help="the (first) session's id (default: from the source)"
     )
+    imported.add_argument(
+        "--lenient",
+        action="store_true",
+        help="import what is valid and record the rest as left out (default: refuse the file)",
+    )
     imported.add_argument("--json", action="store_true")
 
     storage.add_parsers(sub)
+
+    exported = sub.add_parser(
+        "export-trace", help="write a session as an OpenAI chat log or a Claude Code transcript"
+    )
+    exported.add_argument("db", type=Path)
+    exported.add_argument("--session", required=True)
+    exported.add_argument("--format", choices=EXPORT_FORMATS, required=True)
+    exported.add_argument("--out", type=Path, default=None, help="the file (default: stdout)")
 
     replayed = sub.add_parser("replay", help="check a session replays to what was recorded")
     replayed.add_argument("db", type=Path)
@@ -225,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compact": maintenance.compact,
         "prune": maintenance.prune,
         "import": analysis.import_,
+        "export-trace": analysis.export_trace_,
         "replay": analysis.replay,
         "check": storage.check,
         "delete": storage.delete,

@@ -288,6 +288,26 @@ class UsageReported(EventBase, tag="usage.reported", frozen=True):
     model: ModelRef | None = None
 
 
+class LeftOut(msgspec.Struct, frozen=True, kw_only=True):
+    """Something in an imported transcript that became no event: where it is (the 1-based
+    ``line`` of a JSON-lines or text file, the message's position in a JSON document's list; 0
+    for the file as a whole), the ``field`` inside it (a JSON path, empty for the whole
+    record), what it is (``kind``: a record type, a block type, …) and why it was left out."""
+
+    line: int
+    kind: str
+    reason: str
+    field: str = ""
+
+
+class InputLeftOut(EventBase, tag="input.left_out", frozen=True):
+    """An import of ``source`` left ``items`` out of this session (each with its line, field,
+    kind and reason), so the loss stays in the log beside what was imported."""
+
+    source: str
+    items: tuple[LeftOut, ...]
+
+
 Event = (
     SessionStarted
     | MessageAdded
@@ -309,6 +329,7 @@ Event = (
     | PrefixAdvanced
     | RequestSent
     | UsageReported
+    | InputLeftOut
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -332,6 +353,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     PrefixAdvanced,
     RequestSent,
     UsageReported,
+    InputLeftOut,
 )
 
 

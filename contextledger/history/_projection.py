@@ -23,6 +23,7 @@ from contextledger.events._catalogue import (
     CompactionRolledBack,
     EnvironmentCaptured,
     Event,
+    InputLeftOut,
     InstructionLoaded,
     MemoryPinned,
     MessageAdded,
@@ -138,6 +139,7 @@ class HistoryState(msgspec.Struct, kw_only=True):
     agent_prefixes: dict[str, PinnedPrefix] = {}
     last_request: RequestSent | None = None
     usage_reports: list[UsageReported] = []
+    left_out: list[InputLeftOut] = []
 
 
 TokenEstimator = Callable[[Part], int]
@@ -410,6 +412,9 @@ class History:
     def _on_usage(self, event: UsageReported) -> None:
         self.state.usage_reports.append(event)
 
+    def _on_left_out(self, event: InputLeftOut) -> None:
+        self.state.left_out.append(event)
+
     def _touch(self, message: Message) -> None:
         message.version += 1
         self._changes.append(message.id)
@@ -549,4 +554,5 @@ _APPLIERS: dict[type, Callable[[History, Any], None]] = {
     PrefixAdvanced: History._on_prefix_advanced,
     RequestSent: History._on_request,
     UsageReported: History._on_usage,
+    InputLeftOut: History._on_left_out,
 }

@@ -21,6 +21,7 @@ from contextledger.events._catalogue import (
     CompactionRolledBack,
     EnvironmentCaptured,
     Event,
+    InputLeftOut,
     InstructionLoaded,
     MemoryPinned,
     MessageAdded,
@@ -250,7 +251,7 @@ class SessionIndex:
                 if event.message_id not in self.messages:
                     return f"message {event.message_id!r} does not exist"
                 return "usage counts must not be negative" if _negative(event.usage) else None
-            case RequestSent():
+            case RequestSent() | InputLeftOut():
                 return None
         return f"unknown event {type(event).__name__}"
 

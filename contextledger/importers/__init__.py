@@ -1,8 +1,10 @@
 """Importers: real transcripts into events (Claude Code, Codex CLI, OpenHands and OpenHands V1,
 SWE-agent, mini-swe-agent, Gemini CLI, opencode, aider, OpenAI chat logs); ``import_trace``
 picks the format by content, ``import_with_report`` also says what was read, written and left
-out."""
+out. Both refuse input that is no valid conversation unless told to be lenient. ``export_trace``
+writes a session back as an OpenAI chat log or a Claude Code transcript."""
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import import_aider, import_aider_lines
 from contextledger.importers._claude_code import import_claude_code, import_claude_code_lines
 from contextledger.importers._codex import import_codex, import_codex_lines
@@ -11,11 +13,18 @@ from contextledger.importers._detect import (
     detect_format,
     import_trace,
     import_with_report,
+    source_digest,
     transcripts_under,
 )
 from contextledger.importers._errors import TraceImportError
+from contextledger.importers._export import (
+    EXPORT_FORMATS,
+    export_claude_code,
+    export_openai_chat,
+    export_trace,
+)
 from contextledger.importers._gemini_cli import import_gemini_cli, import_gemini_cli_data
-from contextledger.importers._imported import ApiCall, ImportedSession, LeftOut
+from contextledger.importers._imported import ApiCall, ImportedSession
 from contextledger.importers._mini_swe_agent import (
     import_mini_swe_agent,
     import_mini_swe_agent_data,
@@ -28,10 +37,14 @@ from contextledger.importers._openhands_v1 import (
     import_openhands_v1_events,
 )
 from contextledger.importers._report import ImportReport, ImportResult, import_report
+from contextledger.importers._strictness import INVALID_KINDS, NO_MESSAGE
 from contextledger.importers._swe_agent import import_swe_agent, import_swe_agent_data
 
 __all__ = [
+    "EXPORT_FORMATS",
     "FORMATS",
+    "INVALID_KINDS",
+    "NO_MESSAGE",
     "ApiCall",
     "ImportReport",
     "ImportResult",
@@ -39,6 +52,9 @@ __all__ = [
     "LeftOut",
     "TraceImportError",
     "detect_format",
+    "export_claude_code",
+    "export_openai_chat",
+    "export_trace",
     "import_aider",
     "import_aider_lines",
     "import_claude_code",
@@ -62,5 +78,6 @@ __all__ = [
     "import_swe_agent_data",
     "import_trace",
     "import_with_report",
+    "source_digest",
     "transcripts_under",
 ]

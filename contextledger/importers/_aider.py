@@ -16,7 +16,9 @@ The file is Markdown that aider appends to as it runs. Line kinds:
   left out (shown to the user, not sent to the model), listed with its first and last line.
 
 Lines before the first header (a file that starts mid-session) make one more session when they
-hold a message. The header's time (local time, no zone: read as UTC) starts each session's
+hold a message. A session without a message (a header followed by console output at most) is
+no session: it is reported (``empty_session``, with its lines) with the next session that has
+one, or the last. The header's time (local time, no zone: read as UTC) starts each session's
 clock; messages follow one second apart. aider records no tool calls (its edits are text in the
 replies), no system prompt, no repository map and none of the files it added to the chat.
 """
@@ -24,11 +26,12 @@ replies), no system prompt, no repository map and none of the files it added to 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.events._parts import ModelRef, Usage
 from contextledger.importers._builder import ChatBuilder
 from contextledger.importers._imported import ImportedSession
@@ -59,6 +62,7 @@ _UNITS: Final = {"k": 1_000, "m": 1_000_000}
 CONSOLE: Final = "aider's console output, shown to the user, not sent to the model"
 MODE: Final = "an editor mode line"
 NO_SESSION: Final = "text before the first session header that holds no message"
+EMPTY_SESSION: Final = "a session header followed by no message (console output at most)"
 
 
 def is_aider_history(text: str) -> bool:
@@ -77,24 +81,47 @@ def import_aider(path: str | Path, *, session_id: str | None = None) -> list[Imp
 def import_aider_lines(
     lines: Iterable[str], *, source: str = "<lines>", session_id: str | None = None
 ) -> list[ImportedSession]:
-    """Import a history given as its lines; pure. See the module docstring for the rules."""
-    chunks: list[tuple[int, list[str]]] = [(1, [])]
+    """Import a history given as its lines; pure, and reading them once: one session's lines
+    are held at a time. See the module docstring for the rules."""
+    sessions: list[ImportedSession] = []
+    preamble: _Session | None = None
+    empty: list[LeftOut] = []
+    for chunk in _chunks(lines):
+        if not chunk.has_messages():
+            if chunk.headless:
+                preamble = chunk
+            else:
+                last = chunk.start + len(chunk.lines) - 1
+                reason = f"{EMPTY_SESSION} (to line {last})"
+                empty.append(LeftOut(line=chunk.start, kind="empty_session", reason=reason))
+            continue
+        if preamble is not None:
+            chunk.carry(preamble)
+            preamble = None
+        chunk.carried.extend((item.line, item.kind, item.reason) for item in empty)
+        empty = []
+        sessions.append(chunk.build(None if sessions else session_id))
+    if sessions and empty:
+        last_session = sessions[-1]
+        last_session.left_out.extend(empty)
+        last_session.skipped["empty_session"] = last_session.skipped.get("empty_session", 0) + len(
+            empty
+        )
+    return sessions
+
+
+def _chunks(lines: Iterable[str]) -> Iterator[_Session]:
+    """The sessions of ``lines``, one at a time: the lines before the first header (headless),
+    then one per header."""
+    start, headless = 1, True
+    chunk: list[str] = []
     for number, line in enumerate(lines, 1):
         if HEADER.match(line):
-            chunks.append((number, [line]))
+            yield _Session(start, chunk, headless=headless)
+            start, chunk, headless = number, [line], False
         else:
-            chunks[-1][1].append(line)
-    (first_line, first), *headed = chunks
-    preamble = _Session(first_line, first, headless=True)
-    sessions: list[ImportedSession] = []
-    if preamble.has_messages() or not headed:
-        sessions.append(preamble.build(session_id))
-    for start, chunk in headed:
-        session = _Session(start, chunk, headless=False)
-        if not sessions:
-            session.carry(preamble)
-        sessions.append(session.build(None if sessions else session_id))
-    return sessions
+            chunk.append(line)
+    yield _Session(start, chunk, headless=headless)
 
 
 def _tokens(value: str | None) -> int:
@@ -158,8 +185,11 @@ class _Session:
         self.started_at = match["time"] if match else None
 
     def has_messages(self) -> bool:
+        body = self.lines if self.headless else self.lines[1:]
         return any(
-            _kind(line) in ("user", "text") and not MODE_LINE.match(line) for line in self.lines
+            (_kind(line) in ("user", "text") and not MODE_LINE.match(line))
+            or usage_of(line) is not None
+            for line in body
         )
 
     def carry(self, other: _Session) -> None:

@@ -24,6 +24,7 @@ from contextledger.events._catalogue import (
     CompactionProjection,
     CompactionRequested,
     Event,
+    LeftOut,
     MessageAdded,
     PartAdded,
     SessionStarted,
@@ -46,7 +47,7 @@ from contextledger.events._parts import (
     ToolPending,
     Usage,
 )
-from contextledger.importers._imported import ApiCall, ImportedSession, LeftOut, derived_session_id
+from contextledger.importers._imported import ApiCall, ImportedSession, derived_session_id
 
 #: Where the synthetic clock of a format without timestamps starts (2023-11-14T22:13:20Z).
 SYNTHETIC_START_MS: Final = 1_700_000_000_000
@@ -63,13 +64,16 @@ DUPLICATE_CALL: Final = "a tool call whose id an unanswered call already has"
 class ToolCall(msgspec.Struct, frozen=True):
     """One tool call of an assistant message: the original call id, tool name and input;
     ``metadata`` is the provider's call metadata; ``provider_executed`` marks a call the
-    provider ran itself (a hosted web search)."""
+    provider ran itself (a hosted web search); ``line`` (0: the message's) and ``field`` (a
+    JSON path) say where the call is, named when it is left out."""
 
     call_id: str
     tool: str
     input: dict[str, Any]
     metadata: dict[str, Any] = {}
     provider_executed: bool = False
+    field: str = ""
+    line: int = 0
 
 
 class Text(msgspec.Struct, frozen=True):
@@ -95,7 +99,8 @@ class Attachment(msgspec.Struct, frozen=True):
     source_path: str | None = None
 
 
-AssistantItem = Text | Reasoning | ToolCall
+#: A part of an assistant message: text, reasoning, a tool call, or a medium (a file part).
+AssistantItem = Text | Reasoning | ToolCall | Attachment
 
 
 class _Pending(msgspec.Struct):
@@ -279,11 +284,13 @@ class ChatBuilder:
         self._part(part, now)
 
     def add_item(self, message_id: str, item: AssistantItem, now: int, *, line: int = 0) -> int:
-        """Add one text, reasoning or tool-call part; returns 1 for a tool call, else 0 (also
-        for a call left out because an unanswered call has its id)."""
+        """Add one text, reasoning, file or tool-call part; returns 1 for a tool call, else 0
+        (also for a call left out because an unanswered call has its id)."""
         match item:
+            case Attachment():
+                part: Part = self._file(item, message_id, now)
             case Text(text=text, metadata=metadata):
-                part: Part = TextPart(
+                part = TextPart(
                     id=self._parts.next(now), message_id=message_id, text=text, metadata=metadata
                 )
             case Reasoning(text=text, metadata=metadata):
@@ -561,7 +568,7 @@ class ChatBuilder:
 
     def _tool_part(self, message_id: str, call: ToolCall, now: int, line: int) -> int:
         if call.call_id in self._pending:
-            self.leave_out(line, "duplicate_tool_call", DUPLICATE_CALL)
+            self.leave_out(call.line or line, "duplicate_tool_call", DUPLICATE_CALL, call.field)
             return 0
         part_id = self._parts.next(now)
         self._pending[call.call_id] = _Pending(message_id, part_id, call.tool, call.input, now)

@@ -24,18 +24,23 @@
   the others follow their ``parentUuid``. A child is linked to the ``Task`` call whose
   ``prompt`` is its first user text (``parent_call_id``).
 
-Tool calls that never got a result stay pending (the model view pairs them later). Ids are our
-own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
+Tool calls that never got a result stay pending (the model view pairs them later). Session
+ids are derived from the file's content (``derived_session_id`` over the SHA-256 of its lines;
+a child's from that and its position), so two files never share one; message and part ids are
+our own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
 API ``message_id``), ``SessionStarted.config`` the original ``sessionId``. Text holding a lone
 UTF-16 surrogate (which UTF-8 cannot carry) or bytes that are not UTF-8 is sanitised to U+FFFD.
-A malformed record raises ``TraceImportError`` naming the line and the field. Every record or
-block left out (the kinds above) is listed in ``ImportedSession.left_out`` with its line,
-field and reason; ``read`` counts the records by type.
+A malformed record raises ``TraceImportError`` naming the line and the field; with ``lenient``
+it is left out instead (``malformed_record``, with the field and reason), its content blocks
+checked before any of them is used. Every record or block left out (the kinds above) is
+listed in ``ImportedSession.left_out`` with its line, field and reason; ``read`` counts the
+records by type.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -49,6 +54,7 @@ import msgspec
 from contextledger.events._catalogue import (
     AssistantFinished,
     Event,
+    LeftOut,
     MessageAdded,
     PartAdded,
     SessionStarted,
@@ -70,7 +76,8 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.importers._errors import TraceImportError
-from contextledger.importers._imported import ApiCall, ImportedSession, LeftOut
+from contextledger.importers._imported import ApiCall, ImportedSession, derived_session_id
+from contextledger.importers._records import malformed_record
 
 __all__ = [
     "ApiCall",
@@ -104,6 +111,11 @@ TEXT_BLOCK_SEPARATOR: Final = "\n"
 #: What ``SessionStarted.agent`` says for a sub-agent whose ``Task`` call named no type.
 SUBAGENT: Final = "subagent"
 
+#: The tools that spawn a sub-agent (``Task`` before Claude Code 2.1, ``Agent`` after).
+SPAWN_TOOLS: Final = frozenset({"Task", "Agent"})
+#: A sub-agent transcript in a session's ``subagents`` folder (Claude Code 2.1).
+SUBAGENT_GLOB: Final = "agent-*.jsonl"
+
 #: Where the metadata this importer keeps sits in a part's ``metadata``.
 METADATA_KEY: Final = "claude_code"
 
@@ -129,24 +141,110 @@ _MSGSPEC_MISSING: Final = re.compile(r"missing required field `(?P<field>[^`]+)`
 _T = TypeVar("_T")
 
 
-def import_claude_code(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_claude_code(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the Claude Code transcript at ``path`` (the only I/O of this module).
 
     Raises ``TraceImportError`` naming the line and field of a malformed record (records are
-    checked first, then their content blocks).
+    checked first, then their content blocks); with ``lenient`` such a record is left out.
     ``session_id`` overrides the main session's generated id.
     """
     path = Path(path)
     with path.open("rb") as f:
-        return import_claude_code_lines(f, source=str(path), session_id=session_id)
+        return import_claude_code_lines(f, source=str(path), session_id=session_id, lenient=lenient)
 
 
 def import_claude_code_lines(
-    lines: Iterable[bytes | str], *, source: str = "<lines>", session_id: str | None = None
+    lines: Iterable[bytes | str],
+    *,
+    source: str = "<lines>",
+    session_id: str | None = None,
+    lenient: bool = False,
 ) -> ImportedSession:
     """Import a transcript given as its lines; pure. See the module docstring for the rules."""
-    records = [parsed for parsed in _parse_lines(lines, source) if parsed is not None]
-    return _Importer(source, records, session_id).run()
+    records, malformed, key = _parsed(lines, source, lenient)
+    return _Importer(source, records, session_id, malformed, key).run()
+
+
+def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = False) -> None:
+    """Add the sub-agent transcripts Claude Code 2.1 writes beside a session's file
+    (``<session>/subagents/agent-<id>.jsonl``, every record a sidechain one, with an
+    ``agent-<id>.meta.json`` naming its ``agentType``) to ``session.children``, in name order:
+    each a child session linked to the ``Task``/``Agent`` call whose prompt is its first user
+    text."""
+    for path in sorted((folder / "subagents").glob(SUBAGENT_GLOB)):
+        with path.open("rb") as f:
+            records, malformed, key = _parsed(f, str(path), lenient)
+        importer = _Importer(str(path), records, None, malformed, key, own_thread=True)
+        child = importer.run()
+        meta = _subagent_meta(path.with_name(path.stem + ".meta.json"))
+        prompt = importer.main.first_prompt
+        linked = _linked(child, session, prompt, meta.get("agentType"))
+        session.children.append(msgspec.structs.replace(linked, source=str(path)))
+
+
+def _parsed(
+    lines: Iterable[bytes | str], source: str, lenient: bool
+) -> tuple[list[_Line], list[LeftOut], str]:
+    """The records of ``lines``, the malformed ones left out (``lenient``; else the first
+    raises) and the key of the session id (the SHA-256 of the lines)."""
+    malformed: list[LeftOut] = []
+    records: list[_Line] = []
+    digest = hashlib.sha256()
+    for number, data in _nonblank(lines):
+        digest.update(data.rstrip(b"\r\n") + b"\n")
+        try:
+            line = _parse_line(data, number, source)
+            if lenient:
+                _check_blocks(line, source)
+        except TraceImportError as e:
+            if not lenient:
+                raise
+            malformed.append(malformed_record(e))
+            continue
+        records.append(line)
+    return records, malformed, f"claude-code:{digest.hexdigest()}"
+
+
+def _subagent_meta(path: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _linked(
+    child: ImportedSession, parent: ImportedSession, prompt: str | None, agent: Any
+) -> ImportedSession:
+    """``child`` with its start naming ``parent``, its agent type and the call that spawned it
+    (the parent's ``Task``/``Agent`` call whose ``prompt`` is the child's first user text)."""
+    call = next(
+        (
+            e.part
+            for e in parent.events
+            if isinstance(e, PartAdded)
+            and isinstance(e.part, ToolPart)
+            and e.part.tool in SPAWN_TOOLS
+            and e.part.state.input.get("prompt") == prompt
+        ),
+        None,
+    )
+    started = child.events[0]
+    assert isinstance(started, SessionStarted)
+    config = {**started.config, **({"parent_call_id": call.call_id} if call else {})}
+    kind = agent if isinstance(agent, str) and agent else None
+    if kind is None and call is not None:
+        kind = str(call.state.input.get("subagent_type") or SUBAGENT)
+    started = msgspec.structs.replace(
+        started, parent_session_id=parent.session_id, agent=kind or SUBAGENT, config=config
+    )
+    return msgspec.structs.replace(
+        child,
+        events=[started, *child.events[1:]],
+        parent_call_id=call.call_id if call else None,
+    )
 
 
 # --- parsing: lines to typed records -------------------------------------------------------
@@ -243,13 +341,11 @@ class _Line(msgspec.Struct, frozen=True):
     time_ms: int | None
 
 
-def _parse_lines(lines: Iterable[bytes | str], source: str) -> Iterator[_Line | None]:
+def _nonblank(lines: Iterable[bytes | str]) -> Iterator[tuple[int, bytes]]:
     for number, raw in enumerate(lines, 1):
         data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-        if not data.strip():
-            yield None
-            continue
-        yield _parse_line(data, number, source)
+        if data.strip():
+            yield number, data
 
 
 def _parse_line(data: bytes, number: int, source: str) -> _Line:
@@ -288,6 +384,34 @@ def _parse_line(data: bytes, number: int, source: str) -> _Line:
                 source, number, "timestamp", f"not an ISO-8601 time: {record.timestamp!r}"
             )
     return _Line(number, head.type, record, None, time_ms)
+
+
+#: The typed form of each content block the importer reads (``_check_blocks``).
+_BLOCKS: Final[dict[str, type[msgspec.Struct]]] = {
+    "text": _Text,
+    "thinking": _Thinking,
+    "redacted_thinking": _RedactedThinking,
+    "tool_use": _ToolUse,
+    "tool_result": _ToolResult,
+    "image": _Media,
+    "document": _Media,
+}
+
+
+def _check_blocks(line: _Line, source: str) -> None:
+    """Raise ``TraceImportError`` for the first malformed content block of ``line`` (and of
+    its tool results), so that a lenient import leaves the whole record out before using any
+    block of it."""
+    message = line.record.message if line.record else None
+    content = message.content if message and isinstance(message.content, list) else []
+    blocks = [(f"message.content[{i}]", b) for i, b in enumerate(content)]
+    for at, block in blocks:
+        kind = _block_type(block, source, line.number, at)
+        if kind in _BLOCKS:
+            _convert(block, _BLOCKS[kind], source, line.number, at)
+        inner = block.get("content") if kind == "tool_result" else None
+        if isinstance(inner, list):
+            blocks.extend((f"{at}.content[{i}]", b) for i, b in enumerate(inner))
 
 
 def _convert(obj: Any, kind: type[_T], source: str, line: int, at: str) -> _T:
@@ -602,6 +726,13 @@ class _Thread:
                 )
                 if call is not None:
                     call.tool_calls += 1
+            elif kind in ("image", "document"):
+                media = _convert(block, _Media, self.source, line.number, at)
+                mime, url = _media_file(media.source, kind)
+                file = FilePart(
+                    id=self._part_ids.next(now), message_id=message_id, mime=mime, url=url
+                )
+                self._part(file, now)
             else:
                 self._leave(line.number, f"block:{kind}", UNREAD_BLOCK, at)
 
@@ -733,17 +864,28 @@ class _Thread:
 class _Importer:
     """Routes parsed lines to the main thread or a sub-agent's, and assembles the result."""
 
-    def __init__(self, source: str, lines: list[_Line], session_id: str | None) -> None:
+    def __init__(
+        self,
+        source: str,
+        lines: list[_Line],
+        session_id: str | None,
+        malformed: list[LeftOut],
+        key: str,
+        *,
+        own_thread: bool = False,
+    ) -> None:
         self.source = source
         self.lines = lines
-        self.session_ids = IdGenerator("ses")
+        self.key = key
+        # A sub-agent's own transcript: its sidechain records are its main thread.
+        self.own_thread = own_thread
         start_ms = next((line.time_ms for line in lines if line.time_ms is not None), 0)
         source_session_id = next(
             (line.record.sessionId for line in lines if line.record and line.record.sessionId),
             None,
         )
         self.main = _Thread(
-            session_id or self.session_ids.next(start_ms),
+            session_id or derived_session_id(start_ms, key),
             source=source,
             started_ms=start_ms,
             source_session_id=source_session_id,
@@ -752,8 +894,10 @@ class _Importer:
         self.thread_of_uuid: dict[str, _Thread] = {}
         self.seen_uuids: set[str] = set()
         self.skipped: Counter[str] = Counter()
-        self.left_out: list[LeftOut] = []
+        self.left_out: list[LeftOut] = list(malformed)
+        self.skipped.update(item.kind for item in malformed)
         self.read: Counter[str] = Counter(line.kind for line in lines)
+        self.read.update(item.kind for item in malformed)
         self.summaries: list[str] = []
 
     def run(self) -> ImportedSession:
@@ -795,7 +939,7 @@ class _Importer:
         """The main thread, or the sub-agent thread a sidechain record belongs to: a sidechain
         record starts a new child unless its parent is a record of an existing child (a parent
         never seen joins the latest child)."""
-        if not record.isSidechain:
+        if not record.isSidechain or self.own_thread:
             thread = self.main
         elif record.parentUuid is None:
             thread = self._new_child(now)
@@ -813,7 +957,7 @@ class _Importer:
 
     def _new_child(self, now: int) -> _Thread:
         child = _Thread(
-            self.session_ids.next(now),
+            derived_session_id(now, f"{self.key}:{len(self.children)}"),
             source=self.source,
             started_ms=now,
             parent_session_id=self.main.session_id,
@@ -825,7 +969,7 @@ class _Importer:
     def _child_result(self, child: _Thread) -> ImportedSession:
         parent_call_id, agent = None, SUBAGENT
         for call_id, call in self.main.tool_calls.items():
-            if call.tool == "Task" and call.input.get("prompt") == child.first_prompt:
+            if call.tool in SPAWN_TOOLS and call.input.get("prompt") == child.first_prompt:
                 parent_call_id = call_id
                 agent = str(call.input.get("subagent_type") or SUBAGENT)
                 break

@@ -56,6 +56,7 @@ from typing import Any, Final
 
 import msgspec
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.events._parts import ModelRef, Usage
 from contextledger.importers._builder import (
     AssistantItem,
@@ -72,6 +73,7 @@ from contextledger.importers._records import (
     count,
     iso_ms,
     json_lines,
+    malformed_record,
     mapping,
     require_object,
     require_str,
@@ -124,19 +126,36 @@ UNLINKED_ACTIVITY: Final = "sub-agent activity for a call whose result is not in
 STATE_LINE: Final = "Codex's environment and agent state, not a message"
 
 
-def import_codex(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
-    """Import the Codex rollout at ``path``. ``session_id`` overrides the derived id."""
+def import_codex(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
+    """Import the Codex rollout at ``path``. ``session_id`` overrides the derived id; with
+    ``lenient`` a malformed line is left out instead of refused."""
     path = Path(path)
     with path.open("rb") as f:
-        return import_codex_lines(f, source=str(path), session_id=session_id)
+        return import_codex_lines(f, source=str(path), session_id=session_id, lenient=lenient)
 
 
 def import_codex_lines(
-    lines: Iterable[bytes | str], *, source: str = "<lines>", session_id: str | None = None
+    lines: Iterable[bytes | str],
+    *,
+    source: str = "<lines>",
+    session_id: str | None = None,
+    lenient: bool = False,
 ) -> ImportedSession:
     """Import a rollout given as its lines; pure. See the module docstring for the rules."""
-    records = [_record(value, source, number) for number, value in json_lines(lines, source)]
-    return _Rollout(records, source, session_id).run()
+    malformed: list[LeftOut] | None = [] if lenient else None
+    records: list[_Line] = []
+    for number, value in json_lines(lines, source, malformed):
+        try:
+            records.append(_record(value, source, number))
+        except TraceImportError as e:
+            if malformed is None:
+                raise
+            malformed.append(malformed_record(e))
+    session = _Rollout(records, source, session_id).run()
+    session.add_left_out(malformed or [])
+    return session
 
 
 class _Line(msgspec.Struct, frozen=True):
@@ -348,6 +367,7 @@ class _Rollout:
             call.items.append(_reasoning(payload))
             return
         item = self._tool_call(line, kind)
+        item = msgspec.structs.replace(item, line=line.number, field="payload.call_id")
         call.items.append(item)
         call.call_ids.add(item.call_id)
         if kind == "web_search_call":
@@ -447,6 +467,7 @@ class _Rollout:
             line=result.line,
             attachments=result.files,
             metadata={METADATA_KEY: link} if link else None,
+            field="payload.call_id",
         )
 
     # --- other turns ----------------------------------------------------------------------

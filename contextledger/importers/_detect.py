@@ -26,13 +26,16 @@ trace format".
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import import_aider_lines, is_aider_history
-from contextledger.importers._claude_code import import_claude_code_lines
+from contextledger.importers._claude_code import import_claude_code_lines, import_subagents
 from contextledger.importers._codex import import_codex_lines
 from contextledger.importers._errors import TraceImportError
 from contextledger.importers._gemini_cli import import_gemini_cli_data, is_gemini_cli
@@ -49,6 +52,7 @@ from contextledger.importers._openhands_v1 import (
 )
 from contextledger.importers._records import json_lines, not_json
 from contextledger.importers._report import ImportResult, import_report
+from contextledger.importers._strictness import checked
 from contextledger.importers._swe_agent import import_swe_agent_data
 
 #: Every format ``detect_format`` names.
@@ -78,14 +82,23 @@ _KNOWN: Final = (
 )
 
 
-def import_trace(path: str | Path) -> list[ImportedSession]:
-    """Import the transcript at ``path`` in whichever supported format it is."""
-    return import_with_report(path).sessions
+def import_trace(path: str | Path, *, lenient: bool = False) -> list[ImportedSession]:
+    """Import the transcript at ``path`` in whichever supported format it is (see
+    ``import_with_report``)."""
+    return import_with_report(path, lenient=lenient).sessions
 
 
-def import_with_report(path: str | Path, *, session_id: str | None = None) -> ImportResult:
+def import_with_report(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportResult:
     """Import the transcript at ``path`` and report what was read, written and left out.
-    ``session_id`` names the (first) session; otherwise ids come from the source."""
+    ``session_id`` names the (first) session; otherwise ids come from the source.
+
+    Strict by default: input that is not a valid conversation (an orphan or duplicate result,
+    a duplicate call id, a malformed record) raises ``TraceImportError`` naming its line and
+    field; with ``lenient`` the rest is imported (a malformed line of a JSON lines file is left
+    out, in a JSON document it is still an error). Input that yields no message is
+    an error. Each session that left something out ends with an ``InputLeftOut`` event."""
     path = Path(path)
     source = str(path)
     if path.is_dir():
@@ -93,13 +106,20 @@ def import_with_report(path: str | Path, *, session_id: str | None = None) -> Im
             raise TraceImportError(
                 source, 0, "", "a folder that is not an OpenHands V1 conversation"
             )
-        sessions = [import_openhands_v1(path, session_id=session_id)]
-        return ImportResult(
-            sessions=sessions, report=import_report(sessions, source=source, fmt="openhands-v1")
-        )
-    data = path.read_bytes()
-    fmt, document = _detect(data, source)
-    sessions = _import(fmt, document, data, source, session_id)
+        fmt = "openhands-v1"
+        imported = [import_openhands_v1(path, session_id=session_id)]
+    else:
+        streamed = _lines_format_of(path, source)
+        if streamed is not None:
+            fmt = streamed
+            with path.open("rb") as lines:
+                imported = _import_lines(fmt, lines, source, session_id, lenient)
+        else:
+            fmt, document = _detect(path.read_bytes(), source)
+            imported = _import(fmt, document, path, source, session_id, lenient)
+    if fmt == "claude-code" and (path.with_suffix("") / "subagents").is_dir():
+        import_subagents(imported[0], path.with_suffix(""), lenient=lenient)
+    sessions = checked(imported, source=source, lenient=lenient)
     return ImportResult(sessions=sessions, report=import_report(sessions, source=source, fmt=fmt))
 
 
@@ -116,10 +136,31 @@ def detect_format(path: str | Path) -> str:
     return _detect(path.read_bytes(), str(path))[0]
 
 
+#: How much of a file ``source_digest`` reads at a time.
+_DIGEST_CHUNK: Final = 1 << 20
+
+
+def source_digest(path: str | Path) -> str:
+    """The SHA-256 (hex) of the transcript at ``path``: of the file's bytes, or, for an
+    OpenHands V1 conversation folder, of each file's path inside it and bytes, in order.
+    Read in chunks, so memory does not grow with the file."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(str(file.relative_to(path)).encode() + b"\0")
+        with file.open("rb") as f:
+            while chunk := f.read(_DIGEST_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
 def transcripts_under(folder: str | Path) -> list[Path]:
     """Every transcript under ``folder``, sorted: its ``.jsonl``, ``.json`` and ``.traj`` files,
     its aider histories (``.md`` files with a session header), and each OpenHands V1
-    conversation folder as one transcript (its files are not listed)."""
+    conversation folder as one transcript (its files are not listed). A Claude Code session's
+    ``subagents`` folder is not listed: it is imported with the session."""
     found: list[Path] = []
     for root, dirs, files in os.walk(folder):
         here = Path(root)
@@ -128,6 +169,8 @@ def transcripts_under(folder: str | Path) -> list[Path]:
             found.append(here)
             dirs.clear()
             continue
+        if here.name == "subagents" and here.parent.with_suffix(".jsonl").is_file():
+            continue  # Claude Code 2.1 sub-agents: imported with the session beside them
         for name in sorted(files):
             path = here / name
             if path.suffix in TRANSCRIPT_SUFFIXES or (path.suffix == ".md" and _is_aider(path)):
@@ -157,25 +200,56 @@ def _detect(data: bytes, source: str) -> tuple[str, Any]:
     return _document_format(document, source), document
 
 
-def _import(
-    fmt: str, document: Any, data: bytes, source: str, session_id: str | None
+def _lines_format_of(path: Path, source: str) -> str | None:
+    """The format of the JSON lines file at ``path`` when its first record alone says so and
+    more follows it (so the file is no single JSON document), read without loading the file;
+    ``None`` when the whole file must be read to tell."""
+    with path.open("rb") as f:
+        number, first = next(((n, line) for n, line in enumerate(f, 1) if line.strip()), (0, b""))
+        more = any(line.strip() for line in f)
+    if not more:
+        return None
+    try:
+        return _record_format(json.loads(first), source, number)
+    except (ValueError, TraceImportError):
+        return None
+
+
+def _import_lines(
+    fmt: str, lines: Iterable[bytes], source: str, session_id: str | None, lenient: bool
 ) -> list[ImportedSession]:
-    lines = data.splitlines()
-    if fmt == "aider":
-        text = data.decode("utf-8", "replace")
-        return import_aider_lines(text.splitlines(), source=source, session_id=session_id)
+    """Import the JSON lines ``lines`` in format ``fmt``, reading them one by one."""
     if fmt == "openhands":
-        return import_openhands_lines(lines, source=source, session_id=session_id)
+        return import_openhands_lines(lines, source=source, session_id=session_id, lenient=lenient)
     if fmt == "codex":
-        return [import_codex_lines(lines, source=source, session_id=session_id)]
+        return [import_codex_lines(lines, source=source, session_id=session_id, lenient=lenient)]
     if fmt == "claude-code":
-        return [import_claude_code_lines(lines, source=source, session_id=session_id)]
+        return [
+            import_claude_code_lines(lines, source=source, session_id=session_id, lenient=lenient)
+        ]
+    malformed: list[LeftOut] | None = [] if lenient else None
+    events = ((n, v, "") for n, v in json_lines(lines, source, malformed))
+    session = import_openhands_v1_events(events, source=source, session_id=session_id)
+    session.add_left_out(malformed or [])
+    return [session]
+
+
+def _import(
+    fmt: str, document: Any, path: Path, source: str, session_id: str | None, lenient: bool
+) -> list[ImportedSession]:
+    """Import the file at ``path`` in format ``fmt``: from ``document`` when it is one JSON
+    document (the file's bytes are no longer held), else reading the file again."""
+    if fmt == "aider":
+        with path.open(encoding="utf-8", errors="replace", newline="") as text:
+            lines = (line.rstrip("\r\n") for line in text)
+            return import_aider_lines(lines, source=source, session_id=session_id)
+    if fmt in _LINE_FORMATS and not is_v1_event(document):
+        with path.open("rb") as raw:
+            return _import_lines(fmt, raw, source, session_id, lenient)
     if fmt == "openhands-v1":
-        if is_v1_event(document):
-            events: Any = iter([(1, document, "")])
-        else:
-            events = ((n, v, "") for n, v in json_lines(lines, source))
-        return [import_openhands_v1_events(events, source=source, session_id=session_id)]
+        return [
+            import_openhands_v1_events([(1, document, "")], source=source, session_id=session_id)
+        ]
     if fmt == "swe-agent":
         return [import_swe_agent_data(document, source=source, session_id=session_id)]
     if fmt == "mini-swe-agent":
@@ -224,16 +298,26 @@ def _record_format(record: Any, source: str, line: int) -> str:
 
 
 def _lines_format(lines: list[str], source: str, whole: json.JSONDecodeError) -> str:
-    """The format of JSON lines, by the first record; when the first line is no JSON either,
-    the file is a broken JSON document: where the parser stopped reading it."""
+    """The format of JSON lines, by the first record. When the first line is no JSON, the
+    first record after it that is one of a known format decides (JSON lines with a broken
+    line); without one the file is a broken JSON document: where the parser stopped."""
+    broken = False
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
         except json.JSONDecodeError:
-            raise TraceImportError(source, whole.lineno, "", not_json(whole)) from None
-        return _record_format(record, source, number)
+            broken = True
+            continue
+        try:
+            return _record_format(record, source, number)
+        except TraceImportError:
+            if not broken:
+                raise
+            break
+    if broken:
+        raise TraceImportError(source, whole.lineno, "", not_json(whole))
     raise _unknown(source, 1)
 
 

@@ -123,9 +123,8 @@ def _gemini(
         if isinstance(thought, dict):
             items.append(Reasoning(_thought(thought)))
     texts, files = _parts(builder, message.get("content"), source, line, f"{at}.content")
-    for _ in files:
-        builder.leave_out(line, "inlineData", "media in a model response", f"{at}.content")
     items.extend(Text(t) for t in texts if t)
+    items.extend(files)
     calls = message.get("toolCalls")
     answers: list[tuple[str, str, str, int | None]] = []
     for j, raw in enumerate(calls if isinstance(calls, list) else []):

@@ -10,7 +10,7 @@ from typing import Final
 
 import msgspec
 
-from contextledger.events._catalogue import Event
+from contextledger.events._catalogue import Event, LeftOut
 from contextledger.events._ids import format_id
 from contextledger.events._parts import Usage
 
@@ -31,23 +31,13 @@ class ApiCall(msgspec.Struct, frozen=True, kw_only=True):
     time_ms: int
 
 
-class LeftOut(msgspec.Struct, frozen=True, kw_only=True):
-    """Something in the input that became no event: where it is (the 1-based ``line`` of a
-    JSON-lines or text file, the message's position in a JSON document's list; 0 for the
-    file as a whole), the ``field`` inside it (a JSON path, empty for the whole record), what
-    it is (``kind``: a record type, a block type, …) and why it was left out."""
-
-    line: int
-    kind: str
-    reason: str
-    field: str = ""
-
-
 class ImportedSession(msgspec.Struct, kw_only=True):
     """A session imported from a transcript: its events (valid for ``validate_events``), its API
     calls in order, its sub-agent ``children``, and what was skipped (record or block kind →
     count). ``parent_call_id`` is the ``Task`` call a child answers. ``read`` counts the input
-    records by kind; ``left_out`` lists each one (or part of one) that became no event."""
+    records by kind; ``left_out`` lists each one (or part of one) that became no event; ``source``
+    is the file the session was read from when it is not the one imported (a Claude Code
+    sub-agent's own file), which its lines refer to."""
 
     session_id: str
     events: list[Event]
@@ -59,12 +49,21 @@ class ImportedSession(msgspec.Struct, kw_only=True):
     parent_call_id: str | None = None
     read: dict[str, int] = {}
     left_out: list[LeftOut] = []
+    source: str | None = None
 
     def sessions(self) -> Iterator[ImportedSession]:
         """This session and its children, depth first."""
         yield self
         for child in self.children:
             yield from child.sessions()
+
+    def add_left_out(self, items: list[LeftOut]) -> None:
+        """Record ``items`` (records read but left out, such as malformed lines) as read and
+        left out by this session, keeping ``left_out`` in file order."""
+        for item in items:
+            self.read = {**self.read, item.kind: self.read.get(item.kind, 0) + 1}
+            self.skipped = {**self.skipped, item.kind: self.skipped.get(item.kind, 0) + 1}
+        self.left_out = sorted([*self.left_out, *items], key=lambda item: (item.line, item.field))
 
     def all_calls(self) -> list[ApiCall]:
         """Every API call of this session and its children."""

@@ -8,9 +8,10 @@ A chat log is ``[{role, content, tool_calls?, tool_call_id?}, ...]`` or ``{"mess
   (reported with its position);
 - ``user`` → a user message: its text (a string, or the text items of a content list) and its
   media (``image_url``, ``input_audio``, ``file`` items with data) as file parts;
-- ``assistant`` → one assistant message: step start, its text, a pending ``ToolPart`` per
-  ``tool_calls`` item (``call_id`` the original id, input the decoded ``arguments``), step
-  finish, ``AssistantFinished`` (``tool-calls`` when it called tools, else ``stop``);
+- ``assistant`` → one assistant message: step start, its text, its media as file parts, a
+  pending ``ToolPart`` per ``tool_calls`` item (``call_id`` the original id, input the decoded
+  ``arguments``), step finish, ``AssistantFinished`` (``tool-calls`` when it called tools,
+  else ``stop``);
 - ``tool`` → completes the call named by ``tool_call_id`` (its media as attachments); a result
   whose call was never made or was answered already is left out and reported.
 
@@ -37,6 +38,7 @@ from contextledger.importers._builder import (
     SYNTHETIC_STEP_MS,
     Attachment,
     ChatBuilder,
+    Text,
     ToolCall,
 )
 from contextledger.importers._errors import TraceImportError
@@ -211,7 +213,7 @@ def openai_tool_calls(raw: Any, source: str, line: int, at: str) -> list[ToolCal
         function = require_object(call.get("function"), source, line, f"{where}.function")
         name = require_str(function, "name", source, line, f"{where}.function")
         arguments = json_arguments(function.get("arguments"), source, line, f"{where}.function")
-        out.append(ToolCall(call_id, name, arguments))
+        out.append(ToolCall(call_id, name, arguments, field=where))
     return out
 
 
@@ -300,10 +302,10 @@ def _chat_message(builder: ChatBuilder, raw: Any, source: str, line: int, at: st
         record_unread(builder, content, line, media=False)
         builder.user([content.text], now=now, files=content.files)
     elif role == "assistant":
-        record_unread(builder, content, line, media=True)
+        record_unread(builder, content, line, media=False)
         calls = openai_tool_calls(message.get("tool_calls"), source, line, f"{at}.tool_calls")
-        texts = [content.text] if content.text else []
-        builder.assistant(now=now, line=line, texts=texts, calls=calls)
+        texts = [Text(content.text)] if content.text else []
+        builder.assistant(now=now, line=line, items=[*texts, *content.files, *calls])
     elif role == "tool":
         record_unread(builder, content, line, media=False)
         call_id = require_str(message, "tool_call_id", source, line, at)

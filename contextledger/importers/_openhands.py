@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import ModelRef
 from contextledger.importers._builder import ChatBuilder, ToolCall
@@ -68,15 +69,23 @@ def import_openhands(path: str | Path, *, session_id: str | None = None) -> list
 
 
 def import_openhands_lines(
-    lines: Iterable[bytes | str], *, source: str = "<lines>", session_id: str | None = None
+    lines: Iterable[bytes | str],
+    *,
+    source: str = "<lines>",
+    session_id: str | None = None,
+    lenient: bool = False,
 ) -> list[ImportedSession]:
-    """Import runs given as JSON lines; pure. See the module docstring for the rules."""
+    """Import runs given as JSON lines; pure. See the module docstring for the rules. With
+    ``lenient`` a line that is not JSON is left out (reported with the first run)."""
     sessions: list[ImportedSession] = []
     session_ids = IdGenerator("ses")
-    for number, value in json_lines(lines, source):
+    malformed: list[LeftOut] | None = [] if lenient else None
+    for number, value in json_lines(lines, source, malformed):
         run = require_object(value, source, number, "")
         given = session_id if not sessions else None
         sessions.append(_Run(run, source, number, given).run(session_ids))
+    if sessions:
+        sessions[0].add_left_out(malformed or [])
     return sessions
 
 

@@ -10,8 +10,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.importers._errors import TraceImportError
 
+#: The kind of a record a lenient import left out for being malformed.
+MALFORMED_RECORD: Final = "malformed_record"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 
@@ -22,6 +25,11 @@ def not_json(error: json.JSONDecodeError) -> str:
     return (
         f"not JSON at position {error.pos} (line {error.lineno}, column {error.colno}): {error.msg}"
     )
+
+
+def malformed_record(error: TraceImportError) -> LeftOut:
+    """The left-out entry of a record a lenient import skipped for ``error``."""
+    return LeftOut(line=error.line, kind=MALFORMED_RECORD, reason=error.reason, field=error.field)
 
 
 def parse_document(data: bytes, source: str) -> Any:
@@ -39,17 +47,24 @@ def load_json(path: str | Path) -> Any:
     return parse_document(path.read_bytes(), str(path))
 
 
-def json_lines(lines: Iterable[bytes | str], source: str) -> Iterator[tuple[int, Any]]:
+def json_lines(
+    lines: Iterable[bytes | str], source: str, malformed: list[LeftOut] | None = None
+) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` of each non-blank line; a line that is not JSON raises
-    ``TraceImportError`` naming it."""
+    ``TraceImportError`` naming it, or, given a ``malformed`` list, is added to it."""
     for number, raw in enumerate(lines, 1):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         if not text.strip():
             continue
         try:
-            yield number, json.loads(text)
+            value = json.loads(text)
         except json.JSONDecodeError as e:
-            raise TraceImportError(source, number, "", not_json(e)) from None
+            error = TraceImportError(source, number, "", not_json(e))
+            if malformed is None:
+                raise error from None
+            malformed.append(malformed_record(error))
+            continue
+        yield number, value
 
 
 def loose_literal(value: Any) -> Any:

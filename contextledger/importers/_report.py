@@ -4,13 +4,13 @@ line and reason), so that nothing is lost in silence."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from contextledger.events._catalogue import MessageAdded, PartAdded
+from contextledger.events._catalogue import LeftOut, MessageAdded, PartAdded
 from contextledger.events._parts import ToolPart, struct_tag
-from contextledger.importers._imported import ImportedSession, LeftOut
+from contextledger.importers._imported import ImportedSession
 
 
 class ImportReport(msgspec.Struct, kw_only=True):
@@ -25,13 +25,18 @@ class ImportReport(msgspec.Struct, kw_only=True):
     left_out: list[LeftOut]
 
     def left_out_by_reason(self) -> list[tuple[str, str, list[int]]]:
-        """The left-out items grouped by ``(kind, reason)``, largest group first, each with the
-        lines it was found on."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for item in self.left_out:
-            groups.setdefault((item.kind, item.reason), []).append(item.line)
-        ordered = sorted(groups.items(), key=lambda group: (-len(group[1]), group[0]))
-        return [(kind, reason, lines) for (kind, reason), lines in ordered]
+        """The left-out items grouped by ``(kind, reason)`` (see ``by_reason``)."""
+        return by_reason(self.left_out)
+
+
+def by_reason(items: Iterable[LeftOut]) -> list[tuple[str, str, list[int]]]:
+    """Left-out ``items`` grouped by ``(kind, reason)``, largest group first, each with the
+    lines it was found on."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for item in items:
+        groups.setdefault((item.kind, item.reason), []).append(item.line)
+    ordered = sorted(groups.items(), key=lambda group: (-len(group[1]), group[0]))
+    return [(kind, reason, lines) for (kind, reason), lines in ordered]
 
 
 class ImportResult(msgspec.Struct, kw_only=True):

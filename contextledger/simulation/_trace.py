@@ -529,7 +529,7 @@ def transcripts(paths: Iterable[str | Path]) -> list[Path]:
 def trace_sessions(path: Path) -> list[tuple[str, ImportedSession]]:
     """The sessions of the transcript at ``path``, named ``folder/file`` (``folder/file#N``
     when it holds several)."""
-    sessions = import_trace(path)
+    sessions = import_trace(path, lenient=True)
     base = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
     if len(sessions) == 1:
         return [(base, sessions[0])]

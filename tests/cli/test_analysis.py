@@ -61,10 +61,21 @@ def test_import_writes_one_session_and_counts_it(
     assert row["tool_calls"] == 1
     code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
     assert code == 0 and len(json.loads(out)) == row["events"]
-    code, out, err = _run(capsys, "import", str(chat), "--db", str(db))
-    assert code == 1 and "already in" in err and not out
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+    assert code == 0
+    assert json.loads(out) | {"reports": []} == {
+        "sessions": [],
+        "skipped": [str(chat)],
+        "failed": [],
+        "reports": [],
+    }
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db))
+    assert code == 0 and "was imported before: nothing written" in out
     code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
     assert len(json.loads(out)) == row["events"]
+    chat.write_text(json.dumps(CHAT[:2]))
+    code, _, err = _run(capsys, "import", str(chat), "--db", str(db), "--session", row["session"])
+    assert code == 1 and "already in" in err
 
 
 def test_import_prints_what_it_read_wrote_and_left_out(
@@ -72,14 +83,16 @@ def test_import_prints_what_it_read_wrote_and_left_out(
 ) -> None:
     chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
     db = tmp_path / "imported.db"
-    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db))
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--lenient")
     assert code == 0
     assert "format: openai-chat" in out
     assert "read: 2 assistant, 1 system, 2 tool, 1 user" in out
     assert "left out: 1" in out
     assert "1 × orphan_tool_result: a tool result whose call was never made" in out
     assert "(line 6)" in out
-    code, out, _ = _run(capsys, "import", str(chat), "--db", str(tmp_path / "b.db"), "--json")
+    code, out, _ = _run(
+        capsys, "import", str(chat), "--db", str(tmp_path / "b.db"), "--json", "--lenient"
+    )
     report = json.loads(out)["report"]
     assert report["format"] == "openai-chat"
     assert report["left_out"] == [
@@ -91,6 +104,36 @@ def test_import_prints_what_it_read_wrote_and_left_out(
         }
     ]
     assert report["written"]["tool calls"] == 1
+
+
+def test_import_refuses_an_invalid_conversation_unless_lenient(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
+    db = tmp_path / "strict.db"
+    code, out, err = _run(capsys, "import", str(chat), "--db", str(db))
+    assert code == 1 and not out and not db.exists()
+    assert f"{chat}:6 field '[5]'" in err and "orphan_tool_result" in err
+
+
+def test_view_and_replay_show_what_a_lenient_import_left_out(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
+    db = tmp_path / "lenient.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--lenient", "--json")
+    session = json.loads(out)["sessions"][0]["session"]
+    code, out, _ = _run(capsys, "view", str(db), "--session", session, "--json")
+    assert code == 0
+    (item,) = json.loads(out)["left_out_at_import"]
+    assert (item["line"], item["kind"], item["field"]) == (6, "orphan_tool_result", "[5]")
+    code, out, _ = _run(capsys, "view", str(db), "--session", session)
+    assert "left out at import: 1" in out and "orphan_tool_result" in out
+    code, out, _ = _run(capsys, "replay", str(db), "--session", session, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["ok"] and result["left_out_at_import"] == 1
+    code, out, _ = _run(capsys, "replay", str(db), "--session", session)
+    assert "left out at import: 1" in out and "(line 6)" in out
 
 
 def test_two_chat_logs_share_a_store_and_session_names_one(
@@ -269,3 +312,100 @@ def test_simulate_refuses_bad_input(
     assert code == 1 and "no transcript or folder" in err and not out
     code, _, err = _run(capsys, "simulate", str(chat), "--window", "0")
     assert code == 1 and "--window" in err
+
+
+AIDER = (
+    "# aider chat started at 2024-08-05 19:33:02\n\n#### hello\n\nHi there.\n\n"
+    "# aider chat started at 2024-08-05 19:40:00\n\n#### again\n\nSure.\n\n"
+    "# aider chat started at 2024-08-05 19:50:00\n\n#### last\n\nDone.\n"
+)
+
+
+def test_import_of_a_folder_writes_each_transcript_once(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (chat.parent / "other.json").write_text(json.dumps([*CHAT[:2], CHAT[-1]]))
+    (chat.parent / "nested").mkdir()
+    (chat.parent / "nested" / "history.md").write_text(AIDER)
+    (chat.parent / "notes.txt").write_text("not a transcript")
+    db = tmp_path / "folder.db"
+    code, out, _ = _run(capsys, "import", str(chat.parent), "--db", str(db), "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert len(result["reports"]) == 3 and result["skipped"] == result["failed"] == []
+    sessions = result["sessions"]
+    assert len({s["session"] for s in sessions}) == len(sessions) == 1 + 1 + 3
+    code, out, _ = _run(capsys, "import", str(chat.parent), "--db", str(db))
+    assert code == 0 and "0 imported, 3 imported before, 0 failed" in out
+    code, out, _ = _run(capsys, "sessions", str(db), "--json")
+    assert len(json.loads(out)) == 5
+
+
+def test_a_folder_import_lists_what_it_cannot_import_and_a_lenient_run_adds_it(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    orphan = chat.parent / "orphan.json"
+    orphan.write_text(json.dumps([*CHAT, {"role": "tool", "tool_call_id": "nope", "content": "?"}]))
+    db = tmp_path / "folder.db"
+    code, out, err = _run(capsys, "import", str(chat.parent), "--db", str(db), "--json")
+    assert code == 1 and "1 of 2 transcripts were not imported" in err
+    result = json.loads(out)
+    assert [f["source"] for f in result["failed"]] == [str(orphan)]
+    assert "orphan_tool_result" in result["failed"][0]["error"]
+    assert [s["source"] for s in result["sessions"]] == [str(chat)]
+    code, out, _ = _run(capsys, "import", str(chat.parent), "--db", str(db), "--lenient", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["skipped"] == [str(chat)]
+    assert [(s["source"], s["left_out"]) for s in result["sessions"]] == [(str(orphan), 1)]
+
+
+def test_an_interrupted_import_is_taken_up_where_it_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "history.md"
+    history.write_text(AIDER)
+    db = tmp_path / "resumed.db"
+    append = SessionLog.append
+    calls: list[int] = []
+
+    async def interrupted(log: SessionLog, events: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("interrupted")
+        return await append(log, events)
+
+    monkeypatch.setattr(SessionLog, "append", interrupted)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        _run(capsys, "import", str(history), "--db", str(db))
+    monkeypatch.setattr(SessionLog, "append", append)
+    code, out, _ = _run(capsys, "import", str(history), "--db", str(db), "--json")
+    assert code == 0
+    statuses = [s["status"] for s in json.loads(out)["sessions"]]
+    assert statuses == ["present", "written", "written"]
+    code, out, _ = _run(capsys, "import", str(history), "--db", str(db), "--json")
+    assert json.loads(out)["skipped"] == [str(history)]
+
+
+def test_export_trace_writes_a_session_that_imports_again(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "exported.db"
+    code, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+    (row,) = json.loads(out)["sessions"]
+    code, out, _ = _run(
+        capsys, "export-trace", str(db), "--session", row["session"], "--format", "openai-chat"
+    )
+    # the last answer's one text item comes back as a string
+    assert code == 0 and json.loads(out) == [*CHAT[:4], {**CHAT[4], "content": "Two files."}]
+    jsonl = tmp_path / "back.jsonl"
+    args = ["--session", row["session"], "--format", "claude-code", "--out", str(jsonl)]
+    code, out, _ = _run(capsys, "export-trace", str(db), *args)
+    assert code == 0 and not out
+    code, out, _ = _run(capsys, "import", str(jsonl), "--db", str(tmp_path / "b.db"), "--json")
+    (again,) = json.loads(out)["sessions"]
+    assert code == 0 and json.loads(out)["report"]["format"] == "claude-code"
+    assert (again["messages"], again["tool_calls"]) == (row["messages"], row["tool_calls"])
+    code, _, err = _run(
+        capsys, "export-trace", str(db), "--session", "ses_x", "--format", "claude-code"
+    )
+    assert code == 1 and "no session 'ses_x'" in err

@@ -23,7 +23,9 @@ from contextledger.events import (
     EventDecodeError,
     FilePart,
     FileRange,
+    InputLeftOut,
     InstructionLoaded,
+    LeftOut,
     MemoryPinned,
     MessageAdded,
     MessageError,
@@ -220,6 +222,14 @@ EXAMPLES: dict[type[EventBase], EventBase] = {
     ),
     UsageReported: UsageReported(
         session_id=S, message_id="msg_2", usage=Usage(input=10, output=2), estimated_tokens=11
+    ),
+    InputLeftOut: InputLeftOut(
+        session_id=S,
+        source="t.jsonl",
+        items=(
+            LeftOut(line=3, kind="orphan_tool_result", reason="no call", field="content[0]"),
+            LeftOut(line=7, kind="progress", reason="not a message"),
+        ),
     ),
 }
 

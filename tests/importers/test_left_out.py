@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from contextledger.events._catalogue import PartAdded, ToolStateChanged
+from contextledger.events._catalogue import MessageAdded, PartAdded, ToolStateChanged
 from contextledger.events._parts import FilePart, ToolCompleted
 from contextledger.importers import (
     LeftOut,
@@ -79,16 +79,19 @@ def test_user_media_become_file_parts_and_unknown_items_are_left_out() -> None:
     ]
 
 
-def test_media_in_a_tool_result_are_attachments_and_in_an_answer_left_out() -> None:
+def test_media_in_a_tool_result_are_attachments_and_in_an_answer_file_parts() -> None:
     result = {**CHAT[3], "content": [{"type": "text", "text": "shot"}, IMAGE]}
     answer = {"role": "assistant", "content": [{"type": "text", "text": "A cat."}, IMAGE]}
     session = import_openai_chat_data([CHAT[1], CHAT[2], result, answer])
     (done,) = of_type(session.events, ToolStateChanged)
     assert isinstance(done.state, ToolCompleted) and done.state.output == "shot"
     assert [a.url for a in done.state.attachments] == ["data:image/jpeg;base64,AAAA"]
-    assert [(i.line, i.kind, i.field) for i in session.left_out] == [
-        (4, "item:media", "[3].content[1]")
+    last = of_type(session.events, MessageAdded)[-1]
+    parts = [
+        e.part for e in of_type(session.events, PartAdded) if e.part.message_id == last.message_id
     ]
+    assert [p.url for p in parts if isinstance(p, FilePart)] == ["data:image/jpeg;base64,AAAA"]
+    assert session.left_out == []
 
 
 def test_a_chat_takes_its_session_id_from_the_file() -> None:
