@@ -38,7 +38,7 @@ from contextledger.compaction._facts import (
 )
 from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.history._projection import Message
-from contextledger.policy._templates import NONE, SummaryTemplate, render_summary
+from contextledger.policy._templates import NONE, SummaryTemplate, missing_sections, render_summary
 from contextledger.providers._http import ProviderClient
 from contextledger.vocabulary._messages import ModelMessage, ModelText
 from contextledger.vocabulary._requests import CacheMark, Request
@@ -493,6 +493,7 @@ class ModelSummarizer:
             session_id=task.session_id,
             provider=self.client.wire.name,
             chars=len(text),
+            missing_sections=missing_sections(task.template, text) if text else [],
             cache_read=response.usage.cache_read,
             attempts=response.attempts,
         )

@@ -28,7 +28,15 @@ from contextledger.request._recording import (
     StartStep,
     ToolResult,
 )
-from contextledger.request._system import Skill, SystemSegments, family_prompt, system_blocks
+from contextledger.request._system import (
+    Skill,
+    SystemSegments,
+    family_prompt,
+    prompt_family,
+    render_skills,
+    static_environment,
+    system_blocks,
+)
 
 __all__ = [
     "AddText",
@@ -56,6 +64,9 @@ __all__ = [
     "global_instructions",
     "prepare_request",
     "project_instructions",
+    "prompt_family",
+    "render_skills",
+    "static_environment",
     "system_blocks",
     "system_for",
     "system_instructions",
