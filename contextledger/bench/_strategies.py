@@ -1,19 +1,19 @@
 """``strategies``: what each context strategy costs and retains on the trace sets, per
 provider, under the same constraints and with every cost counted.
 
-Every transcript of each trace set (``bench._sets``: ``tune``, the traces the constants were
-chosen on, and ``test``, the others) is replayed (``simulate_trace``) under pi's four
-strategies (``baseline``, ``truncate-500``, ``age-truncate-500-keep-3``,
-``compact-at-12000-structured``), ``last-40`` and ours (``default``), at a 200k window and at
-32k, with Anthropic prices (the trace's model when the table has it, else Claude Sonnet 4.5)
-and OpenAI's (``gpt-5``). A request over the window is refused and answered by an overflow
-compaction (pi's strategies: one, and one retry), and every compaction's summary is a model
-call priced like the session's own (``summarizer = "model"``); ``default`` is also priced
-with its extractive summarizer, which makes no call (``default/extractive``), and replayed
-with compactions that keep only the tail (``default/tail-only``: the retention a summary
-adds is the difference). ``--full`` adds
-Kilo's and opencode's (``opencode``) and MiMo Code's (``mimo-tiers``); ``--events N`` replays
-only the first N events of each session (for tests).
+Every transcript of the ``test`` trace set (``bench._sets``; ``--full`` adds ``tune``, the
+traces the constants were chosen on) is replayed (``simulate_trace``, the traces spread over
+the machine's cores) under pi's four strategies (``baseline``, ``truncate-500``,
+``age-truncate-500-keep-3``, ``compact-at-12000-structured``), ``last-40`` and ours
+(``default``), at a 200k window and at 32k, with Anthropic prices (the trace's model when the
+table has it, else Claude Sonnet 4.5) and OpenAI's (``gpt-5``). A request over the window is
+refused and answered by an overflow compaction (pi's strategies: one, and one retry), and every
+compaction's summary is a model call priced like the session's own (``summarizer = "model"``);
+``default`` is also priced with its extractive summarizer, which makes no call
+(``default/extractive``), and replayed with compactions that keep only the tail
+(``default/tail-only``: the retention a summary adds is the difference). ``--full`` adds Kilo's
+and opencode's (``opencode``) and MiMo Code's (``mimo-tiers``); ``--events N`` replays only the
+first N events of each session (for tests).
 
 Keys: ``sets`` -> set -> ``windows`` -> window -> ``traces`` -> trace -> strategy ->
 provider -> the ``TraceResult.summary`` figures (``cost`` = billed input + ``summary_cost``,
@@ -27,14 +27,18 @@ and, for ``default`` and ``default/extractive``, ``verdicts``: ``max_cost_vs_low
 which another strategy that finished is both cheaper and higher in retention),
 ``over_window_calls`` and ``failed``. At the top, the ``test`` set's counts over its windows
 and providers (the targets: 0): ``default_above_baseline``, ``default_dominated``,
-``default_over_window_calls``, ``default_failed``; ``tune_...`` the same for ``tune``.
+``default_over_window_calls``, ``default_failed``; with ``--full``, ``tune_...`` the same for
+``tune``.
 Targets on ``test``: ``default`` within 1.3x of its lower bound, summaries included, no
 over-window call, no failure, never above ``baseline``, never dominated.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Final
 
@@ -129,19 +133,19 @@ def _simulated(events: Sequence[Event], name: str, window: int, provider: Provid
     )
 
 
-def _window(
-    sessions: Sequence[tuple[str, Sequence[Event]]], names: Sequence[str], window: int
-) -> dict[str, Any]:
-    traces = {
-        trace: {
-            name: {
-                provider: _simulated(events, name, window, provider).summary()
-                for provider in PROVIDERS
-            }
-            for name in names
+def _trace_figures(job: tuple[Sequence[Event], tuple[str, ...], int]) -> dict[str, Any]:
+    """One trace at one window: each strategy's figures per provider (a worker's job)."""
+    events, names, window = job
+    return {
+        name: {
+            provider: _simulated(events, name, window, provider).summary() for provider in PROVIDERS
         }
-        for trace, events in sessions
+        for name in names
     }
+
+
+def _window(traces: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """One set at one window: the traces' figures and, per provider, the totals and verdicts."""
     providers = {
         provider: {
             **{name: _totals([t[name][provider] for t in traces.values()]) for name in names},
@@ -178,7 +182,8 @@ def _sessions(folder: Path, name: str, events: int | None) -> list[tuple[str, li
 def run(options: Options) -> dict[str, Any]:
     """Simulate and return the figures (see the module docstring)."""
     folder = DEFAULT_TRACES
-    sessions = {name: _sessions(folder, name, options.events) for name in TRACE_SETS}
+    chosen = TRACE_SETS if options.full else ("test",)
+    sessions = {name: _sessions(folder, name, options.events) for name in chosen}
     if not any(sessions.values()):
         return {"available": False, "reason": f"no Claude Code traces under {folder}"}
     names = (
@@ -189,10 +194,23 @@ def run(options: Options) -> dict[str, Any]:
         EXTRACTIVE,
         TAIL_ONLY,
     )
+    jobs = [
+        (name, window, trace, events)
+        for name, found in sessions.items()
+        for window in WINDOWS
+        for trace, events in found
+    ]
+    # Each trace is simulated on its own, so the jobs are spread over the machine's cores.
+    with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
+        figures = pool.map(_trace_figures, [(events, names, w) for _, w, _, events in jobs])
+        by_job = {(name, w, trace): f for (name, w, trace, _), f in zip(jobs, figures, strict=True)}
     sets: dict[str, dict[str, Any]] = {
         name: {
             "folders": list(TRACE_SETS[name]),
-            "windows": {str(w): _window(found, names, w) for w in WINDOWS},
+            "windows": {
+                str(w): _window({trace: by_job[name, w, trace] for trace, _ in found}, names)
+                for w in WINDOWS
+            },
         }
         for name, found in sessions.items()
         if found

@@ -14,8 +14,8 @@ from contextledger.bench._sets import TRACE_SETS, set_files
 
 
 def test_the_strategies_benchmark_reports_its_keys() -> None:
-    if not set_files(DEFAULT_TRACES, "tune"):
-        pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} has no tuning traces")
+    if not set_files(DEFAULT_TRACES, "test"):
+        pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} has no test traces")
     result = strategies.run(Options(events=120))
     expected = [
         *strategies.PI,
@@ -25,7 +25,7 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
         strategies.TAIL_ONLY,
     ]
     assert result["available"] and result["strategies"] == expected
-    assert set(result["sets"]) == set(TRACE_SETS)
+    assert set(result["sets"]) == {"test"}
     for name, per_set in result["sets"].items():
         assert set(per_set["windows"]) == {"200000", "32000"}
         for figures in per_set["windows"].values():
@@ -50,9 +50,21 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                     for key in ("cheaper_than_pi", "above_baseline", "dominated"):
                         assert set(verdict[key]) <= set(figures["traces"])
     for key in strategies.COUNTED:
-        assert result[f"default_{key}"] >= 0 and result[f"tune_default_{key}"] >= 0
+        assert result[f"default_{key}"] >= 0 and f"tune_default_{key}" not in result
     text = strategies.render(result)
     assert "test set, 200,000-token window" in text and "dominated on" in text
+
+
+def test_the_full_run_adds_the_tuning_set_and_kilo_and_mimo() -> None:
+    if not set_files(DEFAULT_TRACES, "tune"):
+        pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} has no tuning traces")
+    result = strategies.run(Options(events=40, full=True))
+    assert set(result["sets"]) == set(TRACE_SETS)
+    assert set(strategies.KILO_AND_MIMO) <= set(result["strategies"])
+    for key in strategies.COUNTED:
+        assert result[f"tune_default_{key}"] >= 0
+    tune = result["sets"]["tune"]["windows"]["32000"]["traces"]
+    assert len(tune) >= len(set_files(DEFAULT_TRACES, "tune"))
 
 
 def test_above_baseline_and_dominated_follow_their_definitions() -> None:
