@@ -12,7 +12,9 @@ It reads commands from stdin, one a line, and answers each with one line:
 It opens the SQLite store at DB, continues SESSION_ID from its stored version (through
 ``SessionLog``, so the projection is loaded from its snapshot plus the events after it), and
 appends batches forever. After each append returns it writes the last recorded seq to stdout
-and flushes, so every seq the parent reads was acknowledged by the store.
+and flushes, so every seq the parent reads was acknowledged by the store. A batch refused
+with ``StoreBusyError`` (the other writers held the lock too long; nothing written) is
+tried again, as the error advises.
 
 The batches have a structure the parent can check for all-or-nothing visibility:
 
@@ -51,7 +53,7 @@ from contextledger.events import (
 )
 from contextledger.history import History
 from contextledger.ledger import SessionLog
-from contextledger.store import Durability, SQLiteStore
+from contextledger.store import Durability, SQLiteStore, StoreBusyError
 from contextledger.store._writer import INLINE_COMMIT_BYTES
 
 #: Snapshots often, so restarts load from a snapshot plus a short tail.
@@ -151,13 +153,24 @@ async def main(path: str, session_id: str, seed: int) -> None:
     async with SQLiteStore.open(path, durability=durability) as store:
         log = await SessionLog.open(store, session_id, snapshot_every=SNAPSHOT_EVERY)
         if log.history.seq == 0:
-            started = SessionStarted(session_id=session_id, title="crash test")
-            recorded = await log.append([started])
-            print(recorded[-1].seq, flush=True)
+            await append(log, [SessionStarted(session_id=session_id, title="crash test")])
         writer = Writer(log.history, rng)
         while True:
-            recorded = await log.append(writer.next_batch())
-            print(recorded[-1].seq, flush=True)
+            await append(log, writer.next_batch())
+
+
+async def append(log: SessionLog, batch: list[Event]) -> None:
+    """Append ``batch`` and acknowledge it; when the other writers kept the file locked
+    longer than the store waits, nothing was written, so try the same batch again (what
+    ``StoreBusyError`` tells a caller to do)."""
+    while True:
+        try:
+            recorded = await log.append(batch)
+        except StoreBusyError as exc:
+            print(f"retrying after: {exc}", file=sys.stderr, flush=True)
+            continue
+        print(recorded[-1].seq, flush=True)
+        return
 
 
 def serve() -> None:

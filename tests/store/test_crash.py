@@ -48,7 +48,8 @@ MAX_RUN_SECONDS = 0.08
 EARLY_KILL_SHARE = 0.25
 EARLY_KILL_SECONDS = 0.05
 CHECK_EVERY = 10
-TIMEOUT = 20
+#: Seconds a writer may take to its first acknowledgement (a hang, not a slow machine).
+TIMEOUT = 60
 
 
 def acknowledged(path: Path) -> list[int]:
@@ -133,10 +134,20 @@ class Server:
         self._errors.close()
 
 
-def wait_for_first_ack(acks: Path) -> None:
+def exited(pid: int) -> bool:
+    """Whether the writer has ended (a zombie of the fork server, or gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def wait_for_first_ack(acks: Path, pid: int, errors: Path) -> None:
     deadline = time.monotonic() + TIMEOUT
     while b"\n" not in acks.read_bytes():
-        assert time.monotonic() < deadline, "no acknowledgement in time"
+        assert not exited(pid), f"the writer ended before its first append: {errors.read_text()}"
+        assert time.monotonic() < deadline, f"no acknowledgement in time: {errors.read_text()}"
         time.sleep(0.002)
 
 
@@ -164,7 +175,7 @@ def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
                 writers.append((session, acks, pid, early, delay))
             for session, acks, pid, early, delay in sorted(writers, key=lambda w: w[4]):
                 if not early:
-                    wait_for_first_ack(acks)
+                    wait_for_first_ack(acks, pid, errors)
                 time.sleep(max(0.0, started + delay - time.monotonic()))
                 os.kill(pid, signal.SIGKILL)
                 status = server.ask(f"wait {pid}")
