@@ -52,14 +52,26 @@ SourceKind = Literal["trace", "claude-code", "synthetic"]
 _logger = structlog.get_logger(__name__)
 
 
+#: How many skipped sessions the demo's header names with their reason (the log has all).
+SKIPPED_SHOWN: Final = 3
+
+
+class SkippedSession(msgspec.Struct, frozen=True, kw_only=True):
+    """A Claude Code session the demo passed over: its ``path`` and why it did not import."""
+
+    path: str
+    reason: str
+
+
 class SessionSource(msgspec.Struct, frozen=True, kw_only=True):
     """Where the demo's session came from: ``kind``, the transcript's ``path`` (None for a
-    generated one) and a short ``label`` for the report."""
+    generated one), a short ``label`` for the report, and the newer Claude Code sessions
+    ``skipped`` because they did not import."""
 
     kind: SourceKind
     path: str | None
     label: str
-    skipped: tuple[str, ...] = ()
+    skipped: tuple[SkippedSession, ...] = ()
 
     def describe(self) -> str:
         """One line for the demo's header."""
@@ -71,7 +83,13 @@ class SessionSource(msgspec.Struct, frozen=True, kw_only=True):
             said = f"a generated coding session ({self.label})"
         if self.skipped:
             n = len(self.skipped)
-            said += f"; skipped {n} Claude Code session{'' if n == 1 else 's'} that did not import"
+            shown = self.skipped[:SKIPPED_SHOWN]
+            why = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in shown)
+            more = f"; {n - SKIPPED_SHOWN:,} more in the log" if n > SKIPPED_SHOWN else ""
+            said += (
+                f"; skipped {n} Claude Code session{'' if n == 1 else 's'} that did not import "
+                f"({why}{more})"
+            )
         return said
 
 
@@ -116,13 +134,15 @@ def load_session(
         return SessionSource(kind="trace", path=str(trace), label=trace.name), import_session(trace)
     if turns < 1:
         raise ValueError(f"--turns must be 1 or more, not {turns}")
-    skipped: list[str] = []
+    skipped: list[SkippedSession] = []
     for path in claude_code_sessions(home):
         try:
             events = import_session(path)
         except (TraceImportError, ValueError) as exc:
             _logger.warning("claude code session skipped", path=str(path), error=str(exc))
-            skipped.append(str(path))
+            reason = exc.reason if isinstance(exc, TraceImportError) else str(exc)
+            where = f"line {exc.line}: " if isinstance(exc, TraceImportError) and exc.line else ""
+            skipped.append(SkippedSession(path=str(path), reason=where + reason))
             continue
         label = f"{path.parent.name}/{path.name}"
         source = SessionSource(

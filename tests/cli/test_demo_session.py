@@ -128,8 +128,28 @@ def test_a_claude_code_session_that_does_not_import_is_skipped_with_a_warning(
         source, _ = load_session(None, tmp_path)
     assert source.path == str(good)
     assert [(e["event"], e["path"]) for e in logs] == [("claude code session skipped", str(broken))]
-    assert source.skipped == (str(broken),)
-    assert "skipped 1 Claude Code session that did not import" in source.describe()
+    (skipped,) = source.skipped
+    assert skipped.path == str(broken)
+    assert skipped.reason.startswith("line 1: unknown trace format")
+    assert "skipped 1 Claude Code session that did not import (broken.jsonl: line 1: " in (
+        source.describe()
+    )
+
+
+def test_the_header_says_why_a_session_with_an_orphan_result_was_skipped(tmp_path: Path) -> None:
+    good = write_claude_code_session(tmp_path / ".claude/projects/p/good.jsonl")
+    lines = claude_code_lines("list the files")
+    orphan = json.loads(lines[2])
+    orphan["uuid"] = "uuid-0099"
+    orphan["message"]["content"][0]["tool_use_id"] = "toolu_none"
+    own = tmp_path / ".claude/projects/p/own.jsonl"
+    own.write_text("\n".join([*lines, json.dumps(orphan)]) + "\n")
+    os.utime(good, (1_000, 1_000))
+    source, _ = load_session(None, tmp_path)
+    assert source.path == str(good)
+    said = source.describe()
+    assert "skipped 1 Claude Code session that did not import (own.jsonl: line 5: " in said
+    assert "(orphan_tool_result)" in said
 
 
 def test_a_broken_trace_raises(tmp_path: Path) -> None:
