@@ -1,13 +1,12 @@
-"""``import``, ``replay`` and ``simulate``: bring a transcript into a store, check that a
-stored session replays to what was recorded, and price context strategies on transcripts with
-the prompt-cache simulator."""
+"""``export-trace``, ``replay`` and ``simulate``: write a stored session back as a transcript,
+check that a stored session replays to what was recorded, and price context strategies on
+transcripts with the prompt-cache simulator; and the text of an import's report."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -16,18 +15,11 @@ from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
 from contextledger.config import Config
 from contextledger.events._catalogue import (
     LeftOut,
-    MessageAdded,
-    PartAdded,
     RequestSent,
-    SessionStarted,
 )
-from contextledger.events._errors import LedgerError
-from contextledger.events._parts import ModelRef, ToolPart
+from contextledger.events._parts import ModelRef
 from contextledger.history._projection import History
-from contextledger.importers._detect import import_with_report, source_digest, transcripts_under
 from contextledger.importers._export import export_trace
-from contextledger.importers._imported import ImportedSession
-from contextledger.importers._openhands_v1 import is_conversation_folder
 from contextledger.importers._report import ImportReport, by_reason
 from contextledger.ledger import SessionLog
 from contextledger.policy._cache import place_marks
@@ -44,153 +36,6 @@ from contextledger.simulation import (
 )
 from contextledger.store._sqlite import SQLiteStore
 from contextledger.strategies import StrategyError
-
-#: The key of ``SessionStarted.config`` that holds the SHA-256 of the transcript a session was
-#: imported from. Only a file's first session carries it, and it is written last, so the key
-#: stands for a whole file written: an interrupted import is taken up again from that file.
-SOURCE_HASH: Final = "source_sha256"
-
-
-async def import_(args: argparse.Namespace) -> None:
-    """Import ``args.trace`` (a transcript, or a folder of them) into ``args.db``, one append
-    per session; skip each transcript imported before (by content hash; ``--session`` imports
-    one again under that name). Print (or return with ``--json``) the sessions and the report
-    of what was read, written and left out. A transcript that cannot be imported stops a
-    single import; in a folder it is listed as failed, the others are imported and the command
-    fails at the end."""
-    paths = _transcripts(args.trace)
-    if args.session is not None and len(paths) != 1:
-        raise ValueError("--session names one session: give a transcript, not a folder")
-    done = await _imported_hashes(args.db)
-    rows: list[dict[str, Any]] = []
-    reports: list[ImportReport] = []
-    skipped: list[str] = []
-    failed: list[dict[str, str]] = []
-    with Progress("import") as bar:
-        for n, path in enumerate(paths):
-            bar.update(n, len(paths), path.name)
-            try:
-                digest = source_digest(path)
-                if digest in done and args.session is None:
-                    skipped.append(str(path))
-                    continue
-                result = import_with_report(path, session_id=args.session, lenient=args.lenient)
-                rows.extend(await _write(args.db, result.sessions, digest, str(path)))
-            except (OSError, LedgerError, ValueError) as exc:
-                if len(paths) == 1:
-                    raise _unreadable(path, exc) from exc
-                failed.append({"source": str(path), "error": str(_unreadable(path, exc))})
-                continue
-            done.add(digest)
-            reports.append(result.report)
-        bar.update(len(paths), len(paths))
-    _print_import(args, rows, reports, skipped, failed)
-    if failed:
-        raise ValueError(f"{len(failed):,} of {len(paths):,} transcripts were not imported")
-
-
-def _transcripts(path: Path) -> list[Path]:
-    """The transcripts ``path`` names: itself, or those under it (see ``transcripts_under``)."""
-    if path.is_dir() and not is_conversation_folder(path):
-        found = transcripts_under(path)
-        if not found:
-            raise ValueError(f"no transcript under {path}")
-        return found
-    return [path]
-
-
-def _unreadable(path: Path, exc: Exception) -> Exception:
-    return ValueError(f"cannot read {path}: {exc}") if isinstance(exc, OSError) else exc
-
-
-async def _imported_hashes(db: Path) -> set[str]:
-    """The content hashes of the transcripts imported into ``db`` (none when it is absent)."""
-    if not db.exists():
-        return set()
-    hashes: set[str] = set()
-    async with SQLiteStore.open(db, create=False) as store:
-        for stream in await store.streams():
-            (first,) = await store.read(stream, 1, 1)
-            digest = (
-                first.event.config.get(SOURCE_HASH)
-                if isinstance(first.event, SessionStarted)
-                else None
-            )
-            if isinstance(digest, str):
-                hashes.add(digest)
-    return hashes
-
-
-async def _write(
-    db: Path, sessions: list[ImportedSession], digest: str, source: str
-) -> list[dict[str, Any]]:
-    """Append each of ``sessions`` (and their children) to ``db``, the first one last with
-    ``digest`` in its config. A session in ``db`` already with the same start (written by an
-    interrupted import of the same file) is left as it is; one with another start is an
-    error."""
-    first, *rest = [s for top in sessions for s in top.sessions()]
-    started = first.events[0]
-    assert isinstance(started, SessionStarted)
-    marked = [msgspec.structs.replace(started, config={**started.config, SOURCE_HASH: digest})]
-    first = msgspec.structs.replace(first, events=[*marked, *first.events[1:]])
-    rows: list[dict[str, Any]] = []
-    async with SQLiteStore.open(db) as store:
-        for session in [*rest, first]:
-            log = await SessionLog.open(store, session.session_id)
-            present = log.history.seq > 0
-            if present and log.history.state.started != session.events[0]:
-                raise ValueError(f"session {session.session_id!r} is already in {db}")
-            if not present:
-                await log.append(session.events)
-            rows.append(_row(session, source, "present" if present else "written"))
-    return rows
-
-
-def _row(session: ImportedSession, source: str, status: str) -> dict[str, Any]:
-    events = session.events
-    return {
-        "session": session.session_id,
-        "source": source,
-        "status": status,
-        "events": len(events),
-        "messages": sum(isinstance(e, MessageAdded) for e in events),
-        "tool_calls": sum(
-            isinstance(e, PartAdded) and isinstance(e.part, ToolPart) for e in events
-        ),
-        "left_out": len(session.left_out),
-    }
-
-
-def _print_import(
-    args: argparse.Namespace,
-    rows: list[dict[str, Any]],
-    reports: list[ImportReport],
-    skipped: list[str],
-    failed: list[dict[str, str]],
-) -> None:
-    single = not args.trace.is_dir() or is_conversation_folder(args.trace)
-    if args.json:
-        out: dict[str, Any] = {"sessions": rows, "skipped": skipped, "failed": failed}
-        out["reports"] = [msgspec.to_builtins(r) for r in reports]
-        if single and reports:
-            out["report"] = out["reports"][0]
-        emit_json(out)
-        return
-    columns = ["session", "status", "events", "messages", "tool_calls", "left_out"]
-    emit_table(rows, columns if single else ["source", *columns])
-    if single:
-        for report in reports:
-            for line in report_lines(report):
-                emit_text(line)
-    else:
-        emit_text(
-            f"transcripts: {len(reports):,} imported, {len(skipped):,} imported before, "
-            f"{len(failed):,} failed"
-        )
-    for item in failed:
-        emit_text(f"failed: {item['error']}")
-    if single and skipped:
-        emit_text(f"{skipped[0]} was imported before: nothing written")
 
 
 async def export_trace_(args: argparse.Namespace) -> None:
@@ -420,10 +265,10 @@ async def simulate(args: argparse.Namespace) -> None:
 __all__ = [
     "DEFAULT_WINDOW",
     "export_trace_",
-    "import_",
     "imported_left_out",
     "left_out_lines",
     "replay",
+    "report_lines",
     "run_simulation",
     "simulate",
 ]

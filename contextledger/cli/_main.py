@@ -42,6 +42,7 @@ from contextledger.cli import _analysis as analysis
 from contextledger.cli import _benching as benching
 from contextledger.cli import _commands as commands
 from contextledger.cli import _diffing as diffing
+from contextledger.cli import _importing as importing
 from contextledger.cli import _maintenance as maintenance
 from contextledger.cli import _reporting as reporting
 from contextledger.cli import _storage as storage
@@ -239,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "output": commands.output,
         "compact": maintenance.compact,
         "prune": maintenance.prune,
-        "import": analysis.import_,
+        "import": importing.import_,
         "export-trace": analysis.export_trace_,
         "replay": analysis.replay,
         "check": storage.check,

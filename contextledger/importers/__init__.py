@@ -2,7 +2,8 @@
 SWE-agent, mini-swe-agent, Gemini CLI, opencode, aider, OpenAI chat logs); ``import_trace``
 picks the format by content, ``import_with_report`` also says what was read, written and left
 out. Both refuse input that is no valid conversation unless told to be lenient. ``export_trace``
-writes a session back as an OpenAI chat log or a Claude Code transcript."""
+writes a session back as an OpenAI chat log or a Claude Code transcript. ``first_difference``
+compares a stored session with a transcript imported again (``StoredSessionDiffers``)."""
 
 from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import import_aider, import_aider_lines
@@ -24,6 +25,13 @@ from contextledger.importers._export import (
     export_trace,
 )
 from contextledger.importers._gemini_cli import import_gemini_cli, import_gemini_cli_data
+from contextledger.importers._grown import (
+    SOURCE_EVENTS,
+    SOURCE_HASH,
+    Difference,
+    StoredSessionDiffers,
+    first_difference,
+)
 from contextledger.importers._imported import ApiCall, ImportedSession
 from contextledger.importers._mini_swe_agent import (
     import_mini_swe_agent,
@@ -45,16 +53,21 @@ __all__ = [
     "FORMATS",
     "INVALID_KINDS",
     "NO_MESSAGE",
+    "SOURCE_EVENTS",
+    "SOURCE_HASH",
     "ApiCall",
+    "Difference",
     "ImportReport",
     "ImportResult",
     "ImportedSession",
     "LeftOut",
+    "StoredSessionDiffers",
     "TraceImportError",
     "detect_format",
     "export_claude_code",
     "export_openai_chat",
     "export_trace",
+    "first_difference",
     "import_aider",
     "import_aider_lines",
     "import_claude_code",

@@ -65,11 +65,6 @@ NO_SESSION: Final = "text before the first session header that holds no message"
 EMPTY_SESSION: Final = "a session header followed by no message (console output at most)"
 
 
-def is_aider_history(text: str) -> bool:
-    """Whether ``text`` (a file's start) is an aider chat history."""
-    return any(HEADER.match(line) for line in text.splitlines())
-
-
 def import_aider(path: str | Path, *, session_id: str | None = None) -> list[ImportedSession]:
     """Import every session of the aider history at ``path``; ``session_id`` names the first
     session (the others get ids derived from their content)."""

@@ -47,7 +47,12 @@ from contextledger.events._parts import (
     ToolPending,
     Usage,
 )
-from contextledger.importers._imported import ApiCall, ImportedSession, derived_session_id
+from contextledger.importers._imported import (
+    ApiCall,
+    HashedKey,
+    ImportedSession,
+    derived_session_id,
+)
 
 #: Where the synthetic clock of a format without timestamps starts (2023-11-14T22:13:20Z).
 SYNTHETIC_START_MS: Final = 1_700_000_000_000
@@ -121,7 +126,7 @@ class ChatBuilder:
         session_id: str | None,
         start_ms: int | None = None,
         config: dict[str, Any] | None = None,
-        key: str | bytes | None = None,
+        key: str | bytes | HashedKey | None = None,
     ) -> None:
         self.fmt = fmt
         self.config: dict[str, Any] = {"source": fmt, **(config or {})}

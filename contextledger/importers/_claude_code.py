@@ -25,8 +25,10 @@
   ``prompt`` is its first user text (``parent_call_id``).
 
 Tool calls that never got a result stay pending (the model view pairs them later). Session
-ids are derived from the file's content (``derived_session_id`` over the SHA-256 of its lines;
-a child's from that and its position), so two files never share one; message and part ids are
+ids are derived from the file's name and first line (``derived_session_id`` over them and the
+start; a child's from that and its position): a session that goes on keeps its id (its
+transcript imported again is appended to), and a resumed session's file, which copies the
+first records under another name, gets its own; message and part ids are
 our own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
 API ``message_id``), ``SessionStarted.config`` the original ``sessionId``. Text holding a lone
@@ -188,12 +190,15 @@ def _parsed(
     lines: Iterable[bytes | str], source: str, lenient: bool
 ) -> tuple[list[_Line], list[LeftOut], str]:
     """The records of ``lines``, the malformed ones left out (``lenient``; else the first
-    raises) and the key of the session id (the SHA-256 of the lines)."""
+    raises) and the key of the session id: the file's name and the SHA-256 of its first line,
+    which stay the same as the session goes on (a resumed session's new file copies the first
+    records under another name)."""
     malformed: list[LeftOut] = []
     records: list[_Line] = []
-    digest = hashlib.sha256()
+    digest: str | None = None
     for number, data in _nonblank(lines):
-        digest.update(data.rstrip(b"\r\n") + b"\n")
+        if digest is None:
+            digest = hashlib.sha256(data.rstrip(b"\r\n")).hexdigest()
         try:
             line = _parse_line(data, number, source)
             if lenient:
@@ -204,7 +209,7 @@ def _parsed(
             malformed.append(malformed_record(e))
             continue
         records.append(line)
-    return records, malformed, f"claude-code:{digest.hexdigest()}"
+    return records, malformed, f"claude-code:{Path(source).name}:{digest}"
 
 
 def _subagent_meta(path: Path) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from contextledger.events._catalogue import LeftOut
-from contextledger.importers._aider import import_aider_lines, is_aider_history
+from contextledger.importers._aider import HEADER, import_aider_lines
 from contextledger.importers._claude_code import import_claude_code_lines, import_subagents
 from contextledger.importers._codex import import_codex_lines
 from contextledger.importers._errors import TraceImportError
@@ -50,7 +50,7 @@ from contextledger.importers._openhands_v1 import (
     is_conversation_folder,
     is_v1_event,
 )
-from contextledger.importers._records import json_lines, not_json
+from contextledger.importers._records import decode_json, json_lines, not_json
 from contextledger.importers._report import ImportResult, import_report
 from contextledger.importers._strictness import checked
 from contextledger.importers._swe_agent import import_swe_agent_data
@@ -75,6 +75,9 @@ CODEX_TYPES: Final = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 )
 _MINI_MARK: Final = "```mswea_bash_command"
+#: How much of a file's start tells whether it can be JSON (its first character that is not
+#: blank; a file that starts with more blank space is read as text).
+_HEAD: Final = 1 << 12
 _LINE_FORMATS: Final = frozenset({"openhands", "claude-code", "codex", "openhands-v1"})
 _KNOWN: Final = (
     "Claude Code JSONL, Codex rollout, OpenHands output.jsonl or V1 events, SWE-agent .traj, "
@@ -115,8 +118,9 @@ def import_with_report(
             with path.open("rb") as lines:
                 imported = _import_lines(fmt, lines, source, session_id, lenient)
         else:
-            fmt, document = _detect(path.read_bytes(), source)
+            fmt, document = _detect_file(path, source)
             imported = _import(fmt, document, path, source, session_id, lenient)
+            del document  # each importer holds what it still needs
     if fmt == "claude-code" and (path.with_suffix("") / "subagents").is_dir():
         import_subagents(imported[0], path.with_suffix(""), lenient=lenient)
     sessions = checked(imported, source=source, lenient=lenient)
@@ -133,11 +137,12 @@ def detect_format(path: str | Path) -> str:
         raise TraceImportError(
             str(path), 0, "", "a folder that is not an OpenHands V1 conversation"
         )
-    return _detect(path.read_bytes(), str(path))[0]
+    return _detect_file(path, str(path))[0]
 
 
-#: How much of a file ``source_digest`` reads at a time.
-_DIGEST_CHUNK: Final = 1 << 20
+#: How much of a file ``source_digest`` reads at a time: a read allocates its whole size even
+#: when the file is shorter, and 64 KiB keeps hashing at full speed.
+_DIGEST_CHUNK: Final = 1 << 16
 
 
 def source_digest(path: str | Path) -> str:
@@ -179,24 +184,35 @@ def transcripts_under(folder: str | Path) -> list[Path]:
 
 
 def _is_aider(path: Path) -> bool:
-    return is_aider_history(path.read_bytes().decode("utf-8", "replace"))
+    """Whether the file at ``path`` is an aider chat history, read a line at a time up to its
+    first session header."""
+    with path.open(encoding="utf-8", errors="replace") as text:
+        return any(HEADER.match(line) for line in text)
 
 
 # --- detection -----------------------------------------------------------------------------
 
 
-def _detect(data: bytes, source: str) -> tuple[str, Any]:
-    """The format of ``data`` and, for a JSON document, the decoded document."""
-    text = data.decode("utf-8", "replace")
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
-        if is_aider_history(text):
+def _detect_file(path: Path, source: str) -> tuple[str, Any]:
+    """The format of the file at ``path`` and, for a JSON document, the decoded document. Only
+    a file that starts like JSON is read whole."""
+    with path.open("rb") as f:
+        head = f.read(_HEAD).lstrip()[:1]
+    if head not in (b"{", b"["):
+        if _is_aider(path):
             return "aider", None
         raise _unknown(source, 1)
+    return _detect(path.read_bytes(), source)
+
+
+def _detect(data: bytes, source: str) -> tuple[str, Any]:
+    """The format of ``data`` (which starts like JSON) and, for a JSON document, the decoded
+    document (``decode_json``)."""
     try:
-        document = json.loads(text)
+        document = decode_json(data)
     except json.JSONDecodeError as whole:
-        return _lines_format(text.splitlines(), source, whole), None
+        lines = data.decode("utf-8", "replace").splitlines()
+        return _lines_format(lines, source, whole), None
     return _document_format(document, source), document
 
 

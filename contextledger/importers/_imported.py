@@ -70,10 +70,21 @@ class ImportedSession(msgspec.Struct, kw_only=True):
         return [call for session in self.sessions() for call in session.calls]
 
 
-def derived_session_id(start_ms: int, key: str | bytes) -> str:
+class HashedKey(msgspec.Struct, frozen=True):
+    """A session id's key given by its SHA-256 (hex), for a key too large to hold whole (a
+    document's content, hashed as it is encoded)."""
+
+    sha256: str
+
+
+def derived_session_id(start_ms: int, key: str | bytes | HashedKey) -> str:
     """A session id from the source: ``ses_`` with ``start_ms`` and 24 bits of the SHA-256 of
     ``key`` (the source's own session id, or its content), so the same source always gets the
     same id and two sources (almost) never share one."""
-    data = key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key
-    counter = int(hashlib.sha256(data).hexdigest()[:_HASH_HEX_DIGITS], 16)
+    if isinstance(key, HashedKey):
+        digest = key.sha256
+    else:
+        data = key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key
+        digest = hashlib.sha256(data).hexdigest()
+    counter = int(digest[:_HASH_HEX_DIGITS], 16)
     return format_id("ses", max(start_ms, 0), counter)

@@ -25,6 +25,7 @@ times: a synthetic clock starts at ``SYNTHETIC_START_MS`` and advances one secon
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mimetypes
 from pathlib import Path
@@ -42,7 +43,7 @@ from contextledger.importers._builder import (
     ToolCall,
 )
 from contextledger.importers._errors import TraceImportError
-from contextledger.importers._imported import ImportedSession
+from contextledger.importers._imported import HashedKey, ImportedSession
 from contextledger.importers._records import (
     count,
     load_json,
@@ -234,9 +235,41 @@ def json_arguments(raw: Any, source: str, line: int, at: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def document_key(data: Any) -> bytes:
-    """What a document's derived session id is made from: its content as JSON."""
-    return json.dumps(data, ensure_ascii=False, default=repr).encode("utf-8", "surrogatepass")
+#: How deep ``document_key`` walks a document before it encodes a value whole: to the items of
+#: a document's message list, so that no more than one item's text is held at a time.
+_KEY_DEPTH: Final = 3
+
+
+def document_key(data: Any, prefix: bytes = b"") -> HashedKey:
+    """What a document's derived session id is made from: ``prefix`` and its content as JSON
+    (as ``json.dumps`` writes it), hashed as it is encoded."""
+    digest = hashlib.sha256(prefix)
+    _hash_json(digest, data, _KEY_DEPTH)
+    return HashedKey(digest.hexdigest())
+
+
+def _hash_json(digest: Any, value: Any, depth: int) -> None:
+    """Feed ``value``'s ``json.dumps`` text to ``digest``, a container's items one by one down
+    to ``depth``."""
+    if depth and isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        digest.update(b"{")
+        for i, (key, item) in enumerate(value.items()):
+            digest.update(b"%s%s: " % (b", " if i else b"", _json_text(key)))
+            _hash_json(digest, item, depth - 1)
+        digest.update(b"}")
+    elif depth and isinstance(value, list) and value:
+        digest.update(b"[")
+        for i, item in enumerate(value):
+            if i:
+                digest.update(b", ")
+            _hash_json(digest, item, depth - 1)
+        digest.update(b"]")
+    else:
+        digest.update(_json_text(value))
+
+
+def _json_text(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, default=repr).encode("utf-8", "surrogatepass")
 
 
 def record_unread(builder: ChatBuilder, content: ChatContent, line: int, *, media: bool) -> None:

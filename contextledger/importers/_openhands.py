@@ -137,7 +137,7 @@ class _Run:
             fmt=FORMAT,
             session_id=session_id,
             config=self._config(),
-            key=b"%d:" % line + document_key(run),
+            key=document_key(run, b"%d:" % line),
         )
         model = _model(run)
         if model is not None:

@@ -10,11 +10,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
 from contextledger.events._catalogue import LeftOut
 from contextledger.importers._errors import TraceImportError
 
 #: The kind of a record a lenient import left out for being malformed.
 MALFORMED_RECORD: Final = "malformed_record"
+_DOCUMENT: Final = msgspec.json.Decoder()
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 
@@ -32,11 +35,23 @@ def malformed_record(error: TraceImportError) -> LeftOut:
     return LeftOut(line=error.line, kind=MALFORMED_RECORD, reason=error.reason, field=error.field)
 
 
-def parse_document(data: bytes, source: str) -> Any:
-    """``data`` decoded as one JSON document (bytes that are not UTF-8 become U+FFFD);
-    ``TraceImportError`` at the line the parser stopped at when it is not JSON."""
+def decode_json(data: bytes) -> Any:
+    """``data`` decoded as one JSON document (bytes that are not UTF-8 become U+FFFD), or
+    ``json.JSONDecodeError`` saying where it stops. msgspec decodes it from the bytes (no text
+    copy, about 1.7 bytes of objects per byte, where the json module peaks at 6); the json
+    module only what msgspec refuses (JSON lines, a broken document, bytes that are not UTF-8,
+    ``NaN``)."""
     try:
+        return _DOCUMENT.decode(data)
+    except msgspec.DecodeError:
         return json.loads(data.decode("utf-8", "replace"))
+
+
+def parse_document(data: bytes, source: str) -> Any:
+    """``data`` decoded as one JSON document (``decode_json``); ``TraceImportError`` at the
+    line the parser stopped at when it is not JSON."""
+    try:
+        return decode_json(data)
     except json.JSONDecodeError as e:
         raise TraceImportError(source, e.lineno, "", not_json(e)) from None
 

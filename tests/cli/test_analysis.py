@@ -75,7 +75,9 @@ def test_import_writes_one_session_and_counts_it(
     assert len(json.loads(out)) == row["events"]
     chat.write_text(json.dumps(CHAT[:2]))
     code, _, err = _run(capsys, "import", str(chat), "--db", str(db), "--session", row["session"])
-    assert code == 1 and "already in" in err
+    assert code == 1
+    assert f"session {row['session']!r} is in the store and differs" in err
+    assert "at seq 4 (stored message.added, transcript no event)" in err
 
 
 def test_import_prints_what_it_read_wrote_and_left_out(
@@ -365,19 +367,21 @@ def test_an_interrupted_import_is_taken_up_where_it_stopped(
     history = tmp_path / "history.md"
     history.write_text(AIDER)
     db = tmp_path / "resumed.db"
-    append = SessionLog.append
+    append = SQLiteStore.append
     calls: list[int] = []
 
-    async def interrupted(log: SessionLog, events: Any) -> Any:
+    async def interrupted(store: SQLiteStore, stream: str, version: int, events: Any) -> Any:
         calls.append(1)
         if len(calls) == 2:
             raise RuntimeError("interrupted")
-        return await append(log, events)
+        return await append(store, stream, version, events)
 
-    monkeypatch.setattr(SessionLog, "append", interrupted)
+    monkeypatch.setattr(SQLiteStore, "append", interrupted)
     with pytest.raises(RuntimeError, match="interrupted"):
         _run(capsys, "import", str(history), "--db", str(db))
-    monkeypatch.setattr(SessionLog, "append", append)
+    monkeypatch.setattr(SQLiteStore, "append", append)
+    code, out, _ = _run(capsys, "sessions", str(db), "--json")
+    assert len(json.loads(out)) == 1  # the session being written when it stopped is gone
     code, out, _ = _run(capsys, "import", str(history), "--db", str(db), "--json")
     assert code == 0
     statuses = [s["status"] for s in json.loads(out)["sessions"]]

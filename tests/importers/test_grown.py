@@ -1,0 +1,205 @@
+"""A transcript imported again: a grown one (or one whose import was cut short) is appended to,
+an edited one refused naming its first difference, and nothing of a failed write is left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextledger.events._catalogue import Event, SessionStarted
+from contextledger.importers import SOURCE_EVENTS, SOURCE_HASH, first_difference
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.store._sqlite import SQLiteStore
+from tests.cli.generated import run_cli
+
+TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+CLAUDE_CODE = TRACES / "claude-code-jsonl" / "vsla_5f8cbb78-38d3-47e9-9504-baa93bb166c9.jsonl"
+EVENTS = synthetic_session("ses_grown", seed=3, turns=3)
+
+
+def _lines() -> list[bytes]:
+    if not CLAUDE_CODE.is_file():
+        pytest.skip(f"shared/traces not present: {CLAUDE_CODE} does not exist")
+    return CLAUDE_CODE.read_bytes().splitlines(keepends=True)
+
+
+def _prompt_lines(lines: list[bytes]) -> list[int]:
+    """The indexes of the lines that start a user turn of the main session (a prompt given as
+    text)."""
+    found = []
+    for i, raw in enumerate(lines):
+        record = json.loads(raw)
+        message = record.get("message") or {}
+        main = record.get("type") == "user" and not record.get("isSidechain")
+        if main and isinstance(message.get("content"), str):
+            found.append(i)
+    return found
+
+
+def _stored(db: Path) -> dict[str, list[Any]]:
+    async def read() -> dict[str, list[Any]]:
+        async with SQLiteStore.open(db, create=False) as store:
+            return {
+                stream: [msgspec.to_builtins(r.event) for r in await store.read(stream)]
+                for stream in await store.streams()
+            }
+
+    return trio.run(read)
+
+
+def _import(capsys: pytest.CaptureFixture[str], path: Path, db: Path) -> tuple[int, Any, str]:
+    code, out, err = run_cli(capsys, "import", str(path), "--db", str(db), "--json")
+    return code, json.loads(out) if out else None, err
+
+
+def _without_marks(stored: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    for events in stored.values():
+        config = events[0]["config"]
+        events[0]["config"] = {
+            k: v for k, v in config.items() if k not in (SOURCE_HASH, SOURCE_EVENTS)
+        }
+    return stored
+
+
+def test_a_claude_code_session_that_went_on_is_appended_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _lines()
+    prompts = _prompt_lines(lines)
+    cut = prompts[len(prompts) // 2]
+    transcript = tmp_path / CLAUDE_CODE.name
+    transcript.write_bytes(b"".join(lines[:cut]))
+    db = tmp_path / "grown.db"
+    code, first, _ = _import(capsys, transcript, db)
+    assert code == 0 and {s["status"] for s in first["sessions"]} == {"written"}
+    transcript.write_bytes(b"".join(lines))
+    code, again, _ = _import(capsys, transcript, db)
+    assert code == 0
+    # The main session is written last; its sub-agents' sessions come before it.
+    top, before = again["sessions"][-1], first["sessions"][-1]
+    assert top["status"] == "appended" and top["session"] == before["session"]
+    assert top["events"] > before["events"]
+    assert {s["status"] for s in again["sessions"]} <= {"present", "appended", "written"}
+    whole = tmp_path / "whole.db"
+    assert _import(capsys, transcript, whole)[0] == 0
+    assert _without_marks(_stored(db)) == _without_marks(_stored(whole))
+    code, same, _ = _import(capsys, transcript, db)
+    assert code == 0 and {s["status"] for s in same["sessions"]} == {"present"}
+
+
+def test_an_edited_transcript_is_refused_naming_the_first_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _lines()
+    second_prompt = _prompt_lines(lines)[1]  # the first line names the session
+    transcript = tmp_path / CLAUDE_CODE.name
+    transcript.write_bytes(b"".join(lines))
+    db = tmp_path / "edited.db"
+    assert _import(capsys, transcript, db)[0] == 0
+    before = _stored(db)
+    record = json.loads(lines[second_prompt])
+    record["message"]["content"] = "an edited prompt"
+    lines[second_prompt] = json.dumps(record).encode() + b"\n"
+    transcript.write_bytes(b"".join(lines))
+    code, _, err = _import(capsys, transcript, db)
+    assert code == 1
+    assert "is in the store and differs from the transcript at seq " in err
+    assert "field 'part.text'" in err and "'an edited prompt'" in err
+    assert _stored(db) == before
+
+
+def test_an_import_killed_while_writing_is_completed_on_the_next_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _lines()
+    transcript = tmp_path / CLAUDE_CODE.name
+    transcript.write_bytes(b"".join(lines))
+    whole = tmp_path / "whole.db"
+    assert _import(capsys, transcript, whole)[0] == 0
+    stored = _stored(whole)
+    # The main session is the one whose first event carries the file's hash.
+    (session_id,) = [s for s, events in stored.items() if SOURCE_HASH in events[0]["config"]]
+
+    async def killed() -> None:
+        # What a run killed after its first appends leaves: the start of the session, marked.
+        async with SQLiteStore.open(whole, create=False) as source:
+            events = [r.event for r in await source.read(session_id, 1, 300)]
+        async with SQLiteStore.open(tmp_path / "killed.db") as store:
+            await store.append(session_id, 0, events)
+
+    trio.run(killed)
+    code, resumed, _ = _import(capsys, transcript, tmp_path / "killed.db")
+    assert code == 0 and resumed["sessions"][-1]["status"] == "appended"
+    assert resumed["skipped"] == []
+    assert _stored(tmp_path / "killed.db") == stored
+
+
+def test_a_session_is_all_or_nothing_when_a_write_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _lines()
+    append = SQLiteStore.append
+    calls: list[int] = []
+
+    async def failing(store: SQLiteStore, stream: str, version: int, events: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("disk gone")
+        return await append(store, stream, version, events)
+
+    monkeypatch.setattr(SQLiteStore, "append", failing)
+    db = tmp_path / "failed.db"
+    code, _, err = run_cli(capsys, "import", str(CLAUDE_CODE), "--db", str(db))
+    assert code == 1 and "disk gone" in err
+    assert len(calls) == 3  # two batches were written, then removed
+    assert _stored(db) == {}
+
+
+# --- the comparison ---------------------------------------------------------------------------
+
+
+@given(st.integers(min_value=0, max_value=len(EVENTS)))
+def test_every_start_of_a_session_is_no_difference(n: int) -> None:
+    assert first_difference(EVENTS[:n], EVENTS) is None
+    assert first_difference(EVENTS[n : n + 5], EVENTS[n:], first_seq=n + 1) is None
+
+
+@given(st.integers(min_value=0, max_value=len(EVENTS) - 1), st.data())
+def test_a_changed_event_is_the_first_difference(i: int, data: st.DataObject) -> None:
+    changed = list(EVENTS)
+    event = changed[i]
+    time_ms = data.draw(st.integers(min_value=0).filter(lambda t: t != event.time_ms))
+    changed[i] = msgspec.structs.replace(event, time_ms=time_ms)
+    difference = first_difference(changed, EVENTS)
+    assert difference is not None
+    assert (difference.seq, difference.field) == (i + 1, "time_ms")
+    shown = "the default" if time_ms == 0 else repr(time_ms)  # events omit default values
+    assert difference.stored == shown and difference.imported == repr(event.time_ms)
+
+
+@given(st.integers(min_value=0, max_value=len(EVENTS) - 1))
+def test_more_stored_events_than_the_transcript_holds_is_a_difference(n: int) -> None:
+    difference = first_difference(EVENTS, EVENTS[:n])
+    assert difference is not None and (difference.seq, difference.imported) == (n + 1, "no event")
+
+
+def test_the_import_marks_of_the_first_event_are_no_difference() -> None:
+    started = EVENTS[0]
+    assert isinstance(started, SessionStarted)
+    marked: list[Event] = [
+        msgspec.structs.replace(
+            started, config={**started.config, SOURCE_HASH: "ab", SOURCE_EVENTS: 9}
+        ),
+        *EVENTS[1:],
+    ]
+    assert first_difference(marked, EVENTS) is None
+    other = msgspec.structs.replace(started, config={**started.config, "cwd": "/elsewhere"})
+    difference = first_difference([other], EVENTS)
+    assert difference is not None and difference.field == "config.cwd"
