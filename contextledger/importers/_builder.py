@@ -13,7 +13,8 @@ backwards) or a synthetic clock. What the input holds but no event carries is re
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Final
 
 import msgspec
@@ -47,12 +48,14 @@ from contextledger.events._parts import (
     ToolPending,
     Usage,
 )
+from contextledger.importers._errors import TraceImportError
 from contextledger.importers._imported import (
     ApiCall,
     HashedKey,
     ImportedSession,
     derived_session_id,
 )
+from contextledger.importers._records import MALFORMED_RECORD, malformed_record
 
 #: Where the synthetic clock of a format without timestamps starts (2023-11-14T22:13:20Z).
 SYNTHETIC_START_MS: Final = 1_700_000_000_000
@@ -114,6 +117,22 @@ class _Pending(msgspec.Struct):
     tool: str
     input: dict[str, Any]
     started_ms: int
+
+
+class _Checkpoint(msgspec.Struct, kw_only=True):
+    """What ``ChatBuilder.record`` restores when a record fails."""
+
+    events: int
+    calls: int
+    message_ids: int
+    left_out: int
+    pending: dict[str, _Pending]
+    skipped: Counter[str]
+    read: Counter[str]
+    config: dict[str, Any]
+    now: int | None
+    last_user: str | None
+    model: ModelRef | None
 
 
 class ChatBuilder:
@@ -182,6 +201,55 @@ class ChatBuilder:
     def messages(self) -> int:
         """How many messages were written so far."""
         return len(self._message_ids)
+
+    @contextmanager
+    def record(self, *, lenient: bool, state: object | None = None) -> Iterator[None]:
+        """Build from one input record (a message of a JSON document). With ``lenient``, a
+        ``TraceImportError`` it raises undoes what it built (events, calls, pending calls,
+        counts, left-out items, the clock, and the attributes of the importer's own
+        ``state`` object) and leaves the record out as malformed, with the error's line,
+        field and reason; without, the error goes on."""
+        if not lenient:
+            yield
+            return
+        kept = {
+            name: value.copy() if isinstance(value, dict | list | set) else value
+            for name, value in (vars(state) if state is not None else {}).items()
+        }
+        saved = _Checkpoint(
+            events=len(self._events),
+            calls=len(self._calls),
+            message_ids=len(self._message_ids),
+            left_out=len(self.left_out),
+            pending=dict(self._pending),
+            skipped=Counter(self.skipped),
+            read=Counter(self.read),
+            config=dict(self.config),
+            now=self._now,
+            last_user=self._last_user,
+            model=self.model,
+        )
+        try:
+            yield
+        except TraceImportError as error:
+            self._restore(saved)
+            if state is not None:
+                vars(state).update(kept)
+            self.read[MALFORMED_RECORD] += 1
+            self.skipped[MALFORMED_RECORD] += 1
+            self.left_out.append(malformed_record(error))
+
+    def _restore(self, saved: _Checkpoint) -> None:
+        for event in self._events[saved.events :]:
+            if isinstance(event, PartAdded) and isinstance(event.part, ToolPart):
+                self._used_call_ids.discard(event.part.call_id)
+        del self._events[saved.events :]
+        del self._calls[saved.calls :]
+        del self._message_ids[saved.message_ids :]
+        del self.left_out[saved.left_out :]
+        self._pending = saved.pending
+        self.skipped, self.read, self.config = saved.skipped, saved.read, saved.config
+        self._now, self._last_user, self.model = saved.now, saved.last_user, saved.model
 
     # --- turns ----------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ aider chat history when it has a ``# aider chat started at`` header. A file that
 document is:
 
 - a SWE-agent trajectory: an object with ``history`` and ``trajectory`` (or ``info``), or a
-  demonstration (an object whose ``history`` holds ``role`` messages);
+  demonstration (an object whose ``history`` holds ``role`` messages; here and below, one
+  such message is enough: a malformed one among them is the importer's to report);
 - a mini-swe-agent trajectory: an object whose ``trajectory_format`` names mini-swe-agent, or
   a list of ``{role, content}`` messages whose assistant messages hold a
   `` ```mswea_bash_command `` block (or, without any ``tool_calls``, a `` ```bash `` block
@@ -100,7 +101,7 @@ def import_with_report(
     Strict by default: input that is not a valid conversation (an orphan or duplicate result,
     a duplicate call id, a malformed record) raises ``TraceImportError`` naming its line and
     field; with ``lenient`` the rest is imported (a malformed line of a JSON lines file is left
-    out, in a JSON document it is still an error). Input that yields no message is
+    out, and so is a malformed message of a JSON document). Input that yields no message is
     an error. Each session that left something out ends with an ``InputLeftOut`` event."""
     path = Path(path)
     source = str(path)
@@ -110,7 +111,7 @@ def import_with_report(
                 source, 0, "", "a folder that is not an OpenHands V1 conversation"
             )
         fmt = "openhands-v1"
-        imported = [import_openhands_v1(path, session_id=session_id)]
+        imported = [import_openhands_v1(path, session_id=session_id, lenient=lenient)]
     else:
         streamed = _lines_format_of(path, source)
         if streamed is not None:
@@ -266,15 +267,18 @@ def _import(
         return [
             import_openhands_v1_events([(1, document, "")], source=source, session_id=session_id)
         ]
-    if fmt == "swe-agent":
-        return [import_swe_agent_data(document, source=source, session_id=session_id)]
-    if fmt == "mini-swe-agent":
-        return [import_mini_swe_agent_data(document, source=source, session_id=session_id)]
-    if fmt == "gemini-cli":
-        return [import_gemini_cli_data(document, source=source, session_id=session_id)]
-    if fmt == "opencode":
-        return [import_opencode_data(document, source=source, session_id=session_id)]
-    return [import_openai_chat_data(document, source=source, session_id=session_id)]
+    importer = _DOCUMENT_IMPORTERS[fmt]
+    return [importer(document, source=source, session_id=session_id, lenient=lenient)]
+
+
+#: The importer of each format whose file is one JSON document of messages.
+_DOCUMENT_IMPORTERS: Final = {
+    "swe-agent": import_swe_agent_data,
+    "mini-swe-agent": import_mini_swe_agent_data,
+    "gemini-cli": import_gemini_cli_data,
+    "opencode": import_opencode_data,
+    "openai-chat": import_openai_chat_data,
+}
 
 
 def _document_format(document: Any, source: str) -> str:
@@ -282,7 +286,7 @@ def _document_format(document: Any, source: str) -> str:
         history = document.get("history")
         if "history" in document and ("trajectory" in document or "info" in document):
             return "swe-agent"
-        if isinstance(history, list) and history and all(_is_message(m) for m in history):
+        if isinstance(history, list) and any(_is_message(m) for m in history):
             return "swe-agent"
         if str(document.get("trajectory_format", "")).startswith("mini-swe-agent"):
             return "mini-swe-agent"
@@ -292,7 +296,7 @@ def _document_format(document: Any, source: str) -> str:
             return "opencode"
         if isinstance(document.get("messages"), list):
             return "mini-swe-agent" if _looks_mini(document["messages"]) else "openai-chat"
-    if isinstance(document, list) and document and all(_is_message(m) for m in document):
+    if isinstance(document, list) and any(_is_message(m) for m in document):
         return "mini-swe-agent" if _looks_mini(document) else "openai-chat"
     return _record_format(document, source, 1)
 

@@ -69,15 +69,21 @@ def is_gemini_cli(document: Any) -> bool:
     )
 
 
-def import_gemini_cli(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_gemini_cli(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the Gemini CLI recording at ``path``."""
-    return import_gemini_cli_data(load_json(path), source=str(path), session_id=session_id)
+    return import_gemini_cli_data(
+        load_json(path), source=str(path), session_id=session_id, lenient=lenient
+    )
 
 
 def import_gemini_cli_data(
-    data: Any, *, source: str = "<data>", session_id: str | None = None
+    data: Any, *, source: str = "<data>", session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import a decoded recording; pure. See the module docstring for the rules."""
+    """Import a decoded recording; pure. See the module docstring for the rules. With
+    ``lenient`` a malformed message is left out (``ChatBuilder.record``) instead of refusing
+    the recording."""
     document = require_object(data, source, 1, "")
     source_id = require_str(document, "sessionId", source, 1, "")
     messages = require_list(document.get("messages"), source, 1, "messages")
@@ -89,7 +95,8 @@ def import_gemini_cli_data(
             builder.config[key] = document[key]
     builder.started_ms = iso_ms(document.get("startTime"))
     for i, raw in enumerate(messages):
-        _message(builder, raw, source, i + 1, f"messages[{i}]")
+        with builder.record(lenient=lenient):
+            _message(builder, raw, source, i + 1, f"messages[{i}]")
     return builder.build()
 
 

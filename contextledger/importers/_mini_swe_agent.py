@@ -49,23 +49,43 @@ ACTION_BLOCK: Final = re.compile(
 )
 
 
-def import_mini_swe_agent(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_mini_swe_agent(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the mini-swe-agent trajectory at ``path``."""
-    return import_mini_swe_agent_data(load_json(path), source=str(path), session_id=session_id)
+    return import_mini_swe_agent_data(
+        load_json(path), source=str(path), session_id=session_id, lenient=lenient
+    )
 
 
 def import_mini_swe_agent_data(
-    data: Any, *, source: str = "<data>", session_id: str | None = None
+    data: Any, *, source: str = "<data>", session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import a decoded trajectory; pure. See the module docstring for the rules."""
+    """Import a decoded trajectory; pure. See the module docstring for the rules. With
+    ``lenient`` a malformed message is left out (``ChatBuilder.record``) instead of refusing
+    the trajectory."""
     messages, at = chat_messages(data, source)
     builder = ChatBuilder(
         fmt=FORMAT, session_id=session_id, config=_config(data), key=document_key(data)
     )
-    pending: str | None = None
-    actions = 0
+    trajectory = _Trajectory(builder, source)
     for i, raw in enumerate(messages):
-        line, where = i + 1, f"{at}[{i}]"
+        with builder.record(lenient=lenient, state=trajectory):
+            trajectory.message(raw, i + 1, f"{at}[{i}]")
+    return builder.build()
+
+
+class _Trajectory:
+    """Reads a trajectory's messages; ``pending`` is the action call a user message answers."""
+
+    def __init__(self, builder: ChatBuilder, source: str) -> None:
+        self.builder = builder
+        self.source = source
+        self.pending: str | None = None
+        self.actions = 0
+
+    def message(self, raw: Any, line: int, where: str) -> None:
+        builder, source = self.builder, self.source
         message = require_object(raw, source, line, where)
         role = require_str(message, "role", source, line, where)
         builder.read[role] += 1
@@ -75,17 +95,17 @@ def import_mini_swe_agent_data(
         if role == "system":
             if "system_prompt" in builder.config:
                 builder.leave_out(line, "system", LATER_SYSTEM, where)
-                continue
+                return
             builder.skipped["system"] += 1
             builder.config["system_prompt"] = text
         elif role == "assistant":
-            pending = None
+            self.pending = None
             command, rest = split_action(text)
             calls: list[ToolCall] = []
             if command is not None:
-                actions += 1
-                pending = f"mini-{actions}"
-                calls = [ToolCall(pending, ACTION_TOOL, {"command": command})]
+                self.actions += 1
+                self.pending = f"mini-{self.actions}"
+                calls = [ToolCall(self.pending, ACTION_TOOL, {"command": command})]
             usage, model = _extra(message)
             builder.assistant(
                 now=builder.tick(),
@@ -97,14 +117,13 @@ def import_mini_swe_agent_data(
             )
         elif role == "user":
             now = builder.tick()
-            if pending is not None:
-                builder.result(pending, text, now=now, line=line)
-                pending = None
+            if self.pending is not None:
+                builder.result(self.pending, text, now=now, line=line)
+                self.pending = None
             else:
                 builder.user([text], now=now)
         else:
             raise TraceImportError(source, line, f"{where}.role", f"unknown role {role!r}")
-    return builder.build()
 
 
 def split_action(text: str) -> tuple[str | None, str]:

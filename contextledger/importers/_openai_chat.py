@@ -285,15 +285,21 @@ def record_unread(builder: ChatBuilder, content: ChatContent, line: int, *, medi
 # --- the OpenAI chat importer ------------------------------------------------------------------
 
 
-def import_openai_chat(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_openai_chat(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the chat log (a JSON list of messages, or ``{"messages": [...]}``) at ``path``."""
-    return import_openai_chat_data(load_json(path), source=str(path), session_id=session_id)
+    return import_openai_chat_data(
+        load_json(path), source=str(path), session_id=session_id, lenient=lenient
+    )
 
 
 def import_openai_chat_data(
-    data: Any, *, source: str = "<data>", session_id: str | None = None
+    data: Any, *, source: str = "<data>", session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import a decoded chat log; pure. See the module docstring for the rules."""
+    """Import a decoded chat log; pure. See the module docstring for the rules. With
+    ``lenient`` a malformed message is left out (``ChatBuilder.record``) instead of refusing
+    the log."""
     messages, at = chat_messages(data, source)
     own_id = data.get("id") if isinstance(data, dict) else None
     key = f"openai-chat:{own_id}" if isinstance(own_id, str) and own_id else document_key(data)
@@ -304,7 +310,8 @@ def import_openai_chat_data(
     if isinstance(data, dict) and isinstance(data.get("model"), str):
         builder.model = ModelRef(provider_id="openai", model_id=data["model"])
     for i, raw in enumerate(messages):
-        _chat_message(builder, raw, source, i + 1, f"{at}[{i}]")
+        with builder.record(lenient=lenient):
+            _chat_message(builder, raw, source, i + 1, f"{at}[{i}]")
     return builder.build()
 
 

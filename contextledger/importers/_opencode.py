@@ -65,8 +65,13 @@ ERROR_NAMES: Final[dict[str, ErrorName]] = {
 }
 
 
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "info" in value and "parts" in value
+
+
 def is_opencode_export(document: Any) -> bool:
-    """Whether a JSON document is an opencode export."""
+    """Whether a JSON document is an opencode export (one of its first messages is enough: a
+    malformed one is the importer's to report)."""
     if not isinstance(document, dict):
         return False
     info, messages = document.get("info"), document.get("messages")
@@ -74,19 +79,25 @@ def is_opencode_export(document: Any) -> bool:
         isinstance(info, dict)
         and isinstance(info.get("id"), str)
         and isinstance(messages, list)
-        and all(isinstance(m, dict) and "info" in m and "parts" in m for m in messages[:3])
+        and (not messages or any(_is_message(m) for m in messages[:3]))
     )
 
 
-def import_opencode(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_opencode(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the opencode export at ``path``."""
-    return import_opencode_data(load_json(path), source=str(path), session_id=session_id)
+    return import_opencode_data(
+        load_json(path), source=str(path), session_id=session_id, lenient=lenient
+    )
 
 
 def import_opencode_data(
-    data: Any, *, source: str = "<data>", session_id: str | None = None
+    data: Any, *, source: str = "<data>", session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import a decoded export; pure. See the module docstring for the rules."""
+    """Import a decoded export; pure. See the module docstring for the rules. With
+    ``lenient`` a malformed message is left out (``ChatBuilder.record``) instead of refusing
+    the export."""
     document = require_object(data, source, 1, "")
     info = require_object(document.get("info"), source, 1, "info")
     source_id = require_str(info, "id", source, 1, "info")
@@ -103,7 +114,8 @@ def import_opencode_data(
         builder.started_ms = time["created"]
     export = _Export(builder, source)
     for i, raw in enumerate(messages):
-        export.message(raw, i + 1, f"messages[{i}]")
+        with builder.record(lenient=lenient, state=export):
+            export.message(raw, i + 1, f"messages[{i}]")
     return builder.build()
 
 

@@ -47,7 +47,13 @@ from contextledger.importers._errors import TraceImportError
 from contextledger.importers._imported import ImportedSession
 from contextledger.importers._openai_chat import LATER_SYSTEM, document_key, openai_usage
 from contextledger.importers._openhands_v1 import import_openhands_v1_events, is_v1_event
-from contextledger.importers._records import iso_ms, json_lines, loose_literal, require_object
+from contextledger.importers._records import (
+    iso_ms,
+    json_lines,
+    loose_literal,
+    malformed_record,
+    require_object,
+)
 
 FORMAT: Final = "openhands"
 #: Event fields of the older, flattened schema that are no tool input.
@@ -76,14 +82,20 @@ def import_openhands_lines(
     lenient: bool = False,
 ) -> list[ImportedSession]:
     """Import runs given as JSON lines; pure. See the module docstring for the rules. With
-    ``lenient`` a line that is not JSON is left out (reported with the first run)."""
+    ``lenient`` a line that is not JSON, or a run that is malformed, is left out (reported
+    with the first run)."""
     sessions: list[ImportedSession] = []
     session_ids = IdGenerator("ses")
     malformed: list[LeftOut] | None = [] if lenient else None
     for number, value in json_lines(lines, source, malformed):
-        run = require_object(value, source, number, "")
         given = session_id if not sessions else None
-        sessions.append(_Run(run, source, number, given).run(session_ids))
+        try:
+            run = require_object(value, source, number, "")
+            sessions.append(_Run(run, source, number, given).run(session_ids))
+        except TraceImportError as error:
+            if malformed is None:
+                raise
+            malformed.append(malformed_record(error))
     if sessions:
         sessions[0].add_left_out(malformed or [])
     return sessions

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
+from contextledger.events._catalogue import LeftOut
 from contextledger.events._parts import ModelRef, Usage
 from contextledger.importers._builder import (
     AssistantItem,
@@ -51,6 +52,7 @@ from contextledger.importers._records import (
     iso_ms,
     json_lines,
     load_json,
+    malformed_record,
     mapping,
     require_str,
     text_or_none,
@@ -93,17 +95,21 @@ def is_v1_event(value: Any) -> bool:
     return isinstance(kind, str) and kind.endswith(("Event", "Observation"))
 
 
-def import_openhands_v1(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_openhands_v1(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the V1 conversation at ``path``: a JSON lines file of events, a folder of
-    per-event files, or one event file."""
+    per-event files, or one event file. With ``lenient`` an event file of a folder that is
+    not JSON is left out (``malformed_record``, its position and name)."""
     path = Path(path)
     if path.is_dir():
-        files = _event_files(path)
-        base = _base_state(path)
-        numbered = ((n, load_json(f), f"{f.name}:") for n, f in enumerate(files, 1))
-        return import_openhands_v1_events(
-            numbered, source=str(path), session_id=session_id, base_state=base
+        malformed: list[LeftOut] | None = [] if lenient else None
+        numbered = _read_files(_event_files(path), malformed)
+        session = import_openhands_v1_events(
+            numbered, source=str(path), session_id=session_id, base_state=_base_state(path)
         )
+        session.add_left_out(malformed or [])
+        return session
     data = path.read_bytes()
     try:
         single = json.loads(data.decode("utf-8", "replace"))
@@ -114,6 +120,20 @@ def import_openhands_v1(path: str | Path, *, session_id: str | None = None) -> I
     else:
         events = ((n, v, "") for n, v in json_lines(data.splitlines(), str(path)))
     return import_openhands_v1_events(events, source=str(path), session_id=session_id)
+
+
+def _read_files(
+    files: list[Path], malformed: list[LeftOut] | None
+) -> Iterator[tuple[int, Any, str]]:
+    """``(position, event, "name:")`` of each event file; one that is not JSON raises, or,
+    given a ``malformed`` list, is added to it."""
+    for n, file in enumerate(files, 1):
+        try:
+            yield n, load_json(file), f"{file.name}:"
+        except TraceImportError as error:
+            if malformed is None:
+                raise
+            malformed.append(malformed_record(error, line=n, field=file.name))
 
 
 def import_openhands_v1_events(

@@ -30,9 +30,17 @@ def not_json(error: json.JSONDecodeError) -> str:
     )
 
 
-def malformed_record(error: TraceImportError) -> LeftOut:
-    """The left-out entry of a record a lenient import skipped for ``error``."""
-    return LeftOut(line=error.line, kind=MALFORMED_RECORD, reason=error.reason, field=error.field)
+def malformed_record(
+    error: TraceImportError, *, line: int | None = None, field: str | None = None
+) -> LeftOut:
+    """The left-out entry of a record a lenient import skipped for ``error``, at the error's
+    line and field unless given (a folder's file: its position and name)."""
+    return LeftOut(
+        line=error.line if line is None else line,
+        kind=MALFORMED_RECORD,
+        reason=error.reason,
+        field=error.field if field is None else field,
+    )
 
 
 def decode_json(data: bytes) -> Any:

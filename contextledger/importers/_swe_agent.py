@@ -58,15 +58,21 @@ DEMONSTRATION: Final = (
 )
 
 
-def import_swe_agent(path: str | Path, *, session_id: str | None = None) -> ImportedSession:
+def import_swe_agent(
+    path: str | Path, *, session_id: str | None = None, lenient: bool = False
+) -> ImportedSession:
     """Import the SWE-agent trajectory at ``path``."""
-    return import_swe_agent_data(load_json(path), source=str(path), session_id=session_id)
+    return import_swe_agent_data(
+        load_json(path), source=str(path), session_id=session_id, lenient=lenient
+    )
 
 
 def import_swe_agent_data(
-    data: Any, *, source: str = "<data>", session_id: str | None = None
+    data: Any, *, source: str = "<data>", session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import a decoded trajectory; pure. See the module docstring for the rules."""
+    """Import a decoded trajectory; pure. See the module docstring for the rules. With
+    ``lenient`` a malformed history message is left out (``ChatBuilder.record``) instead of
+    refusing the trajectory."""
     traj = require_object(data, source, 1, "")
     history = traj.get("history")
     if not isinstance(history, list):
@@ -78,7 +84,8 @@ def import_swe_agent_data(
         builder.config["demonstration"] = True
     importer = _Importer(builder, source)
     for i, raw in enumerate(history):
-        importer.message(raw, i + 1, f"history[{i}]")
+        with builder.record(lenient=lenient, state=importer):
+            importer.message(raw, i + 1, f"history[{i}]")
     return builder.build()
 
 
