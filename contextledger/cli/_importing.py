@@ -1,9 +1,11 @@
 """``import``: transcripts (one, or a folder of them) into a store.
 
-A session is written in appends of ``WRITE_BATCH`` events, each batch released once written,
-so the type-checked copies and encodings of a long session never exist all at once. A session
-new to the store is all or nothing: when a write fails or is cancelled, what was written of it
-is deleted. A session already in the store (its transcript grew, or a run was killed while
+A transcript's sessions are imported whole, then each is written in small appends (at most
+``WRITE_BATCH`` events and ``WRITE_BYTES`` of encodings), each batch released once written:
+the type-checked copies and encodings of a long session never exist all at once, and no
+projection of it is built (its first reader builds one). A session new to the store is all
+or nothing: when a write fails or is cancelled, what was written of it is deleted. A session
+already in the store (its transcript grew, or a run was killed while
 writing it) is compared with the transcript event by event: the rest is appended when the
 stored events are its start, and ``StoredSessionDiffers`` names the first difference
 otherwise.
@@ -40,10 +42,11 @@ from contextledger.store._sqlite import SQLiteStore
 
 #: Events per append at most: enough to spread a transaction's cost thin.
 WRITE_BATCH: Final = 200
-#: Encoded bytes per append at most (but one event): the batch's type-checked copies and
-#: encodings stay small next to what is imported, however large its events are (one event of
-#: the shared opencode export is 55 KB, 200 of it are 0.4-1.5 MB).
-WRITE_BYTES: Final = 1 << 16
+#: Encoded bytes per append at most (but one event): the batch's type-checked copies stay small
+#: next to what is imported, however large its events are. Decoded, events of many small JSON
+#: values weigh up to 8 times their encoding (an OpenHands V1 batch of 83 KB peaks at 0.7 MB);
+#: 200 events of the shared opencode export are 0.4-1.5 MB encoded.
+WRITE_BYTES: Final = 1 << 14
 
 
 async def import_(args: argparse.Namespace) -> None:
