@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -51,7 +52,7 @@ from contextledger.importers._openhands_v1 import (
     is_conversation_folder,
     is_v1_event,
 )
-from contextledger.importers._records import decode_json, json_lines, not_json
+from contextledger.importers._records import decode_json, json_lines, lazy_document, not_json
 from contextledger.importers._report import ImportResult, import_report
 from contextledger.importers._strictness import checked
 from contextledger.importers._swe_agent import import_swe_agent_data
@@ -195,26 +196,25 @@ def _is_aider(path: Path) -> bool:
 
 
 def _detect_file(path: Path, source: str) -> tuple[str, Any]:
-    """The format of the file at ``path`` and, for a JSON document, the decoded document. Only
-    a file that starts like JSON is read whole."""
+    """The format of the file at ``path`` and, for a JSON document, the document: for a format
+    whose file is a document of messages, its lists decoded an item at a time from a memory
+    map of the file (``lazy_document``), else decoded whole."""
     with path.open("rb") as f:
         head = f.read(_HEAD).lstrip()[:1]
-    if head not in (b"{", b"["):
-        if _is_aider(path):
-            return "aider", None
-        raise _unknown(source, 1)
-    return _detect(path.read_bytes(), source)
-
-
-def _detect(data: bytes, source: str) -> tuple[str, Any]:
-    """The format of ``data`` (which starts like JSON) and, for a JSON document, the decoded
-    document (``decode_json``)."""
+        if head not in (b"{", b"["):
+            if _is_aider(path):
+                return "aider", None
+            raise _unknown(source, 1)
+        buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        document = decode_json(data)
+        document = lazy_document(buffer)
     except json.JSONDecodeError as whole:
-        lines = data.decode("utf-8", "replace").splitlines()
+        lines = buffer[:].decode("utf-8", "replace").splitlines()
         return _lines_format(lines, source, whole), None
-    return _document_format(document, source), document
+    fmt = _document_format(document, source)
+    if fmt not in _DOCUMENT_IMPORTERS:
+        document = decode_json(buffer)
+    return fmt, document
 
 
 def _lines_format_of(path: Path, source: str) -> str | None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ast
 import json
+import mmap
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, SupportsIndex, overload
 
 import msgspec
 
@@ -18,6 +19,8 @@ from contextledger.importers._errors import TraceImportError
 #: The kind of a record a lenient import left out for being malformed.
 MALFORMED_RECORD: Final = "malformed_record"
 _DOCUMENT: Final = msgspec.json.Decoder()
+_RAW_LIST: Final = msgspec.json.Decoder(list[msgspec.Raw])
+_RAW_TOP: Final = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 
@@ -43,7 +46,7 @@ def malformed_record(
     )
 
 
-def decode_json(data: bytes) -> Any:
+def decode_json(data: bytes | msgspec.Raw | mmap.mmap) -> Any:
     """``data`` decoded as one JSON document (bytes that are not UTF-8 become U+FFFD), or
     ``json.JSONDecodeError`` saying where it stops. msgspec decodes it from the bytes (no text
     copy, about 1.7 bytes of objects per byte, where the json module peaks at 6); the json
@@ -52,7 +55,49 @@ def decode_json(data: bytes) -> Any:
     try:
         return _DOCUMENT.decode(data)
     except msgspec.DecodeError:
-        return json.loads(data.decode("utf-8", "replace"))
+        return json.loads(bytes(data).decode("utf-8", "replace"))
+
+
+class LazyItems(list[Any]):
+    """A list of a JSON document whose items stay undecoded (``msgspec.Raw`` views of the
+    buffer the document was decoded from) until they are read: iterating, indexing or slicing
+    decodes them one at a time (``decode_json``), so the list holds no decoded item of its
+    own. Only iteration, ``len``, indexing and slicing read items."""
+
+    def __iter__(self) -> Iterator[Any]:
+        for raw in super().__iter__():
+            yield decode_json(raw)
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
+        if isinstance(index, slice):
+            return [decode_json(raw) for raw in super().__getitem__(index)]
+        return decode_json(super().__getitem__(index))
+
+
+def lazy_document(buffer: bytes | mmap.mmap) -> Any:
+    """The JSON document in ``buffer`` (bytes, or a memory map of a file) with each list at its
+    top (the document itself when it is one) a ``LazyItems``: a document's messages are then
+    decoded one at a time as an importer reads them, and the buffer is never copied.
+    ``json.JSONDecodeError`` when it is not one JSON document (see ``decode_json``)."""
+    try:
+        top = _RAW_TOP.decode(buffer)
+    except (msgspec.DecodeError, msgspec.ValidationError):  # not JSON, or a number, ...
+        return decode_json(bytes(buffer))
+    if isinstance(top, list):
+        return LazyItems(top)
+    return {key: _lazy_value(raw) for key, raw in top.items()}
+
+
+def _lazy_value(raw: msgspec.Raw) -> Any:
+    if bytes(memoryview(raw)[:1]) == b"[":
+        return LazyItems(_RAW_LIST.decode(raw))
+    return decode_json(raw)
 
 
 def parse_document(data: bytes, source: str) -> Any:
