@@ -50,7 +50,7 @@ listed in ``left_out`` with its line and reason. A malformed line raises ``Trace
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -129,11 +129,16 @@ STATE_LINE: Final = "Codex's environment and agent state, not a message"
 def import_codex(
     path: str | Path, *, session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import the Codex rollout at ``path``. ``session_id`` overrides the derived id; with
-    ``lenient`` a malformed line is left out instead of refused."""
+    """Import the Codex rollout at ``path``, reading it twice (see ``_import_rollout``) so
+    that no more than one record is held at a time. ``session_id`` overrides the derived id;
+    with ``lenient`` a malformed line is left out instead of refused."""
     path = Path(path)
-    with path.open("rb") as f:
-        return import_codex_lines(f, source=str(path), session_id=session_id, lenient=lenient)
+
+    def read() -> Iterator[bytes]:
+        with path.open("rb") as f:
+            yield from f
+
+    return _import_rollout(read, str(path), session_id, lenient)
 
 
 def import_codex_lines(
@@ -144,18 +149,35 @@ def import_codex_lines(
     lenient: bool = False,
 ) -> ImportedSession:
     """Import a rollout given as its lines; pure. See the module docstring for the rules."""
+    held = list(lines)
+    return _import_rollout(lambda: iter(held), source, session_id, lenient)
+
+
+def _import_rollout(
+    read: Callable[[], Iterator[bytes | str]], source: str, session_id: str | None, lenient: bool
+) -> ImportedSession:
+    """Import the rollout whose lines each call of ``read`` gives: read twice, first for the
+    user items a later event mirrors (``_typed_user_items``), then to build the session, so
+    no more than one record is held at a time."""
+    typed = _typed_user_items(_records(read(), source, [] if lenient else None))
     malformed: list[LeftOut] | None = [] if lenient else None
-    records: list[_Line] = []
+    session = _Rollout(_records(read(), source, malformed), typed, source, session_id).run()
+    session.add_left_out(malformed or [])
+    return session
+
+
+def _records(
+    lines: Iterable[bytes | str], source: str, malformed: list[LeftOut] | None
+) -> Iterator[_Line]:
+    """The records of ``lines``; a malformed one raises, or, given a ``malformed`` list, is
+    added to it."""
     for number, value in json_lines(lines, source, malformed):
         try:
-            records.append(_record(value, source, number))
+            yield _record(value, source, number)
         except TraceImportError as e:
             if malformed is None:
                 raise
             malformed.append(malformed_record(e))
-    session = _Rollout(records, source, session_id).run()
-    session.add_left_out(malformed or [])
-    return session
 
 
 class _Line(msgspec.Struct, frozen=True):
@@ -219,7 +241,9 @@ class _Call:
 
 
 class _Rollout:
-    def __init__(self, lines: list[_Line], source: str, session_id: str | None) -> None:
+    def __init__(
+        self, lines: Iterable[_Line], typed: dict[int, int], source: str, session_id: str | None
+    ) -> None:
         self.lines = lines
         self.source = source
         self.builder = ChatBuilder(fmt=FORMAT, session_id=session_id)
@@ -228,7 +252,7 @@ class _Rollout:
         self.model: ModelRef | None = None
         self.open: _Call | None = None
         self.totals: Any = None
-        self.typed = _typed_user_items(lines)
+        self.typed = typed
         self.mirrors = set(self.typed.values())
         self.web_searches = 0
         self.links: dict[str, dict[str, Any]] = {}
@@ -653,7 +677,7 @@ def _thread_spawn(payload: dict[str, Any]) -> dict[str, Any] | None:
     return spawn if isinstance(spawn, dict) else None
 
 
-def _typed_user_items(lines: list[_Line]) -> dict[int, int]:
+def _typed_user_items(lines: Iterable[_Line]) -> dict[int, int]:
     """The user message items the user typed (line → the line of the ``user_message`` event
     that mirrors it): the last user item before each such event, when their texts agree."""
     typed: dict[int, int] = {}

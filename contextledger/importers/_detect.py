@@ -38,7 +38,7 @@ from typing import Any, Final
 from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import HEADER, import_aider_lines
 from contextledger.importers._claude_code import import_claude_code_lines, import_subagents
-from contextledger.importers._codex import import_codex_lines
+from contextledger.importers._codex import import_codex
 from contextledger.importers._errors import TraceImportError
 from contextledger.importers._gemini_cli import import_gemini_cli_data, is_gemini_cli
 from contextledger.importers._imported import ImportedSession
@@ -235,11 +235,12 @@ def _lines_format_of(path: Path, source: str) -> str | None:
 def _import_lines(
     fmt: str, lines: Iterable[bytes], source: str, session_id: str | None, lenient: bool
 ) -> list[ImportedSession]:
-    """Import the JSON lines ``lines`` in format ``fmt``, reading them one by one."""
+    """Import the JSON lines ``lines`` (of the file ``source``) in format ``fmt``, reading them
+    one by one (a Codex rollout reads its file twice, see ``import_codex``)."""
     if fmt == "openhands":
         return import_openhands_lines(lines, source=source, session_id=session_id, lenient=lenient)
     if fmt == "codex":
-        return [import_codex_lines(lines, source=source, session_id=session_id, lenient=lenient)]
+        return [import_codex(source, session_id=session_id, lenient=lenient)]
     if fmt == "claude-code":
         return [
             import_claude_code_lines(lines, source=source, session_id=session_id, lenient=lenient)
