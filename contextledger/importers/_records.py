@@ -118,15 +118,17 @@ def load_json(path: str | Path) -> Any:
 def json_lines(
     lines: Iterable[bytes | str], source: str, malformed: list[LeftOut] | None = None
 ) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` of each non-blank line; a line that is not JSON raises
-    ``TraceImportError`` naming it, or, given a ``malformed`` list, is added to it."""
+    """``(line number, value)`` of each non-blank line (``decode_json`` for bytes); a line
+    that is not JSON raises ``TraceImportError`` naming it, or, given a ``malformed`` list, is
+    added to it."""
     for number, raw in enumerate(lines, 1):
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        if not text.strip():
+        if not raw.strip():
             continue
         try:
-            value = json.loads(text)
+            value = decode_json(raw) if isinstance(raw, bytes) else json.loads(raw)
         except json.JSONDecodeError as e:
+            if isinstance(raw, bytes) and not raw.decode("utf-8", "replace").strip():
+                continue  # blank but for Unicode spaces
             error = TraceImportError(source, number, "", not_json(e))
             if malformed is None:
                 raise error from None
