@@ -1,5 +1,6 @@
 """A transcript imported again: a grown one (or one whose import was cut short) is appended to,
-an edited one refused naming its first difference, and nothing of a failed write is left."""
+an edited one refused naming its first difference, nothing of a failed write is left, and a
+long session is written in small batches as it was imported."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from contextledger.cli._importing import WRITE_BATCH, WRITE_BYTES
 from contextledger.events._catalogue import Event, SessionStarted
-from contextledger.importers import SOURCE_EVENTS, SOURCE_HASH, first_difference
+from contextledger.events._codec import DEFAULT_CODEC
+from contextledger.importers import (
+    SOURCE_EVENTS,
+    SOURCE_HASH,
+    first_difference,
+    import_with_report,
+)
 from contextledger.simulation._synthetic import synthetic_session
 from contextledger.store._sqlite import SQLiteStore
 from tests.cli.generated import run_cli
@@ -203,3 +211,28 @@ def test_the_import_marks_of_the_first_event_are_no_difference() -> None:
     other = msgspec.structs.replace(started, config={**started.config, "cwd": "/elsewhere"})
     difference = first_difference([other], EVENTS)
     assert difference is not None and difference.field == "config.cwd"
+
+
+def test_a_long_transcript_is_written_in_small_batches_as_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _lines()
+    append = SQLiteStore.append
+    sizes: list[int] = []
+
+    async def counted(store: SQLiteStore, stream: str, version: int, events: Any) -> Any:
+        # A batch stops at the event that brings it to WRITE_BYTES.
+        sizes.append(sum(len(DEFAULT_CODEC.encode(e)) for e in events[:-1]))
+        assert len(events) <= WRITE_BATCH
+        return await append(store, stream, version, events)
+
+    monkeypatch.setattr(SQLiteStore, "append", counted)
+    db = tmp_path / "batched.db"
+    assert _import(capsys, CLAUDE_CODE, db)[0] == 0
+    assert len(sizes) > 10 and max(sizes) < WRITE_BYTES
+    imported = {
+        s.session_id: [msgspec.to_builtins(e) for e in s.events]
+        for top in import_with_report(CLAUDE_CODE).sessions
+        for s in top.sessions()
+    }
+    assert _without_marks(_stored(db)) == imported
