@@ -351,15 +351,19 @@ def _is_message(value: Any) -> bool:
 
 
 def _looks_mini(messages: list[Any]) -> bool:
-    assistants = [m for m in messages if _is_message(m) and m["role"] == "assistant"]
-    texts = [m.get("content") for m in assistants]
-    if any(isinstance(t, str) and _MINI_MARK in t for t in texts):
-        return True
-    if any(m.get("tool_calls") for m in assistants):
-        return False
-    blocks = any(isinstance(t, str) and ACTION_BLOCK.search(t) for t in texts)
-    answers = any(
-        _is_message(m) and m["role"] == "user" and "<returncode>" in str(m.get("content"))
-        for m in messages
-    )
-    return blocks and answers
+    """Whether chat ``messages`` are a mini-swe-agent trajectory, read in one pass (a
+    document's messages are decoded one at a time): an assistant message holds its action
+    mark, or, without any ``tool_calls``, a bash block answered by a ``<returncode>``."""
+    calls = blocks = answers = False
+    for message in messages:
+        if not _is_message(message):
+            continue
+        content = message.get("content")
+        if message["role"] == "assistant":
+            if isinstance(content, str) and _MINI_MARK in content:
+                return True
+            calls = calls or bool(message.get("tool_calls"))
+            blocks = blocks or (isinstance(content, str) and bool(ACTION_BLOCK.search(content)))
+        elif message["role"] == "user":
+            answers = answers or "<returncode>" in str(content)
+    return not calls and blocks and answers
