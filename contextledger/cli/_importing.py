@@ -5,10 +5,9 @@ A transcript's sessions are imported whole, then each is written in small append
 the type-checked copies and encodings of a long session never exist all at once, and no
 projection of it is built (its first reader builds one). A session new to the store is all
 or nothing: when a write fails or is cancelled, what was written of it is deleted. A session
-already in the store (its transcript grew, or a run was killed while
-writing it) is compared with the transcript event by event: the rest is appended when the
-stored events are its start, and ``StoredSessionDiffers`` names the first difference
-otherwise.
+already in the store (its transcript grew, or a run was killed while writing it) is compared
+with the transcript event by event: the rest is appended when the stored events are its
+start, and ``StoredSessionDiffers`` names the first difference otherwise.
 """
 
 from __future__ import annotations
@@ -177,7 +176,7 @@ async def _write_session(store: SQLiteStore, session: ImportedSession, source: s
 
 def _batch_size(events: list[Event]) -> int:
     """How many of ``events``, from the first, the next append writes: ``WRITE_BATCH`` at
-    most, and no more than ``WRITE_BYTES`` of encodings (but at least one event)."""
+    most, ending with the event that brings their encodings to ``WRITE_BYTES``."""
     size = 0
     for n, event in enumerate(islice(events, WRITE_BATCH), 1):
         size += len(DEFAULT_CODEC.encode(event))

@@ -7,7 +7,8 @@ finish, ``AssistantFinished``, ``UsageReported`` when the format reports usage);
 completes its call with ``ToolStateChanged``; a compaction is a request, a summary message and
 ``CompactionCompleted``. Ids are new and monotonic; times are the input's (never going
 backwards) or a synthetic clock. What the input holds but no event carries is recorded with
-``leave_out`` (its line and reason), never dropped in silence.
+``leave_out`` (its line and reason), never dropped in silence. A lenient import builds each
+record of a JSON document inside ``record``, which undoes a record that turns out malformed.
 """
 
 from __future__ import annotations
