@@ -42,8 +42,9 @@ from contextledger.importers import detect_format, transcripts_under
 
 #: Peak memory per input MB the import should stay under.
 PEAK_TARGET: Final = 3.0
-#: The smallest input counted in ``peak_mb_per_input_mb``: a write batch's type-checked copies
-#: (up to about 0.3 MB for 16 KiB of encodings) are a third of the target's 0.3 MB at 0.1 MB.
+#: The smallest input counted in ``peak_mb_per_input_mb``: at 0.1 MB the target allows 0.3 MB,
+#: half of which a write batch's type-checked copies (up to 8 times its 16 KiB of encodings)
+#: or one large record can take by themselves.
 MIN_INPUT_MB: Final = 0.1
 _MB: Final = 1024 * 1024
 #: What runs in the measuring process (argv: the transcript, a folder for the stores).
