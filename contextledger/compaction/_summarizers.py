@@ -173,16 +173,25 @@ class ExtractiveSummarizer:
     The work is pure Python over the whole head (tens of milliseconds for a long one). It
     runs on the event loop in slices of at most ``slice_seconds`` (``walk_facts``'s steps),
     pausing at a checkpoint after each, on a copy of the head taken before it starts: every
-    other session, and a host loop the runtime is a guest of, keeps running meanwhile. A
-    cancellation stops it at the next pause."""
+    other session, and a host loop the runtime is a guest of, keeps running meanwhile. One
+    summary is written at a time (the others wait their turn): all of them run on the one
+    thread, so at once they would only interleave, and the scheduler would run a slice of
+    each between two turns of the host loop. A cancellation stops it at the next pause."""
 
     max_input_tokens: int | None = None
 
     def __init__(self, *, slice_seconds: float = SLICE_SECONDS) -> None:
         self.slice_seconds = slice_seconds
+        self._turn: trio.Lock | None = None
 
     async def summarize(self, task: SummaryInput) -> str:
         """The extractive summary of ``task`` (see ``extractive_summary``)."""
+        if self._turn is None:
+            self._turn = trio.Lock()
+        async with self._turn:
+            return await self._summarize(task)
+
+    async def _summarize(self, task: SummaryInput) -> str:
         # The projection goes on changing its messages in place between the slices.
         head = tuple(msgspec.structs.replace(m, parts=list(m.parts)) for m in task.head)
         walking = walk_facts(head)
