@@ -18,6 +18,7 @@ from contextledger.compaction._facts import (
     SessionFacts,
     exact_strings,
     extract_facts,
+    walk_facts,
 )
 from contextledger.compaction._pruning import prune
 from contextledger.compaction._summarizers import (
@@ -49,4 +50,5 @@ __all__ = [
     "extractive_summary",
     "prune",
     "response_text",
+    "walk_facts",
 ]

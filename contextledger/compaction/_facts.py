@@ -4,8 +4,9 @@ a summary is judged by.
 ``extract_facts`` walks the messages once, oldest first, and returns ``SessionFacts``: the
 first and latest user requests, the files read (line ranges merged) and changed, the commands
 run with their outcome, the error lines of the last failures, the last stated plan, and the
-paths and identifiers the session uses most. ``exact_strings`` is the extractor the
-fact-retention benchmark measures a summary with. Both are pure and deterministic.
+paths and identifiers the session uses most. ``walk_facts`` is the same walk in small steps
+(a generator a caller can pause between steps). ``exact_strings`` is the extractor the
+fact-retention benchmark measures a summary with. All are pure and deterministic.
 
 Tools are recognised by name, case-insensitively and ignoring ``_`` and ``-``, so Claude
 Code's ``Read``/``Edit``/``MultiEdit``/``Write``/``Bash``/``TodoWrite`` and opencode's
@@ -36,7 +37,7 @@ without error lines clears its earlier failures (the error was fixed).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
@@ -80,6 +81,10 @@ MAX_STATEMENTS: Final = 6
 STATEMENT_CHARS: Final = 300
 #: The latest assistant text, as the last step taken.
 LAST_STEP_CHARS: Final = 600
+#: ``walk_facts`` scans a longer text for names and error lines in pieces of whole lines of
+#: about this many characters, pausing after each: 4 KB of tool output takes about a
+#: millisecond, while a 50 KB output scanned at once holds its caller for tens of them.
+SCAN_CHARS: Final = 4_096
 
 # --- facts ------------------------------------------------------------------------------------
 
@@ -296,7 +301,16 @@ class _Walk:
         self.plan: tuple[PlanStep, ...] = ()
         self.decisions: list[str] = []
         self.last_text: str | None = None
-        self.uses = _Uses()
+        self.scans = _Scans()
+        self.uses = _Uses(self.scans)
+
+    def message(self, message: Message) -> None:
+        if message.excluded or message.summary:
+            return
+        if message.role == "user":
+            self.user(message)
+        else:
+            self.assistant(message)
 
     def user(self, message: Message) -> None:
         if message.synthetic:
@@ -366,7 +380,8 @@ class _Walk:
     def errors(self, source: str, text: str, *, fixed: bool = False) -> None:
         """Note the error lines of a result of ``source`` (a command, a tool). A clean
         result that is ``fixed`` clears the earlier failures of the same source."""
-        lines = list(dict.fromkeys(cut_words(line, ERROR_LINE_CHARS) for line in error_lines(text)))
+        found = self.scans.error_lines(text)
+        lines = list(dict.fromkeys(cut_words(line, ERROR_LINE_CHARS) for line in found))
         if lines:
             self.failures.append((source, lines[:MAX_LINES_PER_FAILURE]))
         elif fixed:
@@ -391,18 +406,68 @@ class _Walk:
         )
 
 
+class _Scans:
+    """The names and error lines of texts, scanned ahead in pieces (``ahead``) or when asked.
+    A scan made ahead is handed out once."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, set[str]] = {}
+        self._errors: dict[str, list[str]] = {}
+
+    def ahead(self, text: str, piece_chars: int) -> Iterator[None]:
+        """Scan ``text`` in pieces of whole lines of about ``piece_chars``, yielding after
+        each (nothing when it fits one piece: it is scanned when asked). A name or an error
+        line never spans a line break, so the pieces give what the whole text gives."""
+        if len(text) <= piece_chars:
+            return
+        names: set[str] = set()
+        errors: list[str] = []
+        for piece in _pieces(text, piece_chars):
+            names.update(path_strings(piece), identifier_strings(piece))
+            errors.extend(error_lines(piece))
+            yield
+        self._names[text] = names
+        self._errors[text] = errors
+
+    def names(self, text: str) -> set[str]:
+        """The paths and identifiers of ``text``."""
+        names = self._names.pop(text, None)
+        return {*path_strings(text), *identifier_strings(text)} if names is None else names
+
+    def error_lines(self, text: str) -> list[str]:
+        """The error lines of ``text`` (``error_lines``)."""
+        errors = self._errors.pop(text, None)
+        return error_lines(text) if errors is None else errors
+
+
+def _pieces(text: str, piece_chars: int) -> Iterator[str]:
+    """``text`` cut after line ends into pieces of at least ``piece_chars`` characters (the
+    last one shorter), or of one longer line."""
+    piece: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        piece.append(line)
+        size += len(line)
+        if size >= piece_chars:
+            yield "".join(piece)
+            piece, size = [], 0
+    if piece:
+        yield "".join(piece)
+
+
 class _Uses:
     """How much each path and identifier is used: the weights of the texts it occurs in
     (once per text), and the last text it occurs in."""
 
-    def __init__(self) -> None:
+    def __init__(self, scans: _Scans) -> None:
+        self.scans = scans
         self.weights: dict[str, int] = {}
         self.last: dict[str, int] = {}
         self.texts = 0
 
     def add(self, text: str, weight: int) -> None:
         self.texts += 1
-        for name in {*path_strings(text), *identifier_strings(text)}:
+        for name in self.scans.names(text):
             if len(name) > NAME_CHARS:
                 continue
             self.weights[name] = self.weights.get(name, 0) + weight
@@ -433,13 +498,37 @@ def extract_facts(messages: Sequence[Message]) -> SessionFacts:
     summaries and synthetic user messages are skipped; pure and deterministic."""
     walk = _Walk()
     for message in messages:
-        if message.excluded or message.summary:
-            continue
-        if message.role == "user":
-            walk.user(message)
-        else:
-            walk.assistant(message)
+        walk.message(message)
     return walk.facts()
+
+
+def walk_facts(
+    messages: Sequence[Message], *, piece_chars: int = SCAN_CHARS
+) -> Generator[None, None, SessionFacts]:
+    """``extract_facts`` in steps: a generator that yields after each message and after each
+    piece of about ``piece_chars`` characters of a longer text it scans, and returns the
+    same ``SessionFacts``. A caller that must not be held long (an event loop) pauses
+    between steps."""
+    walk = _Walk()
+    for message in messages:
+        if not (message.excluded or message.summary):
+            for text in _scanned_texts(message):
+                yield from walk.scans.ahead(text, piece_chars)
+        walk.message(message)
+        yield
+    return walk.facts()
+
+
+def _scanned_texts(message: Message) -> Iterator[str]:
+    """The texts of ``message`` the walk may scan for names and error lines: texts, tool
+    inputs (their strings joined, as ``_Walk.tool`` joins them) and tool results."""
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            yield part.text
+        elif isinstance(part, ToolPart):
+            yield "\n".join(strings_in(part.state.input))
+            if isinstance(part.state, ToolCompleted | ToolErrored):
+                yield _result(part.state)
 
 
 # --- tools ------------------------------------------------------------------------------------

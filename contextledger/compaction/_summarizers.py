@@ -2,11 +2,11 @@
 
 ``Summarizer`` is the protocol the compactor calls. Two implementations:
 
-* ``ExtractiveSummarizer`` fills the template from the facts of the head (``extract_facts``),
-  with no model and no I/O, deterministically. It is incremental: every bullet of the previous
-  summary is carried into its section unless a new fact supersedes it (the same file listed
-  again, the same command run again, the same todo with a new status, a newer request), so a
-  second compaction keeps the facts of the first.
+* ``ExtractiveSummarizer`` fills the template from the facts of the head (``walk_facts``),
+  with no model and no I/O, deterministically, on the event loop in short slices. It is
+  incremental: every bullet of the previous summary is carried into its section unless a new
+  fact supersedes it (the same file listed again, the same command run again, the same todo
+  with a new status, a newer request), so a second compaction keeps the facts of the first.
 * ``ModelSummarizer`` asks a model through the provider HTTP client. Its request repeats the
   session's pinned system blocks and tool table (with ``tool_choice`` ``"none"``) and the head
   as the session sent it, so its prefix is the session's and reads the session's prompt cache.
@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, cast, get_args
 
@@ -32,8 +33,8 @@ from contextledger.compaction._facts import (
     PlanStep,
     SessionFacts,
     cut_words,
-    extract_facts,
     merge_ranges,
+    walk_facts,
     within_budget,
 )
 from contextledger.events._parts import ModelRef, ToolSchema
@@ -45,10 +46,12 @@ from contextledger.vocabulary._requests import CacheMark, Request
 
 _log = structlog.get_logger(__name__)
 
-#: Extractive summaries written at once, each in a worker thread: the work holds the GIL,
-#: so more threads only take turns, while two keep one long head from delaying every other
-#: session's compaction.
-EXTRACTIVE_THREADS: Final = 2
+#: The longest the extractive summarizer works before it lets the event loop run others:
+#: far under the 20 ms a host loop may be held (a 60 Hz frame is 16 ms; asyncio's debug mode
+#: reports a callback at 100 ms), while the pause each slice costs (tens of microseconds)
+#: stays a few percent. A worker thread is no way out: the work holds the GIL, and the loop's
+#: thread then waits up to the 5 ms switch interval each time it gets the GIL back after I/O.
+SLICE_SECONDS: Final = 0.002
 
 
 class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,32 +170,43 @@ class _Bullet(msgspec.Struct, frozen=True):
 class ExtractiveSummarizer:
     """Fills the summary template from the facts of the head; no model, no I/O.
 
-    The work is pure Python over the whole head (tens of milliseconds for a long one), so it
-    runs in a worker thread (``trio.to_thread.run_sync``), at most ``threads`` at a time, on
-    a copy of the head taken before it starts: the event loop, and every other session on it,
-    keeps running meanwhile."""
+    The work is pure Python over the whole head (tens of milliseconds for a long one). It
+    runs on the event loop in slices of at most ``slice_seconds`` (``walk_facts``'s steps),
+    pausing at a checkpoint after each, on a copy of the head taken before it starts: every
+    other session, and a host loop the runtime is a guest of, keeps running meanwhile. One
+    summary is written at a time (the others wait their turn): all of them run on the one
+    thread, so at once they would only interleave, and the scheduler would run a slice of
+    each between two turns of the host loop. A cancellation stops it at the next pause."""
 
     max_input_tokens: int | None = None
 
-    def __init__(self, *, threads: int = EXTRACTIVE_THREADS) -> None:
-        self.threads = threads
-        self._limiter: trio.CapacityLimiter | None = None
+    def __init__(self, *, slice_seconds: float = SLICE_SECONDS) -> None:
+        self.slice_seconds = slice_seconds
+        self._turn: trio.Lock | None = None
 
     async def summarize(self, task: SummaryInput) -> str:
         """The extractive summary of ``task`` (see ``extractive_summary``)."""
-        if self._limiter is None:
-            self._limiter = trio.CapacityLimiter(self.threads)
-        # The projection goes on changing its messages in place while the thread reads.
+        if self._turn is None:
+            self._turn = trio.Lock()
+        async with self._turn:
+            return await self._summarize(task)
+
+    async def _summarize(self, task: SummaryInput) -> str:
+        # The projection goes on changing its messages in place between the slices.
         head = tuple(msgspec.structs.replace(m, parts=list(m.parts)) for m in task.head)
-        return await trio.to_thread.run_sync(
-            _extractive, head, task.template, task.previous_summary, limiter=self._limiter
-        )
-
-
-def _extractive(
-    head: Sequence[Message], template: SummaryTemplate, previous_summary: str | None
-) -> str:
-    return extractive_summary(extract_facts(head), template, previous_summary)
+        walking = walk_facts(head)
+        pause_at = time.perf_counter() + self.slice_seconds
+        while True:
+            try:
+                next(walking)
+            except StopIteration as walked:
+                facts: SessionFacts = walked.value
+                break
+            if time.perf_counter() >= pause_at:
+                await trio.lowlevel.checkpoint()
+                pause_at = time.perf_counter() + self.slice_seconds
+        await trio.lowlevel.checkpoint()
+        return extractive_summary(facts, task.template, task.previous_summary)
 
 
 def extractive_summary(

@@ -51,11 +51,13 @@ from contextledger.store import EventStore
 from contextledger.testing._body_replay import BodyReplay, replay_bodies
 from contextledger.testing._invariants import InvariantViolation, check_tool_pairs
 from contextledger.testing._scenario import (
-    MODEL_ID,
+    MODELS,
     AgentOutcome,
+    Lag,
     Overflow,
     Scenario,
     ScenarioRun,
+    Wire,
 )
 from contextledger.testing.loopback import (
     Fault,
@@ -67,8 +69,9 @@ from contextledger.testing.loopback import (
     read_step,
 )
 
-#: The summary the loopback model writes when asked for one (the summary request carries no
-#: conversation key, so it plays the ``""`` conversation).
+#: The summary the loopback model writes when asked for one: a summary request plays the
+#: ``""`` conversation on Anthropic (it carries no ``metadata``), and on OpenAI a detour of
+#: its session's (its ``prompt_cache_key``), answered with the script's ``tools_off``.
 SUMMARY_TEXT: Final = (
     "## Goal\n- Finish the scripted task.\n\n## Progress\n- The scripted steps so far ran.\n\n"
     "## Next steps\n- Run the next scripted step."
@@ -105,18 +108,31 @@ TOOLS: Final = (
 )
 
 
-def loop_inputs(session_id: str, agent_id: str) -> RequestInputs:
-    """What a loop builds its requests with: the scenario's model, a short system prompt, the
-    ``bash`` tool, and its conversation on the provider as ``metadata.user_id`` (the session
-    id, or ``<session>/<agent>`` for a slice)."""
-    conversation = session_id if agent_id == MAIN_AGENT else f"{session_id}/{agent_id}"
+def loop_inputs(session_id: str, agent_id: str, wire: Wire = "anthropic") -> RequestInputs:
+    """What a loop builds its requests with on ``wire``: the wire's model, a short system
+    prompt, the ``bash`` tool, and its conversation on the provider (``conversation``) as
+    Anthropic's ``metadata.user_id`` or OpenAI's ``prompt_cache_key``."""
+    key = conversation(session_id, agent_id)
+    options = {"metadata": {"user_id": key}} if wire == "anthropic" else {"prompt_cache_key": key}
     return RequestInputs(
-        model=ModelRef(provider_id="anthropic", model_id=MODEL_ID),
+        model=model_ref(wire),
         segments=SystemSegments(prompt="Do what the user asks.", environment="cwd: /repo"),
         agent="build" if agent_id == MAIN_AGENT else agent_id,
         tools=TOOLS,
-        options={"metadata": {"user_id": conversation}},
+        options=options,
     )
+
+
+def conversation(session_id: str, agent_id: str) -> str:
+    """A loop's conversation on the provider: the session id, or ``<session>/<agent>`` for a
+    slice."""
+    return session_id if agent_id == MAIN_AGENT else f"{session_id}/{agent_id}"
+
+
+def model_ref(wire: Wire) -> ModelRef:
+    """The model a scenario on ``wire`` talks to (``MODELS``)."""
+    provider_id, model_id, _ = MODELS[wire]
+    return ModelRef(provider_id=provider_id, model_id=model_id)
 
 
 # --- the loops --------------------------------------------------------------------------
@@ -160,23 +176,25 @@ class _Loops:
                 self.children[session_id] = self._agent(f"{session_id}_child", MAIN_AGENT, quarter)
 
     def _agent(self, session_id: str, agent_id: str, steps: int) -> _Agent:
-        inputs = loop_inputs(session_id, agent_id)
-        conversation = inputs.options["metadata"]["user_id"]
-        outcome = AgentOutcome(session_id=session_id, agent_id=agent_id, conversation=conversation)
-        faults = random.Random(f"{self.scenario.seed}:faults:{conversation}")
+        inputs = loop_inputs(session_id, agent_id, self.scenario.wire)
+        key = conversation(session_id, agent_id)
+        outcome = AgentOutcome(session_id=session_id, agent_id=agent_id, conversation=key)
+        faults = random.Random(f"{self.scenario.seed}:faults:{key}")
         return _Agent(outcome, steps, inputs, faults)
 
     @property
     def agents(self) -> list[_Agent]:
         return [*self.main, *self.slices.values(), *self.children.values()]
 
-    def script(self, conversation: str) -> Script:
-        """The steps of ``conversation``: tool calls with outputs drawn from its own seeded
-        generator; the ``""`` conversation (summary requests) answers with ``SUMMARY_TEXT``."""
-        if not conversation:
-            return Script(final=Reply(text=SUMMARY_TEXT))
-        agent = next(a for a in self.agents if a.outcome.conversation == conversation)
-        draw = random.Random(f"{self.scenario.seed}:{conversation}")
+    def script(self, key: str) -> Script:
+        """The steps of conversation ``key``: tool calls with outputs drawn from its own
+        seeded generator; a summary request (the ``""`` conversation, or a detour: one that
+        may not call tools) is answered with ``SUMMARY_TEXT``."""
+        summary = Reply(text=SUMMARY_TEXT)
+        if not key:
+            return Script(final=summary)
+        agent = next(a for a in self.agents if a.outcome.conversation == key)
+        draw = random.Random(f"{self.scenario.seed}:{key}")
         low, high = math.log(self.scenario.output_min), math.log(self.scenario.output_max)
         replies = tuple(
             Reply(
@@ -191,7 +209,9 @@ class _Loops:
             )
             for n in range(1, agent.steps + 1)
         )
-        return Script(steps=(*replies, Reply(text="Done.")), final=Reply(text="Done."))
+        return Script(
+            steps=(*replies, Reply(text="Done.")), final=Reply(text="Done."), tools_off=summary
+        )
 
     def act(self) -> None:
         """Count one action of a loop; cancel the runtime at the ``cancel_after``-th."""
@@ -299,9 +319,11 @@ class _Loops:
         if outcome.requests >= REQUESTS_PER_STEP * (agent.steps + 1):
             raise RuntimeError(f"no end after {outcome.requests} requests")
         assert agent.user is not None and self.client is not None
-        self._draw_fault(agent)
         self.act()
         built = await handle.build_request(agent.inputs, agent_id=agent_id)
+        # Drawn once the request is built: a compaction it ran first may have sent a summary
+        # request in the loop's conversation (OpenAI's ``prompt_cache_key``).
+        self._draw_fault(agent)
         outcome.requests += 1
         try:
             check_tool_pairs(list(built.request.messages))
@@ -385,34 +407,44 @@ class _CountedSummarizer:
 def _summarizer(loops: _Loops, client: ProviderClient) -> Summarizer:
     inner: Summarizer = ExtractiveSummarizer()
     if loops.scenario.summarizer == "model":
-        inner = ModelSummarizer(client, model=ModelRef(provider_id="anthropic", model_id=MODEL_ID))
+        inner = ModelSummarizer(client, model=model_ref(loops.scenario.wire))
     return _CountedSummarizer(inner, loops)
 
 
-def _client(provider: LoopbackProvider) -> ProviderClient:
-    return ProviderClient(wire_format("anthropic"), provider.url, api_key="test", retry=RETRY)
+def _client(provider: LoopbackProvider, wire: Wire) -> ProviderClient:
+    return ProviderClient(wire_format(wire), provider.url, api_key="test", retry=RETRY)
 
 
-async def _ticker(
-    sleep: Callable[[float], Awaitable[object]], lags: list[tuple[float, float]]
-) -> None:
-    """Sleep ``TICK_S`` over and over with the host loop's ``sleep``, appending the wall time
-    (ms) and how much later than asked each wake-up came: the loop's lag."""
+async def _ticker(sleep: Callable[[float], Awaitable[object]], lags: list[Lag]) -> None:
+    """Sleep ``TICK_S`` over and over with the host loop's ``sleep``, appending for each
+    wake-up the wall time (ms), how much later than asked it came (the loop's lag) and how
+    long the loop's thread meanwhile waited for a CPU (``cpu_wait_ms``)."""
     while True:
-        start = time.monotonic()
+        start, waited = time.monotonic(), cpu_wait_ms()
         await sleep(TICK_S)
         lag = (time.monotonic() - start - TICK_S) * 1000
-        lags.append((time.time() * 1000, max(lag, 0.0)))
+        lags.append((time.time() * 1000, max(lag, 0.0), cpu_wait_ms() - waited))
+
+
+def cpu_wait_ms() -> float:
+    """Milliseconds the calling thread has spent ready to run while the system ran others
+    (Linux's ``/proc/thread-self/schedstat``); 0 where the system does not say. On a loaded
+    machine this is lag no program can avoid."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stats:
+            return int(stats.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 async def run_scenario(scenario: Scenario, store: EventStore) -> ScenarioRun:
     """Run ``scenario`` on trio against a fresh loopback provider, its sessions in ``store``,
     and return what happened (see ``ScenarioRun``)."""
     cpu = time.process_time()
-    lags: list[tuple[float, float]] = []
+    lags: list[Lag] = []
     loops = _Loops(scenario)
     async with loops.provider as provider:
-        async with _client(provider) as client, trio.open_nursery() as ticking:
+        async with _client(provider, scenario.wire) as client, trio.open_nursery() as ticking:
             loops.client = client
             ticking.start_soon(_ticker, trio.sleep, lags)
             with trio.CancelScope() as scope:
@@ -434,6 +466,7 @@ async def _run_all(loops: _Loops, store: EventStore, client: ProviderClient) -> 
             store,
             model=scenario.model,
             config=scenario.config,
+            wire=scenario.wire,
             summarizer=_summarizer(loops, client),
         ) as runtime,
         trio.open_nursery() as nursery,
@@ -459,7 +492,7 @@ async def _asyncio_main(
     scenario: Scenario, store: EventStore | AbstractAsyncContextManager[EventStore]
 ) -> ScenarioRun:
     cpu = time.process_time()
-    lags: list[tuple[float, float]] = []
+    lags: list[Lag] = []
     opened: list[EventStore] = []
 
     @asynccontextmanager
@@ -476,13 +509,14 @@ async def _asyncio_main(
 
     loops = _Loops(scenario)
     async with loops.provider as provider:
-        client = loops.client = _client(provider)
+        client = loops.client = _client(provider, scenario.wire)
         ticker = asyncio.create_task(_ticker(asyncio.sleep, lags))
         try:
             async with embed_in_asyncio(
                 keep(store),
                 model=scenario.model,
                 config=scenario.config,
+                wire=scenario.wire,
                 summarizer=_summarizer(loops, client),
             ) as bridge:
 
@@ -513,7 +547,7 @@ async def _asyncio_main(
 async def _collect(
     loops: _Loops,
     store: EventStore,
-    lags: list[tuple[float, float]],
+    lags: list[Lag],
     cpu_seconds: float,
     *,
     cancelled: bool,
@@ -531,7 +565,13 @@ async def _collect(
         recorded = await store.read(session_id)
         inputs = {a.outcome.agent_id: a.inputs for a in agents}
         replays.extend(
-            replay_bodies(recorded, config=scenario.config, model=scenario.model, inputs=inputs)
+            replay_bodies(
+                recorded,
+                config=scenario.config,
+                model=scenario.model,
+                inputs=inputs,
+                wire=scenario.wire,
+            )
         )
         compactions.extend(_compaction_intervals(recorded))
         interrupted.extend(

@@ -5,31 +5,45 @@ reports."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
 
-from contextledger.cachesim import blocks_from_anthropic_body, prefixes
+from contextledger.cachesim import (
+    Block,
+    blocks_from_anthropic_body,
+    blocks_from_chat_body,
+    prefixes,
+)
 from contextledger.config import Config
 from contextledger.testing._body_replay import BodyReplay, body_hash
-from contextledger.testing.loopback import Exchange
+from contextledger.testing.loopback import Exchange, read_step
 from contextledger.vocabulary import Model, ModelLimits
 
-#: The model every scenario talks to; its window is the scenario's.
-MODEL_ID: Final = "claude-sonnet-4-5"
-#: Output cap of the served model: Claude Sonnet 4.5's 64k, so the runtime's output cap
-#: (``output_cap``), not the server's limit, decides what each request asks for.
-MODEL_OUTPUT: Final = 64_000
+Wire = Literal["anthropic", "openai-chat"]
+#: The model a scenario talks to on each wire, as its provider and model ids and its output
+#: cap (Claude Sonnet 4.5's 64k, GPT-5's 128k: the runtime's output cap, ``output_cap``, not
+#: the server's limit, decides what each request asks for); its window is the scenario's.
+MODELS: Final[dict[str, tuple[str, str, int]]] = {
+    "anthropic": ("anthropic", "claude-sonnet-4-5", 64_000),
+    "openai-chat": ("openai", "gpt-5", 128_000),
+}
 #: How Anthropic's API begins a refusal of a request longer than the window (the prompt, or
-#: the prompt and ``max_tokens``).
+#: the prompt and ``max_tokens``); OpenAI's carries the code ``context_length_exceeded``.
 _WINDOW_ERRORS: Final = ("prompt is too long", "input length and `max_tokens` exceed")
+_WINDOW_CODE: Final = "context_length_exceeded"
+
+#: One wake-up of the lag ticker: its wall time (ms), how late it came (ms) and how long the
+#: loop's thread meanwhile waited for a CPU the system gave others (ms).
+Lag = tuple[float, float, float]
 
 
 class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     """What to run: ``sessions`` concurrent sessions of ``steps`` tool steps each on a
     ``window``-token model, tool outputs of ``output_min``..``output_max`` bytes (drawn
-    log-uniformly), compaction summaries written by the ``summarizer``. The first
+    log-uniformly), compaction summaries written by the ``summarizer``, requests sent on the
+    ``wire`` (Anthropic Messages or OpenAI Chat Completions). The first
     ``children`` sessions also run a child session (a quarter of the steps) beside their own
     loop; the first ``slices`` run a sub-agent slice (``agent_id="explore"``, a quarter of the
     steps) half-way through theirs. ``fault_rate`` of a loop's requests meet one of
@@ -46,6 +60,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
     output_min: int = 200
     output_max: int = 50_000
     summarizer: Literal["extractive", "model"] = "extractive"
+    wire: Wire = "anthropic"
     children: int = 0
     slices: int = 0
     fault_rate: float = 0.05
@@ -63,9 +78,10 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def model(self) -> Model:
-        """The served model: ``MODEL_ID`` with the scenario's window."""
-        limits = ModelLimits(context=self.window, output=MODEL_OUTPUT)
-        return Model(provider_id="anthropic", model_id=MODEL_ID, limits=limits)
+        """The served model: the wire's (``MODELS``) with the scenario's window."""
+        provider_id, model_id, output = MODELS[self.wire]
+        limits = ModelLimits(context=self.window, output=output)
+        return Model(provider_id=provider_id, model_id=model_id, limits=limits)
 
 
 class Overflow(msgspec.Struct, kw_only=True):
@@ -101,7 +117,7 @@ class AgentOutcome(msgspec.Struct, kw_only=True):
 class ScenarioRun(msgspec.Struct, kw_only=True):
     """What a scenario did: every agent's outcome, every request received (``exchanges``,
     the loopback's records), the request bodies replayed from each session's log, the host
-    loop's lag samples (``(time_ms, lag_ms)``), the compactions' wall-clock intervals, the
+    loop's lag samples (``Lag``), the compactions' wall-clock intervals, the
     compactions a reopened runtime found open (``interrupted``: session and seq of the
     rollback it wrote for each), and the CPU seconds of the process and of the loopback
     server's request handling."""
@@ -110,7 +126,7 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
     agents: list[AgentOutcome]
     exchanges: list[Exchange]
     replays: list[BodyReplay]
-    lags: list[tuple[float, float]]
+    lags: list[Lag]
     compactions: list[tuple[int, int]]
     interrupted: list[tuple[str, int]]
     cpu_seconds: float
@@ -160,21 +176,17 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
         slice's calls in the main agent's request, say): each agent's request holds its own
         slice. As (exchange index, call id)."""
         issued = {
-            block["id"]: e.conversation
+            call.id: e.conversation
             for e in self.exchanges
             if e.status == 200
-            for block in e.response.get("content", ())
-            if block.get("type") == "tool_use"
+            for call in read_step(e.response).calls
         }
         return [
-            (e.index, block["id"])
+            (e.index, call_id)
             for e in self.exchanges
-            if e.conversation and isinstance(e.json, dict)
-            for message in e.json.get("messages", ())
-            if isinstance(message.get("content"), list)
-            for block in message["content"]
-            if block.get("type") == "tool_use"
-            and issued.get(block["id"], e.conversation) != e.conversation
+            if _loop_request(e)
+            for call_id in _carried_calls(e.json)
+            if issued.get(call_id, e.conversation) != e.conversation
         ]
 
     @property
@@ -189,7 +201,7 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
         return [
             e
             for e in self.exchanges
-            if e.conversation and e.status == 200 and body_hash(e.body) not in replayed
+            if _loop_request(e) and e.status == 200 and body_hash(e.body) not in replayed
         ]
 
     @property
@@ -199,12 +211,16 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
         for exchange in self.exchanges:
             if exchange.status == 200:
                 usage = exchange.response["usage"]
-                read += usage["cache_read_input_tokens"]
-                prompt += (
-                    usage["input_tokens"]
-                    + usage["cache_creation_input_tokens"]
-                    + usage["cache_read_input_tokens"]
-                )
+                if "prompt_tokens" in usage:  # OpenAI: the whole prompt, its cached part
+                    read += usage["prompt_tokens_details"]["cached_tokens"]
+                    prompt += usage["prompt_tokens"]
+                else:
+                    read += usage["cache_read_input_tokens"]
+                    prompt += (
+                        usage["input_tokens"]
+                        + usage["cache_creation_input_tokens"]
+                        + usage["cache_read_input_tokens"]
+                    )
         return read / prompt if prompt else 0.0
 
     @property
@@ -212,19 +228,29 @@ class ScenarioRun(msgspec.Struct, kw_only=True):
         """The same share for the cache simulator's lower bound (``cachesim.lower_bound``):
         each accepted request reads the longest prefix it shares with any earlier one."""
         return lower_bound_read_share(
-            [e.json for e in self.exchanges if e.status == 200 and isinstance(e.json, dict)]
+            [e.json for e in self.exchanges if e.status == 200 and isinstance(e.json, dict)],
+            wire=self.scenario.wire,
         )
 
     @property
     def loop_lag_p99_ms(self) -> float:
         """The 99th percentile of the host loop's lag over the ticks that overlap a
         compaction (0 when none ran)."""
-        return _p99([lag for at, lag in self.lags if self._in_compaction(at, lag)])
+        return _p99([lag for at, lag, _ in self.lags if self._in_compaction(at, lag)])
+
+    @property
+    def loop_lag_p99_own_ms(self) -> float:
+        """The same, each lag less the time the loop's thread was ready to run with no CPU
+        free (the system ran other threads; on a loaded machine mostly other programs'): the
+        lag the process causes itself, as on a machine with a core to spare."""
+        return _p99(
+            [max(0.0, lag - wait) for at, lag, wait in self.lags if self._in_compaction(at, lag)]
+        )
 
     @property
     def loop_lag_p99_outside_compactions_ms(self) -> float:
         """The same over the ticks that overlap none: the lag the loops' other work causes."""
-        return _p99([lag for at, lag in self.lags if not self._in_compaction(at, lag)])
+        return _p99([lag for at, lag, _ in self.lags if not self._in_compaction(at, lag)])
 
     def _in_compaction(self, at: float, lag: float) -> bool:
         """Whether the tick late by ``lag`` at ``at`` waited while a compaction ran."""
@@ -247,21 +273,54 @@ def _p99(samples: list[float]) -> float:
     return ranked[min(len(ranked) - 1, math.ceil(0.99 * len(ranked)) - 1)]
 
 
-def lower_bound_read_share(bodies: Sequence[Mapping[str, Any]]) -> float:
-    """The share of prompt tokens read if every Anthropic body (in arrival order) read the
+def lower_bound_read_share(
+    bodies: Sequence[Mapping[str, Any]], *, wire: Wire = "anthropic"
+) -> float:
+    """The share of prompt tokens read if every body of ``wire`` (in arrival order) read the
     longest block-boundary prefix it shares with any earlier one: the reads of
     ``cachesim.lower_bound``."""
     seen: set[str] = set()
     read = prompt = 0
     for body in bodies:
-        pre = prefixes(blocks_from_anthropic_body(body))
+        pre = prefixes(_BLOCKS[wire](body))
         read += next((tokens for key, tokens in reversed(pre) if key in seen), 0)
         prompt += pre[-1][1] if pre else 0
         seen.update(key for key, _ in pre)
     return read / prompt if prompt else 0.0
 
 
+_BLOCKS: Final[dict[str, Callable[[Mapping[str, Any]], tuple[Block, ...]]]] = {
+    "anthropic": blocks_from_anthropic_body,
+    "openai-chat": blocks_from_chat_body,
+}
+
+
 def _window_error(response: Any) -> bool:
     error = response.get("error") if isinstance(response, dict) else None
-    message = error.get("message", "") if isinstance(error, dict) else ""
-    return isinstance(message, str) and message.startswith(_WINDOW_ERRORS)
+    if not isinstance(error, dict):
+        return False
+    message = error.get("message", "")
+    return error.get("code") == _WINDOW_CODE or (
+        isinstance(message, str) and message.startswith(_WINDOW_ERRORS)
+    )
+
+
+def _loop_request(exchange: Exchange) -> bool:
+    """Whether a request is an agent loop's: it names a conversation and may call tools (a
+    summary request, sent with tool choice ``none``, is the compaction's)."""
+    body = exchange.json
+    if not exchange.conversation or not isinstance(body, dict):
+        return False
+    return body.get("tool_choice") not in ("none", {"type": "none"})
+
+
+def _carried_calls(body: Any) -> list[str]:
+    """The ids of the tool calls a request body's messages carry (Anthropic ``tool_use``
+    blocks, OpenAI ``tool_calls``)."""
+    ids: list[str] = []
+    for message in body.get("messages", ()) if isinstance(body, dict) else ():
+        content = message.get("content")
+        if isinstance(content, list):
+            ids.extend(b["id"] for b in content if b.get("type") == "tool_use")
+        ids.extend(call["id"] for call in message.get("tool_calls") or ())
+    return ids

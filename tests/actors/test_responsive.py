@@ -1,19 +1,27 @@
-"""An extractive compaction runs off the event loop: another session keeps recording while
-the facts of a large head are being extracted."""
+"""An extractive compaction does not hold the event loop: it walks the head in slices and
+pauses after each, so other sessions (and a host loop the runtime is a guest of) run while
+the facts of a large head are being extracted, and a cancellation stops it at a pause.
+
+The summarizer pauses after every step (``slice_seconds=0``), so these tests check ordering,
+never timing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Generator, Sequence
 
 import pytest
 import trio
 
-from contextledger.actors import Runtime, SessionHandle
-from contextledger.compaction import _summarizers
-from contextledger.compaction._facts import SessionFacts, extract_facts
+from contextledger.actors import Runtime, SessionHandle, embed_in_asyncio
+from contextledger.compaction import ExtractiveSummarizer, _summarizers
+from contextledger.compaction._facts import SessionFacts, walk_facts
+from contextledger.events._catalogue import CompactionRolledBack
 from contextledger.history._projection import Message
 from contextledger.store._memory import MemoryStore
 from tests.actors.test_runtime import MODEL, _clock
+
+EVERY_STEP = ExtractiveSummarizer(slice_seconds=0)
 
 
 async def _fill(session: SessionHandle, turns: int) -> None:
@@ -26,39 +34,108 @@ async def _fill(session: SessionHandle, turns: int) -> None:
         )
 
 
+def _watching(
+    monkeypatch: pytest.MonkeyPatch, progress: Callable[[], int], seen: list[int]
+) -> None:
+    """Make the summarizer's walk note ``progress()`` when it starts and when it ends."""
+
+    def watched(messages: Sequence[Message]) -> Generator[None, None, SessionFacts]:
+        start = progress()
+        facts = yield from walk_facts(messages)
+        seen.append(progress() - start)
+        return facts
+
+    monkeypatch.setattr(_summarizers, "walk_facts", watched)
+
+
 async def test_other_sessions_record_while_a_large_head_is_summarised(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     recorded: list[str] = []
-    progressed = trio.Event()
-    seen_during: list[int] = []
-
-    def extract_when_others_progress(messages: Sequence[Message]) -> SessionFacts:
-        # Runs in a worker thread: it asks the loop how far the other session got, then
-        # waits until it has recorded three more messages (impossible if the extraction held
-        # the loop; from the loop's own thread trio.from_thread refuses to run at all).
-        start = trio.from_thread.run_sync(len, recorded)
-        trio.from_thread.run(_wait_for, recorded, start + 3)
-        seen_during.append(trio.from_thread.run_sync(len, recorded) - start)
-        return extract_facts(messages)
-
-    monkeypatch.setattr(_summarizers, "extract_facts", extract_when_others_progress)
-    async with Runtime.open(MemoryStore(), model=MODEL, clock=_clock()) as rt:
+    seen: list[int] = []
+    _watching(monkeypatch, lambda: len(recorded), seen)
+    async with Runtime.open(
+        MemoryStore(), model=MODEL, clock=_clock(), summarizer=EVERY_STEP
+    ) as rt:
         big, other = await rt.session("ses_big"), await rt.session("ses_other")
         await _fill(big, 200)
         async with trio.open_nursery() as nursery:
 
             async def keep_recording() -> None:
-                while not progressed.is_set():
+                while True:
                     recorded.append(await other.add_user(f"still here {len(recorded)}"))
 
             nursery.start_soon(keep_recording)
             result = await big.compact()
-            progressed.set()
+            nursery.cancel_scope.cancel()
     assert result.outcome == "completed"
-    assert seen_during and seen_during[0] >= 3
+    assert seen and seen[0] >= 3
 
 
-async def _wait_for(recorded: list[str], count: int) -> None:
-    while len(recorded) < count:
-        await trio.sleep(0)
+def test_the_host_loop_runs_while_an_embedded_runtime_summarises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ticks: list[int] = []
+    seen: list[int] = []
+    _watching(monkeypatch, lambda: len(ticks), seen)
+
+    async def main() -> str:
+        async def tick() -> None:
+            while True:
+                ticks.append(len(ticks))
+                await asyncio.sleep(0)
+
+        ticking = asyncio.create_task(tick())
+        try:
+            async with embed_in_asyncio(
+                MemoryStore(), model=MODEL, clock=_clock(), summarizer=EVERY_STEP
+            ) as bridge:
+
+                async def compact(runtime: Runtime) -> str:
+                    session = await runtime.session("ses_big")
+                    await _fill(session, 100)
+                    return (await session.compact()).outcome
+
+                return await bridge.call(compact)
+        finally:
+            ticking.cancel()
+
+    assert asyncio.run(main()) == "completed"
+    assert seen and seen[0] >= 3
+
+
+async def test_a_cancelled_runtime_stops_a_summary_at_a_pause_and_rolls_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steps: list[None] = []
+    finished: list[SessionFacts] = []
+    scope = trio.CancelScope()
+
+    def cancelling(messages: Sequence[Message]) -> Generator[None, None, SessionFacts]:
+        walking = walk_facts(messages)
+        while True:
+            try:
+                next(walking)
+            except StopIteration as walked:
+                finished.append(walked.value)
+                return walked.value
+            steps.append(None)
+            if len(steps) == 5:
+                scope.cancel()
+            yield
+
+    monkeypatch.setattr(_summarizers, "walk_facts", cancelling)
+    store = MemoryStore()
+    with scope:
+        async with Runtime.open(store, model=MODEL, clock=_clock(), summarizer=EVERY_STEP) as rt:
+            session = await rt.session("ses_big")
+            await _fill(session, 50)
+            await session.compact()
+    assert scope.cancelled_caught
+    assert len(steps) == 5 and finished == []
+    reasons = [
+        r.event.reason
+        for r in await store.read("ses_big")
+        if isinstance(r.event, CompactionRolledBack)
+    ]
+    assert reasons == ["cancelled"]

@@ -3,6 +3,9 @@ exact strings the fact-retention benchmark measures."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from contextledger.compaction._facts import (
     IDENTIFIER_CHARS,
     CommandRun,
@@ -21,6 +24,7 @@ from contextledger.compaction._facts import (
     path_strings,
     read_range,
     text_plan,
+    walk_facts,
     within_budget,
 )
 from contextledger.events._catalogue import RecordedEvent
@@ -407,3 +411,59 @@ def test_exact_strings_is_the_union_and_deterministic() -> None:
 
 def test_within_budget_skips_what_does_not_fit() -> None:
     assert within_budget(["aaaa", "b" * 20, "cc"], 15) == ("aaaa", "cc")
+
+
+#: Pieces of tool output: paths, names, URLs, error lines and every kind of line break.
+_FRAGMENTS = st.sampled_from(
+    [
+        "src/app.py",
+        "/repo/tests/test_x.py::case_1 PASSED",
+        "parse_line",
+        "CamelName",
+        "a.b.c",
+        "https://example.com/a/b.py",
+        "ValueError: bad",
+        "E   assert 1 == 2",
+        "FAILED tests/t.py",
+        "$ pytest -q",
+        "exit code 1",
+        " ",
+        "x",
+        "\n",
+        "\r\n",
+        "\r",
+        "\x85",
+        "\u2028",
+    ]
+)
+
+
+@given(
+    outputs=st.lists(st.lists(_FRAGMENTS, max_size=40).map("".join), min_size=1, max_size=4),
+    piece_chars=st.integers(1, 64),
+)
+def test_walking_the_facts_in_pieces_gives_the_facts_of_the_whole_texts(
+    outputs: list[str], piece_chars: int
+) -> None:
+    b = SessionBuilder("ses_pieces")
+    user = b.user(f"Fix it.\n{outputs[0]}")
+    reply = b.assistant(user)
+    for n, output in enumerate(outputs):
+        b.text(reply, output)
+        call = b.tool_call(reply, "Bash", {"command": f"run {n}", "note": output})
+        if n % 2:
+            b.tool_error(call, output)
+        else:
+            b.tool_result(call, output)
+    b.finish(reply, "tool-calls")
+    history = messages(b)
+    walking = walk_facts(history, piece_chars=piece_chars)
+    steps = 0
+    while True:
+        try:
+            next(walking)
+            steps += 1
+        except StopIteration as walked:
+            assert walked.value == extract_facts(history)
+            break
+    assert steps >= len(history)

@@ -1,7 +1,8 @@
 """Agent loops through the runtime against the loopback provider: concurrent sessions of
 long tool loops with 0.2-50 KB outputs on a 32k window, child sessions and agent slices,
 faults, and a runtime cancelled at a random point (or in the middle of a compaction) then
-reopened and resumed; on trio and on asyncio, with the extractive and the model summarizer.
+reopened and resumed; on trio and on asyncio, with the extractive and the model summarizer,
+on the Anthropic Messages and the OpenAI Chat Completions wire.
 
 Each scenario runs once (cached for the module) into an SQLite file; each test is one check
 of every run. ``CONTEXTLEDGER_SCENARIOS=full`` runs them at the agentloop benchmark's full
@@ -43,6 +44,11 @@ RUNS: dict[str, tuple[str, Scenario]] = {
     "trio-model": ("trio", Scenario(**SIZE, seed=SEED, summarizer="model")),
     "asyncio-extractive": ("asyncio", Scenario(**SIZE, seed=SEED)),
     "asyncio-model": ("asyncio", Scenario(**SIZE, seed=SEED, summarizer="model")),
+    "trio-openai-chat": ("trio", Scenario(**SIZE, seed=SEED, wire="openai-chat")),
+    "asyncio-openai-chat-model": (
+        "asyncio",
+        Scenario(**SIZE, seed=SEED, wire="openai-chat", summarizer="model"),
+    ),
     "trio-cancelled": ("trio", Scenario(**SIZE, seed=SEED, cancel_after=CANCEL_AT)),
     "trio-cancelled-in-compaction": ("trio", Scenario(**SIZE, seed=SEED, cancel_in_summary=1)),
     # Two loops of 32 steps: a turn that needs more than three compactions.
@@ -171,3 +177,10 @@ def test_a_cancelled_runtime_leaves_no_compaction_open(name: str, folder: Path) 
     assert run.cancelled
     # A compaction the runtime found open when it reopened was left half-way by the cancel.
     assert run.interrupted == []
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_every_request_goes_to_the_scenarios_wire(name: str, folder: Path) -> None:
+    run = run_of(name, folder)
+    paths = {"anthropic": "/v1/messages", "openai-chat": "/v1/chat/completions"}
+    assert {e.path for e in run.exchanges} == {paths[run.scenario.wire]}

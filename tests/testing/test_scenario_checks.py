@@ -163,3 +163,21 @@ def test_the_lower_bound_reads_every_prefix_shared_with_an_earlier_body() -> Non
     assert lower_bound_read_share([first, first]) == 0.5
     # Three blocks of about the same size: the second body reads the first's two of its three.
     assert lower_bound_read_share([first, second]) == pytest.approx(2 / 5, abs=0.01)
+
+
+def test_the_lag_in_compactions_is_of_ticks_overlapping_one_and_its_own_part_less_cpu_waits() -> (
+    None
+):
+    run = msgspec.structs.replace(
+        _run([]),
+        compactions=[(1_000, 1_100)],
+        # (wake-up time, lag, time the loop's thread waited for a CPU), all in ms.
+        lags=[(1_050.0, 30.0, 25.0), (1_120.0, 40.0, 0.0), (2_000.0, 90.0, 0.0)],
+    )
+    # The second tick waited from 1,080: it overlaps the compaction; the third does not.
+    assert run.loop_lag_p99_ms == 40.0
+    assert run.loop_lag_p99_own_ms == 40.0
+    assert run.loop_lag_p99_outside_compactions_ms == 90.0
+    only_waited = msgspec.structs.replace(run, lags=[(1_050.0, 30.0, 25.0)])
+    assert only_waited.loop_lag_p99_ms == 30.0
+    assert only_waited.loop_lag_p99_own_ms == 5.0
