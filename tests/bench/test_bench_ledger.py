@@ -22,6 +22,7 @@ FIGURES = (
     "replay_events_per_s",
     "replay_mb_per_s",
     "floor_insert_per_s",
+    "floor_insert_uncheckpointed_per_s",
     "floor_insert_batched_per_s",
     "floor_insert_batched_full_per_s",
     "floor_single_commit_per_s",
