@@ -4,7 +4,7 @@ Every row carries a CRC-32 of its contents (``crc``): an event row of its stream
 position, schema version and bytes; a stream row of its id, version (the seq of its last
 event) and name; a snapshot row of its stream, seq, schema and bytes. CRC-32 detects every
 single-bit flip, and every burst of up to 32 bits, in what it covers; computing it costs
-about a tenth of a microsecond for a typical event (``zlib.crc32`` runs at several GB/s).
+about half a microsecond for a typical event of 660 bytes (``zlib.crc32`` going over them).
 Reads verify the rows they return (``_verify``); ``contextledger check`` verifies them all.
 
 Schema versions (``PRAGMA user_version``):
