@@ -7,10 +7,13 @@ On events shaped like the traces' (``contextledger.simulation._synthetic``), mea
   ``History.rebuild``: read, decode and apply), and batched appends at ``"full"`` to compare
   with the peer at equal durability;
 - the floor: apsw alone on the same schema and pragmas as the store's writer (WAL, the same
-  ``synchronous``, ``wal_autocheckpoint=0``), inserting the same encoded blobs in one
-  transaction (``executemany``), in transactions of ``BATCH`` (also at FULL), and one
-  transaction per blob; and apsw plus ``msgspec`` selecting the blobs of each stream in order
-  and decoding them into events;
+  ``synchronous``), inserting the same rows (encoded blobs and checksums) in one transaction
+  (``executemany``), in transactions of ``BATCH`` (also at FULL), and one transaction per
+  blob; and apsw plus ``msgspec`` selecting the blobs of each stream in order and decoding
+  them into events. Like the store (whose checkpointer thread does it while the appends
+  run), the floor copies its WAL into the database inside its clock, with SQLite's
+  automatic checkpoint every ``CHECKPOINT_PAGES``; ``floor_insert_uncheckpointed_per_s``
+  is the one transaction without it (its WAL is copied when it closes, after the clock);
 - the peer: the ``eventsourcing`` library's ``SQLiteApplicationRecorder`` (the recorder that,
   like ours, gives every event a global position), file database in WAL, inserting the same
   blobs as ``StoredEvent`` states in ``insert_events`` calls of ``BATCH``. It has no
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import os
 import statistics
 import sys
@@ -56,6 +60,7 @@ from contextledger.events._catalogue import Event
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.history._projection import History
 from contextledger.store import _sqlite as sqlite_store
+from contextledger.store._checkpointer import CHECKPOINT_PAGES
 from contextledger.store._schema import INSERT_EVENT, TABLES, event_crc
 from contextledger.store._sqlite import Durability, SQLiteStore
 
@@ -156,9 +161,14 @@ async def _ours_batched(path: str, corpus: _Corpus, durability: Durability) -> f
 
 
 def _without_checksums() -> contextlib.AbstractContextManager[Any]:
-    """The store's checksum functions replaced by a constant, for ``checksum_overhead``."""
+    """The store's checksum functions replaced by a constant, for ``checksum_overhead``:
+    a row's, a stream's, and a batch's rows' (an endless ``repeat(0)``, which costs nothing
+    per row, as the rows are zipped with it)."""
     constant = lambda *fields: 0  # noqa: E731
-    return mock.patch.multiple(sqlite_store, event_crc=constant, stream_crc=constant)
+    constants = lambda *columns: itertools.repeat(0)  # noqa: E731
+    return mock.patch.multiple(
+        sqlite_store, event_crc=constant, event_crcs=constants, stream_crc=constant
+    )
 
 
 async def _ours_single(path: str, corpus: _Corpus, count: int) -> float:
@@ -181,21 +191,33 @@ async def _ours_replay(path: str, streams: list[str]) -> float:
 # --- the floor: apsw and msgspec alone -----------------------------------------------------
 
 
-def _floor_connection(path: str, durability: Durability = "normal") -> apsw.Connection:
+def _floor_connection(
+    path: str, durability: Durability = "normal", *, checkpoints: bool = True
+) -> apsw.Connection:
     """A connection set up as ``SQLiteStore``'s writer is: the store's schema, WAL, the same
-    ``synchronous``, no automatic checkpoints."""
+    ``synchronous``. The store's checkpointer copies the WAL into the database each time it
+    has grown by ``CHECKPOINT_PAGES``, on its own thread, while the appends are timed; the
+    floor does the same work the way SQLite does by default, at its commits
+    (``wal_autocheckpoint``), unless not ``checkpoints`` (it then copies the whole WAL when
+    it closes, after its clock has stopped)."""
     conn = apsw.Connection(path)
     cur = conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-    cur.execute("PRAGMA wal_autocheckpoint=0")
+    cur.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES if checkpoints else 0}")
     cur.execute(TABLES)
     return conn
 
 
-def _floor_insert(path: str, chunks: list[list[Row]], durability: Durability = "normal") -> float:
+def _floor_insert(
+    path: str,
+    chunks: list[list[Row]],
+    durability: Durability = "normal",
+    *,
+    checkpoints: bool = True,
+) -> float:
     """Insert each chunk of rows in a transaction of its own."""
-    conn = _floor_connection(path, durability)
+    conn = _floor_connection(path, durability, checkpoints=checkpoints)
     cur = conn.cursor()
     start = time.perf_counter()
     for chunk in chunks:
@@ -355,13 +377,17 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
     for i in range(repeat):
         # Each run writes fresh files; the last run's files are kept for the reads.
         last = i == repeat - 1
-        path = fresh("ours", i)
-        timed("batched", await _ours_batched(path, corpus, "normal"))
-        replay_db = _remove_db(path, keep=last)
-        path = fresh("ours-unchecked", i)
-        with _without_checksums():
-            timed("batched_unchecked", await _ours_batched(path, corpus, "normal"))
-        _remove_db(path)
+        # With and without checksums take turns going first, so that what the run before
+        # leaves behind (its files still being written back) hits both alike.
+        for unchecked in (False, True) if i % 2 == 0 else (True, False):
+            path = fresh("ours-unchecked" if unchecked else "ours", i)
+            with _without_checksums() if unchecked else contextlib.nullcontext():
+                seconds = await _ours_batched(path, corpus, "normal")
+            timed("batched_unchecked" if unchecked else "batched", seconds)
+            if unchecked:
+                _remove_db(path)
+            else:
+                replay_db = _remove_db(path, keep=last)
         path = fresh("ours-full", i)
         timed("batched_full", await _ours_batched(path, corpus, "full"))
         _remove_db(path)
@@ -372,6 +398,9 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         path = fresh("floor", i)
         timed("floor_insert", _floor_insert(path, [corpus.rows]))
         floor_db = _remove_db(path, keep=last)
+        path = fresh("floor-uncheckpointed", i)
+        timed("floor_insert_uncheckpointed", _floor_insert(path, [corpus.rows], checkpoints=False))
+        _remove_db(path)
         path = fresh("floor-batched", i)
         timed("floor_insert_batched", _floor_insert(path, corpus.row_batches))
         _remove_db(path)
@@ -408,6 +437,7 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         "replay_events_per_s": rate(n, times["replay"]),
         "replay_mb_per_s": rate(mb, times["replay"]),
         "floor_insert_per_s": rate(n, times["floor_insert"]),
+        "floor_insert_uncheckpointed_per_s": rate(n, times["floor_insert_uncheckpointed"]),
         "floor_insert_batched_per_s": rate(n, times["floor_insert_batched"]),
         "floor_insert_batched_full_per_s": rate(n, times["floor_insert_batched_full"]),
         "floor_single_commit_per_s": rate(single, times["floor_single"]),
@@ -441,6 +471,9 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         ),
         "batched_vs_floor_batched": ratio(
             figures["batched_appends_per_s"], figures["floor_insert_batched_per_s"]
+        ),
+        "batched_vs_floor_uncheckpointed": ratio(
+            figures["batched_appends_per_s"], figures["floor_insert_uncheckpointed_per_s"]
         ),
     }
     scaling = await ledger_scaling.measure(
@@ -535,6 +568,7 @@ def render(result: dict[str, Any]) -> str:
         row("ours: batched appends, durability full", "batched_full_appends_per_s"),
         row("ours: replay (read + decode + apply)", "replay_events_per_s"),
         row("floor: insert, one transaction", "floor_insert_per_s"),
+        row("floor: insert, one transaction, no checkpoint", "floor_insert_uncheckpointed_per_s"),
         row(f"floor: insert, {r['batch_size']} per transaction", "floor_insert_batched_per_s"),
         row(
             f"floor: insert, {r['batch_size']} per transaction, FULL",
@@ -566,7 +600,8 @@ def render(result: dict[str, Any]) -> str:
             "",
         ]
     )
-    ratios.append(["batched_vs_floor_batched", _num(r["batched_vs_floor_batched"], 3), "", ""])
+    for key in ("batched_vs_floor_batched", "batched_vs_floor_uncheckpointed"):
+        ratios.append([key, _num(r[key], 3), "", ""])
     for key, ceiling in r["ceilings"].items():
         ratios.append([key, _num(r[key], 3), f"<= {ceiling}", "yes" if r["met"][key] else "NO"])
     for key, target in r["scaling_targets"].items():

@@ -4,7 +4,7 @@ Every row carries a CRC-32 of its contents (``crc``): an event row of its stream
 position, schema version and bytes; a stream row of its id, version (the seq of its last
 event) and name; a snapshot row of its stream, seq, schema and bytes. CRC-32 detects every
 single-bit flip, and every burst of up to 32 bits, in what it covers; computing it costs
-about a tenth of a microsecond for a typical event (``zlib.crc32`` runs at several GB/s).
+about half a microsecond for a typical event of 660 bytes (``zlib.crc32`` going over them).
 Reads verify the rows they return (``_verify``); ``contextledger check`` verifies them all.
 
 Schema versions (``PRAGMA user_version``):
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
 from typing import Any, Final
 
 import apsw
@@ -95,6 +96,20 @@ _log = structlog.get_logger("contextledger.store._schema")
 def event_crc(stream_id: int, seq: int, position: int, v: int, data: bytes) -> int:
     """The checksum of an event row."""
     return zlib.crc32(data, zlib.crc32(_EVENT_HEAD.pack(stream_id, seq, position, v)))
+
+
+def event_crcs(
+    stream_id: int,
+    seqs: Iterable[int],
+    positions: Iterable[int],
+    versions: Iterable[int],
+    datas: Iterable[bytes],
+) -> Iterator[int]:
+    """The checksums of event rows of one stream, each equal to ``event_crc`` of its row,
+    computed lazily and in C (``map`` over ``struct`` and ``zlib``): no Python runs per row,
+    so a batch of appends pays almost nothing for them."""
+    heads = map(_EVENT_HEAD.pack, repeat(stream_id), seqs, positions, versions)
+    return map(zlib.crc32, datas, map(zlib.crc32, heads))
 
 
 def stream_crc(stream_id: int, version: int, name: str) -> int:

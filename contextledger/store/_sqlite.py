@@ -58,6 +58,7 @@ from contextledger.store._schema import (
     INSERT_EVENT,
     LAST_POSITION,
     event_crc,
+    event_crcs,
     one,
     snapshot_crc,
     stream_crc,
@@ -209,8 +210,8 @@ class SQLiteStore:
             crc = event_crc(stream_id, version + 1, last + 1, v, data)
             cur.execute(INSERT_EVENT, (last + 1, stream_id, version + 1, v, data, crc))
         else:
-            crcs = map(event_crc, repeat(stream_id), seqs, positions, batch.versions, batch.datas)
-            # Rows are zipped in C: only the checksum runs Python per event.
+            crcs = event_crcs(stream_id, seqs, positions, batch.versions, batch.datas)
+            # Rows are zipped in C, their checksums computed in C: no Python runs per event.
             rows = zip(positions, repeat(stream_id), seqs, batch.versions, batch.datas, crcs)
             cur.executemany(INSERT_EVENT, rows)
         # Only once every row is written: a write that fails leaves the caches as they were.

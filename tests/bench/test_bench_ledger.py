@@ -22,6 +22,7 @@ FIGURES = (
     "replay_events_per_s",
     "replay_mb_per_s",
     "floor_insert_per_s",
+    "floor_insert_uncheckpointed_per_s",
     "floor_insert_batched_per_s",
     "floor_insert_batched_full_per_s",
     "floor_single_commit_per_s",
@@ -72,9 +73,13 @@ def test_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
 
 def test_the_unchecked_run_replaces_the_checksums_only_inside_it() -> None:
     crc = sqlite_store.event_crc  # type: ignore[attr-defined]
+    crcs = sqlite_store.event_crcs  # type: ignore[attr-defined]
     with ledger._without_checksums():
         assert sqlite_store.event_crc(1, 1, 1, 1, b"x") == 0  # type: ignore[attr-defined]
+        batch = sqlite_store.event_crcs(1, [1, 2], [1, 2], [1, 1], [b"x", b"y"])  # type: ignore[attr-defined]
+        assert list(zip(range(2), batch, strict=False)) == [(0, 0), (1, 0)]
     assert sqlite_store.event_crc is crc  # type: ignore[attr-defined]
+    assert sqlite_store.event_crcs is crcs  # type: ignore[attr-defined]
     assert crc(1, 1, 1, 1, b"x") != 0
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import apsw
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from contextledger.events import DEFAULT_CODEC, MemoryPinned
@@ -21,6 +23,7 @@ from contextledger.store import (
     StoreIntegrityError,
     StoreSchemaError,
 )
+from contextledger.store._schema import event_crc, event_crcs
 from contextledger.testing._builder import SessionBuilder
 from tests.store._rows import raw_connection
 
@@ -57,6 +60,18 @@ async def problems_of(path: Path) -> list[Problem]:
 
 
 # --- every read verifies -------------------------------------------------------------------
+
+
+_ROW_INT = st.integers(0, 2**63 - 1)
+
+
+@given(_ROW_INT, st.lists(st.tuples(_ROW_INT, _ROW_INT, _ROW_INT, st.binary()), max_size=20))
+def test_a_batch_gets_the_checksums_its_rows_get_one_by_one(
+    stream_id: int, rows: list[tuple[int, int, int, bytes]]
+) -> None:
+    columns = [[row[i] for row in rows] for i in range(4)]
+    expected = [event_crc(stream_id, *row) for row in rows]
+    assert list(event_crcs(stream_id, *columns)) == expected  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
