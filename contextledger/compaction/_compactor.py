@@ -294,20 +294,21 @@ class _Run:
     def _input(
         self, plan: CompactionPlan, transcript: str, prompt: str, whole: bool
     ) -> SummaryInput:
-        """A summary request. ``whole``: the head's messages go along as the session sent
-        them, with the session's pinned system, tools and cache breakpoints, so a model
-        summarizer reads the session's prompt cache."""
+        """A summary request. ``whole``: the view as the session sent it, through the head's
+        last message (an earlier compaction's prompt and summary before the head included, and
+        after an overflow the request to be replayed when steps of its turn follow it), with
+        the session's pinned system, tools and cache breakpoints, so a model summarizer reads
+        the session's prompt cache for all of it."""
         history = self.log.history
         head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
         prefix = history.pinned_prefix(self.agent_id)
         messages: tuple[ModelMessage, ...] = ()
-        if whole and not plan.overflow:
+        if whole:
             ref = self._model_ref()
             view = model_view(
                 history, ViewOptions.from_config(self.config, ref, agent_id=self.agent_id)
             )
-            keep = set(plan.head_ids)
-            messages = tuple(m for m in view if m.source_id in keep)
+            messages = _view_through(view, set(plan.head_ids))
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
         marks = place_marks(
@@ -573,6 +574,13 @@ class _Run:
             reason=reason,
             detail=detail,
         )
+
+
+def _view_through(view: Sequence[ModelMessage], head: set[str]) -> tuple[ModelMessage, ...]:
+    """``view`` up to and including the last message of a ``head`` message (by source id):
+    the prefix the session's last request opened with. Empty when no message is the head's."""
+    last = max((i for i, m in enumerate(view) if m.source_id in head), default=-1)
+    return tuple(view[: last + 1])
 
 
 def _cleared_count(recorded: list[RecordedEvent]) -> int:
