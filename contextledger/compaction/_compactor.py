@@ -55,7 +55,7 @@ from contextledger.policy._compaction import (
 from contextledger.policy._decisions import CompactionReason, after_compaction, output_cap
 from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._prune import plan_prune
-from contextledger.policy._templates import TEMPLATES
+from contextledger.policy._templates import TEMPLATES, summary_prompt
 from contextledger.policy._transcript import conversation_request, render_manifest, wrap_summary
 from contextledger.providers._errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary._messages import ModelMessage
@@ -333,8 +333,8 @@ class _Run:
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         if not plan.chunks or self.summarizer.max_input_tokens is None:
-            task = self._input(plan, plan.transcript, plan.prompt, whole=True)
-            return await self.summarizer.summarize(self._fitted(task))
+            task = self._fitted(self._input(plan, plan.transcript, plan.prompt, whole=True))
+            return await self.summarizer.summarize(_previous_above(plan, task))
         prompts = [plan.chunk_request(index) for index in range(len(plan.chunks))]
         partials = await self._partials(plan, prompts)
         return await self._merged(plan, [p for p in partials if p.strip()])
@@ -574,6 +574,17 @@ class _Run:
             reason=reason,
             detail=detail,
         )
+
+
+def _previous_above(plan: CompactionPlan, task: SummaryInput) -> SummaryInput:
+    """``task`` asking to update the previous summary where its messages hold it (the view's
+    summary message comes before the head), instead of sending that summary a second time in
+    the prompt."""
+    if not task.messages or plan.previous_summary is None:
+        return task
+    template = TEMPLATES[plan.template]
+    prompt = summary_prompt(template, plan.previous_summary, previous_above=True)
+    return msgspec.structs.replace(task, prompt=prompt)
 
 
 def _view_through(view: Sequence[ModelMessage], head: set[str]) -> tuple[ModelMessage, ...]:

@@ -345,6 +345,10 @@ async def test_a_later_summary_request_opens_with_the_view_as_sent_the_summary_i
     assert task.messages == tuple(sent[: len(task.messages)])
     assert task.messages[1].content[0].text == SUMMARY  # type: ignore[union-attr]
     assert task.messages[-1].source_id == task.head[-1].id
+    # The prompt points to that summary instead of sending it a second time.
+    assert task.previous_summary == SUMMARY
+    assert "Update the anchored summary above" in task.prompt
+    assert "Fix the parser" not in task.prompt
 
 
 async def test_an_overflow_summary_request_sends_the_view_as_sent_too() -> None:
