@@ -55,7 +55,7 @@ from contextledger.policy._compaction import (
 from contextledger.policy._decisions import CompactionReason, after_compaction, output_cap
 from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._prune import plan_prune
-from contextledger.policy._templates import TEMPLATES
+from contextledger.policy._templates import TEMPLATES, summary_prompt
 from contextledger.policy._transcript import conversation_request, render_manifest, wrap_summary
 from contextledger.providers._errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary._messages import ModelMessage
@@ -294,20 +294,21 @@ class _Run:
     def _input(
         self, plan: CompactionPlan, transcript: str, prompt: str, whole: bool
     ) -> SummaryInput:
-        """A summary request. ``whole``: the head's messages go along as the session sent
-        them, with the session's pinned system, tools and cache breakpoints, so a model
-        summarizer reads the session's prompt cache."""
+        """A summary request. ``whole``: the view as the session sent it, through the head's
+        last message (an earlier compaction's prompt and summary before the head included, and
+        after an overflow the request to be replayed when steps of its turn follow it), with
+        the session's pinned system, tools and cache breakpoints, so a model summarizer reads
+        the session's prompt cache for all of it."""
         history = self.log.history
         head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
         prefix = history.pinned_prefix(self.agent_id)
         messages: tuple[ModelMessage, ...] = ()
-        if whole and not plan.overflow:
+        if whole:
             ref = self._model_ref()
             view = model_view(
                 history, ViewOptions.from_config(self.config, ref, agent_id=self.agent_id)
             )
-            keep = set(plan.head_ids)
-            messages = tuple(m for m in view if m.source_id in keep)
+            messages = _view_through(view, set(plan.head_ids))
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
         marks = place_marks(
@@ -332,8 +333,8 @@ class _Run:
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         if not plan.chunks or self.summarizer.max_input_tokens is None:
-            task = self._input(plan, plan.transcript, plan.prompt, whole=True)
-            return await self.summarizer.summarize(self._fitted(task))
+            task = self._fitted(self._input(plan, plan.transcript, plan.prompt, whole=True))
+            return await self.summarizer.summarize(_previous_above(plan, task))
         prompts = [plan.chunk_request(index) for index in range(len(plan.chunks))]
         partials = await self._partials(plan, prompts)
         return await self._merged(plan, [p for p in partials if p.strip()])
@@ -573,6 +574,24 @@ class _Run:
             reason=reason,
             detail=detail,
         )
+
+
+def _previous_above(plan: CompactionPlan, task: SummaryInput) -> SummaryInput:
+    """``task`` asking to update the previous summary where its messages hold it (the view's
+    summary message comes before the head), instead of sending that summary a second time in
+    the prompt."""
+    if not task.messages or plan.previous_summary is None:
+        return task
+    template = TEMPLATES[plan.template]
+    prompt = summary_prompt(template, plan.previous_summary, previous_above=True)
+    return msgspec.structs.replace(task, prompt=prompt)
+
+
+def _view_through(view: Sequence[ModelMessage], head: set[str]) -> tuple[ModelMessage, ...]:
+    """``view`` up to and including the last message of a ``head`` message (by source id):
+    the prefix the session's last request opened with. Empty when no message is the head's."""
+    last = max((i for i, m in enumerate(view) if m.source_id in head), default=-1)
+    return tuple(view[: last + 1])
 
 
 def _cleared_count(recorded: list[RecordedEvent]) -> int:

@@ -39,8 +39,10 @@ from contextledger.compaction._facts import (
 )
 from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.history._projection import Message
+from contextledger.policy._compaction import text_tokens
 from contextledger.policy._templates import NONE, SummaryTemplate, missing_sections, render_summary
 from contextledger.providers._http import ProviderClient
+from contextledger.vocabulary._defaults import SUMMARY_MAX_TOKENS
 from contextledger.vocabulary._messages import ModelMessage, ModelText
 from contextledger.vocabulary._requests import CacheMark, Request
 
@@ -180,18 +182,23 @@ class ExtractiveSummarizer:
 
     max_input_tokens: int | None = None
 
-    def __init__(self, *, slice_seconds: float = SLICE_SECONDS) -> None:
+    def __init__(
+        self, *, slice_seconds: float = SLICE_SECONDS, max_tokens: int | None = SUMMARY_MAX_TOKENS
+    ) -> None:
         self.slice_seconds = slice_seconds
+        self.max_tokens = max_tokens
         self._turn: trio.Lock | None = None
 
     async def summarize(self, task: SummaryInput) -> str:
-        """The extractive summary of ``task`` (see ``extractive_summary``)."""
+        """The extractive summary of ``task`` (see ``extractive_summary``), at most
+        ``max_tokens`` long and at most the task's ``max_output_tokens``."""
         if self._turn is None:
             self._turn = trio.Lock()
         async with self._turn:
             return await self._summarize(task)
 
     async def _summarize(self, task: SummaryInput) -> str:
+        budget = min((n for n in (self.max_tokens, task.max_output_tokens) if n), default=None)
         # The projection goes on changing its messages in place between the slices.
         head = tuple(msgspec.structs.replace(m, parts=list(m.parts)) for m in task.head)
         walking = walk_facts(head)
@@ -206,17 +213,23 @@ class ExtractiveSummarizer:
                 await trio.lowlevel.checkpoint()
                 pause_at = time.perf_counter() + self.slice_seconds
         await trio.lowlevel.checkpoint()
-        return extractive_summary(facts, task.template, task.previous_summary)
+        return extractive_summary(facts, task.template, task.previous_summary, max_tokens=budget)
 
 
 def extractive_summary(
-    facts: SessionFacts, template: SummaryTemplate, previous: str | None = None
+    facts: SessionFacts,
+    template: SummaryTemplate,
+    previous: str | None = None,
+    *,
+    max_tokens: int | None = None,
 ) -> str:
     """The summary of ``facts`` in ``template``'s structure, every section present (``(none)``
     when empty), updating ``previous``: its bullets follow the new ones in their section (or
     the section of the same kind, when ``previous`` used the other template), except those a
     new bullet supersedes or repeats. A superseded file or identifier list is merged into the
-    new one."""
+    new one. With ``max_tokens``, the summary holds at most that many tokens (or only its
+    headings, when they alone are longer): the carried bullets go first, the oldest first,
+    then the new ones, the oldest first."""
     sections = _leaf_sections(template)
     new: dict[str, list[_Bullet]] = {title: [] for title in sections}
     for slot, bullets in _slot_bullets(facts, first=not previous).items():
@@ -239,10 +252,37 @@ def extractive_summary(
             texts.add(bullet.text)
             target = heading if heading in sections else _section_for(_slot_of(heading), template)
             kept[target].append(bullet.text)
-    filled = {
-        title: [b.text for b in new[title]] + kept[title][:SECTION_CARRIED] for title in sections
+    ranked = {
+        title: [((0, i), b.text) for i, b in enumerate(new[title])]
+        + [((1, i), text) for i, text in enumerate(kept[title][:SECTION_CARRIED])]
+        for title in sections
     }
-    return render_summary(template, filled)
+    return _within(template, ranked, max_tokens)
+
+
+def _within(
+    template: SummaryTemplate,
+    ranked: Mapping[str, Sequence[tuple[tuple[int, int], str]]],
+    max_tokens: int | None,
+) -> str:
+    """The summary of the bullets of each section (each with its rank: new before carried,
+    then by position, newest first), without the lowest-ranked bullets, as few as needed
+    for it to hold at most ``max_tokens`` tokens (every bullet when None)."""
+    ranks = sorted(rank for bullets in ranked.values() for rank, _ in bullets)
+
+    def render(kept: int) -> str:
+        cut = ranks[kept - 1] if kept else (-1, -1)
+        filled = {title: [t for r, t in bullets if r <= cut] for title, bullets in ranked.items()}
+        return render_summary(template, filled)
+
+    def fits(kept: int) -> bool:
+        return max_tokens is None or text_tokens(len(render(kept))) <= max_tokens
+
+    low, high = 0, len(ranks)  # the most bullets that fit lie in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return render(low)
 
 
 # --- facts to bullets -------------------------------------------------------------------------

@@ -7,13 +7,11 @@ gets. A compaction shrinks it to ``K = S + L`` tokens (the summary, ``S``, and t
 
     F(T) = a·(T - L) + o·S + w·K
 
-the summary call reading the head (the view less its tail) at ``a``, writing ``S`` tokens at
-the output multiplier ``o``, and the next call writing the compacted view again at the write
-multiplier ``w``. The head is read from the cache (``a = r``) only while the view holds no
-summary: it is then the prefix the last call sent; after a compaction the summary request
-opens differently from the view (the previous summary, then the head), so no cached prefix
-matches and the head is written (``a = w``). ``S`` is the newest summary's actual size, or
-``SUMMARY_TOKENS`` before the first.
+the summary call reading the head (the view less its tail) from the cache at ``a = r`` (it
+sends the view as the last call did, through the head's last message), writing ``S`` tokens
+at the output multiplier ``o``, and the next call writing the compacted view again at the
+write multiplier ``w``. ``S`` is the newest summary's actual size, or ``SUMMARY_TOKENS``
+before the first.
 
 If the view grows by ``g`` tokens per call and is compacted whenever it reaches ``T``, a cycle
 lasts ``(T - K) / g`` calls and costs, per call::
@@ -58,23 +56,16 @@ _json = msgspec.json.Encoder()
 
 class Economics(msgspec.Struct, frozen=True, kw_only=True):
     """What a compaction of a slice would keep and cost: ``tail_tokens`` (``L``) kept
-    verbatim, a summary of ``summary_tokens`` (``S``), the head read from the cache
-    (``head_cached``) or written, at ``price``."""
+    verbatim and a summary of ``summary_tokens`` (``S``), at ``price``."""
 
     tail_tokens: int
     summary_tokens: int = SUMMARY_TOKENS
-    head_cached: bool = True
     price: Price
 
     @property
     def kept_tokens(self) -> int:
         """``K``: the view's size right after the compaction."""
         return self.tail_tokens + self.summary_tokens
-
-    @property
-    def head_multiplier(self) -> float:
-        """``a``: what reading one head token costs the summary call."""
-        return self.price.cache_read if self.head_cached else self.price.cache_write
 
 
 def estimate_view_tokens(view: Sequence[ModelMessage]) -> int:
@@ -88,7 +79,7 @@ def compaction_cost(view_tokens: int, economics: Economics) -> float:
     price = economics.price
     head = max(0, view_tokens - economics.tail_tokens)
     return (
-        economics.head_multiplier * head
+        price.cache_read * head
         + price.output * economics.summary_tokens
         + price.cache_write * economics.kept_tokens
     )
@@ -159,8 +150,8 @@ def early_compaction_due(
     """Under ``compaction.cadence = "economic"``: whether ``view`` (``agent_id``'s model view
     about to be sent to ``model``; its size the sum of its messages' estimates) has passed its
     economic threshold and compacting it pays (``compact_early``). The tail is the tail
-    budget; the summary as long as the newest one in the view (``SUMMARY_TOKENS`` without one,
-    and then the head is the cached prefix); the growth per call the median step of the view
+    budget; the summary as long as the newest one in the view (``SUMMARY_TOKENS`` without
+    one); the growth per call the median step of the view
     (``step_growth``: one very large message is a jump, not the pace the view grows at); the
     calls to come as many as the agent's finished steps so far; the prices the model's
     (``price_for``). Always False under ``cadence = "window"``."""
@@ -175,7 +166,6 @@ def early_compaction_due(
     economics = Economics(
         tail_tokens=tail_budget(usable(model, config), config.compaction),
         summary_tokens=summary or SUMMARY_TOKENS,
-        head_cached=not summary,
         price=price_for(model.provider_id, model.model_id),
     )
     return compact_early(

@@ -117,6 +117,16 @@ def latest_answer(history: History, agent_id: str) -> Message | None:
     return None
 
 
+def last_reported_prompt(history: History, agent_id: str) -> int | None:
+    """The prompt tokens the provider counted for ``agent_id``'s latest answer
+    (``latest_answer``), the least its next request holds as long as nothing left the view
+    since; None without one, or when a compaction of the slice completed after it."""
+    answer = latest_answer(history, agent_id)
+    if answer is None or answer.usage is None or _compacted_since(history, answer, agent_id):
+        return None
+    return answer.usage.prompt or None
+
+
 def _compacted_since(history: History, answer: Message | None, agent_id: str) -> bool:
     return answer is not None and any(
         c.status == "completed"
@@ -275,14 +285,23 @@ def prune_plans(
     )
 
 
-def output_cap(model: Model, config: Config, *, requested: int | None, prompt_tokens: int) -> int:
+def output_cap(
+    model: Model,
+    config: Config,
+    *,
+    requested: int | None,
+    prompt_tokens: int,
+    reported: int | None = None,
+) -> int:
     """The output a request asks for: ``requested`` (else the model's default,
     ``max_output_tokens``), lowered by ``output.budget_rule`` (``output_budget``) so that the
-    prompt (``prompt_tokens``, an estimate) plus the output fit the window, never below
-    ``output.min``; unchanged when the window is unknown. When the estimate leaves no room at
-    all, ``output.min``: asking for the whole output then would make a request the provider
-    refuses even if the estimate was high, and a prompt that really fills the window is
-    refused either way (its overflow leads to a compaction)."""
+    prompt (``prompt_tokens``, an estimate, or ``reported`` when larger: the prompt the provider
+    last counted for the slice, ``last_reported_prompt``, which sees what an estimate misses)
+    plus the output fit the window, never below ``output.min``; unchanged when the window is
+    unknown. When the prompt leaves no room at all, ``output.min``: asking for the whole output
+    then would make a request the provider refuses even if the estimate was high, and a prompt
+    that really fills the window is refused either way (its overflow leads to a compaction)."""
+    prompt_tokens = max(prompt_tokens, reported or 0)
     wanted = (
         requested
         if requested is not None

@@ -21,6 +21,7 @@ from typing import Final
 
 import msgspec
 
+from contextledger.history._view import COMPACTION_PROMPT
 from contextledger.vocabulary._options import TemplateName
 
 #: What an empty section holds.
@@ -96,19 +97,32 @@ def skeleton(template: SummaryTemplate) -> str:
     return f"<{template.wrapper}>\n{body}\n</{template.wrapper}>" if template.wrapper else body
 
 
-def summary_prompt(template: SummaryTemplate, previous: str | None = None) -> str:
+_UPDATE: Final = (
+    "keep every detail that is still true, drop what is no longer relevant, and merge in the "
+    "new facts. Move finished work from in progress to done."
+)
+
+
+def summary_prompt(
+    template: SummaryTemplate, previous: str | None = None, *, previous_above: bool = False
+) -> str:
     """The instruction closing a summary request. With ``previous`` (the last summary), the
-    model updates it: still-true details kept, stale ones dropped, new facts merged."""
+    model updates it: still-true details kept, stale ones dropped, new facts merged; with
+    ``previous_above`` the request's messages hold it already (as the answer to
+    ``COMPACTION_PROMPT``), so the instruction points to it instead of repeating it."""
     if previous is None:
         head = (
             "Create a new anchored summary of the conversation above, so that the work can "
             "continue from it alone."
         )
+    elif previous_above:
+        head = (
+            "Update the anchored summary above (the latest answer to "
+            f'"{COMPACTION_PROMPT}") with the conversation that follows it: {_UPDATE}'
+        )
     else:
         head = (
-            "Update the anchored summary below with the conversation above: keep every detail "
-            "that is still true, drop what is no longer relevant, and merge in the new facts. "
-            "Move finished work from in progress to done.\n\n"
+            f"Update the anchored summary below with the conversation above: {_UPDATE}\n\n"
             f"<previous-summary>\n{previous.strip()}\n</previous-summary>"
         )
     return (

@@ -33,7 +33,7 @@ from contextledger.history._truncate import PAGING_TOOL, shows_truncation
 from contextledger.history._view import ViewOptions, view_messages
 from contextledger.policy._cache import place_marks, watermark_mark, writes_at_the_end
 from contextledger.policy._compaction import is_real_user
-from contextledger.policy._decisions import output_cap
+from contextledger.policy._decisions import last_reported_prompt, output_cap
 from contextledger.policy._prune import plan_prune
 from contextledger.policy._tokens import (
     EMPTY,
@@ -317,6 +317,7 @@ class RequestBuilder:
                 self._config,
                 requested=inputs.max_output_tokens,
                 prompt_tokens=prompt,
+                reported=last_reported_prompt(history, self.agent_id),
             )
             if cap != request.max_output_tokens:
                 request = msgspec.structs.replace(request, max_output_tokens=cap)

@@ -326,6 +326,43 @@ async def test_the_model_summarizer_gets_the_pinned_prefix_and_the_head_as_sent(
     assert {m.target for m in task.marks} == {"tool", "system", "message"}
 
 
+async def test_a_later_summary_request_opens_with_the_view_as_sent_the_summary_included() -> None:
+    # So a model summarizer reads the whole head from the prompt cache the session's last
+    # request wrote, not only the system blocks and tools.
+    log = await _log(_session().events)
+    summarizer = Fixed()
+    await compact(log, summarizer, model=MODEL, config=Config(), clock=_clock())
+    later = _later(1_950_000_000_000)
+    for turn in range(4):
+        user = later.user(f"Step {turn}: edit src/later_{turn}.py")
+        assistant = later.assistant(user)
+        later.text(assistant, f"Done with later step {turn}.")
+        later.finish(assistant)
+    await log.append(later.events)
+    sent = model_view(log.history, ViewOptions.from_config(Config(), REF))
+    await compact(log, summarizer, model=MODEL, config=Config(), clock=_clock(2_000_000_000_000))
+    task = summarizer.tasks[-1]
+    assert task.messages == tuple(sent[: len(task.messages)])
+    assert task.messages[1].content[0].text == SUMMARY  # type: ignore[union-attr]
+    assert task.messages[-1].source_id == task.head[-1].id
+    # The prompt points to that summary instead of sending it a second time.
+    assert task.previous_summary == SUMMARY
+    assert "Update the anchored summary above" in task.prompt
+    assert "Fix the parser" not in task.prompt
+
+
+async def test_an_overflow_summary_request_sends_the_view_as_sent_too() -> None:
+    b = _session()
+    b.user("Now run the whole suite.")
+    log = await _log(b.events)
+    sent = model_view(log.history, ViewOptions.from_config(Config(), REF))
+    summarizer = Fixed()
+    await compact(log, summarizer, model=MODEL, config=Config(), clock=_clock(), trigger="overflow")
+    (task,) = summarizer.tasks
+    assert task.messages and task.messages == tuple(sent[: len(task.messages)])
+    assert task.messages[-1].source_id == task.head[-1].id
+
+
 @pytest.mark.parametrize("limit", [0, 4_000])
 async def test_a_large_head_is_summarised_in_chunks_a_few_at_a_time(limit: int) -> None:
     """With a limit of 0 the summarizer reads the compacted model's window."""

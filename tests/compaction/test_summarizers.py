@@ -40,7 +40,7 @@ from contextledger.events._catalogue import RecordedEvent
 from contextledger.events._parts import ModelRef, ToolCompleted, ToolPart
 from contextledger.history._projection import History, Message
 from contextledger.importers._claude_code import import_claude_code
-from contextledger.policy._compaction import rollback_reason
+from contextledger.policy._compaction import rollback_reason, text_tokens
 from contextledger.policy._templates import (
     CONTINUATION,
     NONE,
@@ -195,6 +195,26 @@ def test_a_second_compaction_keeps_the_facts_of_the_first(template: SummaryTempl
     assert "- `/repo/src/parser.py`: read lines 1-59; edited" in second
     assert "  Do not change the public API of parse_line." in second
     assert "`test_empty`" in second and "`test_blank_fields`" in second
+
+
+@both_templates
+def test_a_summary_over_its_token_limit_leaves_out_carried_bullets_first(
+    template: SummaryTemplate,
+) -> None:
+    session = messages(claude_code_session())
+    first = extractive_summary(extract_facts(session[:2]), template)
+    carried = "\n".join(f"- an older fact number {i:03}" for i in range(60))
+    previous = f"{first}\n\n## Critical Context\n{carried}"
+    whole = extractive_summary(extract_facts(session[2:]), template, previous)
+    limit = text_tokens(len(whole)) - 100
+    cut = extractive_summary(extract_facts(session[2:]), template, previous, max_tokens=limit)
+    assert text_tokens(len(cut)) <= limit < text_tokens(len(whole))
+    kept = [line for line in whole.split("\n") if line not in cut.split("\n")]
+    assert kept and all("older fact" in line for line in kept)
+    assert "- an older fact number 000" in cut  # the newest carried bullets stay
+    assert missing_sections(template, cut) == []
+    headings = extractive_summary(extract_facts(session[2:]), template, previous, max_tokens=1)
+    assert missing_sections(template, headings) == [] and "older fact" not in headings
 
 
 def test_file_facts_merge_with_the_previous_summary() -> None:

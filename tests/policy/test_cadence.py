@@ -31,9 +31,9 @@ SONNET = price_for("anthropic", "claude-sonnet-4")
 
 
 def _economics(
-    *, tail: int = 2_000, summary: int = SUMMARY_TOKENS, cached: bool = True, price: Price = SONNET
+    *, tail: int = 2_000, summary: int = SUMMARY_TOKENS, price: Price = SONNET
 ) -> Economics:
-    return Economics(tail_tokens=tail, summary_tokens=summary, head_cached=cached, price=price)
+    return Economics(tail_tokens=tail, summary_tokens=summary, price=price)
 
 
 def _per_call(x: float, *, growth: float, economics: Economics) -> float:
@@ -57,18 +57,16 @@ def test_a_worked_example() -> None:
 
 
 def test_a_compaction_counts_the_summary_calls_input_and_output_and_the_rewrite() -> None:
-    cached, written = _economics(), _economics(cached=False)
-    # 20,000 - 2,000 head tokens read at 0.1 or written at 1.25, 2,048 out at 5, 4,048 at 1.25
-    assert compaction_cost(20_000, cached) == pytest.approx(1_800 + 10_240 + 5_060)
-    assert compaction_cost(20_000, written) == pytest.approx(22_500 + 10_240 + 5_060)
+    economics = _economics()
+    # 20,000 - 2,000 head tokens read from the cache at 0.1, 2,048 out at 5, 4,048 at 1.25
+    assert compaction_cost(20_000, economics) == pytest.approx(1_800 + 10_240 + 5_060)
     longer = _economics(summary=6_000)
-    assert compaction_cost(20_000, longer) > compaction_cost(20_000, cached)
+    assert compaction_cost(20_000, longer) > compaction_cost(20_000, economics)
 
 
 @given(
     tail=st.integers(100, 20_000),
     summary=st.integers(100, 20_000),
-    cached=st.booleans(),
     growth=st.floats(1, 20_000),
     read=st.floats(0.01, 0.9),
     write=st.floats(1.0, 2.0),
@@ -78,7 +76,6 @@ def test_a_compaction_counts_the_summary_calls_input_and_output_and_the_rewrite(
 def test_the_threshold_minimises_the_cost_per_call(
     tail: int,
     summary: int,
-    cached: bool,
     growth: float,
     read: float,
     write: float,
@@ -88,7 +85,7 @@ def test_the_threshold_minimises_the_cost_per_call(
     price = msgspec.structs.replace(
         DEFAULT_PRICE, cache_read=read, cache_write=write, output=output
     )
-    economics = _economics(tail=tail, summary=summary, cached=cached, price=price)
+    economics = _economics(tail=tail, summary=summary, price=price)
     x = economic_threshold(growth_per_call=growth, economics=economics) - economics.kept_tokens
     best = _per_call(x, growth=growth, economics=economics)
     for other in (x * (1 - step), x * (1 + step)):
@@ -100,7 +97,6 @@ def test_dearer_rewrites_longer_summaries_and_faster_growth_let_the_view_grow_fu
     dear = _economics(price=msgspec.structs.replace(SONNET, cache_write=2.0))
     assert economic_threshold(growth_per_call=600, economics=dear) > base
     assert economic_threshold(growth_per_call=600, economics=_economics(summary=6_000)) > base
-    assert economic_threshold(growth_per_call=600, economics=_economics(cached=False)) > base
     assert economic_threshold(growth_per_call=2_400, economics=_economics()) > base
 
 

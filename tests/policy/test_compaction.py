@@ -65,7 +65,7 @@ from contextledger.policy._compaction import (
     view_estimate,
 )
 from contextledger.policy._overflow import usable
-from contextledger.policy._templates import OPENCODE, render_summary
+from contextledger.policy._templates import OPENCODE, render_summary, summary_prompt
 from contextledger.policy._transcript import (
     CONTINUE_TEXT,
     OVERFLOW_CONTEXT_NOTICE,
@@ -318,6 +318,13 @@ def test_9_2_32_a_second_compaction_updates_the_previous_summary() -> None:
     assert text.count("summary one") == 1
     assert "## Constraints & Preferences" in text and "## Progress" in text
     assert "second task" in second.transcript and "first task" not in second.transcript
+
+
+def test_an_update_whose_messages_hold_the_previous_summary_points_to_it() -> None:
+    above = summary_prompt(OPENCODE, "summary one", previous_above=True)
+    assert "summary one" not in above and "<previous-summary>" not in above
+    assert f'the latest answer to "{COMPACTION_PROMPT}"' in above
+    assert above.endswith(summary_prompt(OPENCODE, "summary one").split("\n\n", 2)[-1])
 
 
 def test_9_2_33_the_view_after_two_compactions() -> None:

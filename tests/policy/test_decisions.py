@@ -11,6 +11,7 @@ from contextledger.policy._compaction import EXHAUSTED_DETAIL
 from contextledger.policy._decisions import (
     after_compaction,
     compaction_due,
+    last_reported_prompt,
     output_cap,
     prune_plans,
     slice_facts,
@@ -130,6 +131,26 @@ def test_the_output_cap_leaves_room_for_the_prompt() -> None:
     # A prompt that fills the window alone asks for the least output: the provider refuses it
     # only if it is really too long (then the overflow compacts).
     assert output_cap(SMALL, config, requested=None, prompt_tokens=40_000) == config.output.min
+
+
+def test_the_last_reported_prompt_is_a_floor_under_the_estimate_until_a_compaction() -> None:
+    config = Config()
+    b = SessionBuilder("ses_test", model=REF)
+    step = b.assistant(b.user("Run the tests."))
+    b.tool_result(b.tool_call(step, "bash", {"command": "pytest"}), "F" * 400)
+    b.finish(step, "tool-calls", usage=Usage(input=15_000, cache_read=5_000))
+    reported = last_reported_prompt(history(b.events), MAIN_AGENT)
+    assert reported == 20_000
+    assert last_reported_prompt(history(b.events), "explore") is None  # another slice's
+    # An estimate below what the provider counted (a wire that leaves reasoning out of the
+    # body, say) does not ask for output the window has no room for.
+    room = 32_000 - 20_000 - config.output.safety
+    cap = output_cap(SMALL, config, requested=None, prompt_tokens=15_000, reported=reported)
+    assert cap == room
+    more = output_cap(SMALL, config, requested=None, prompt_tokens=25_000, reported=reported)
+    assert more == 32_000 - 25_000 - config.output.safety
+    b.compact("## Goal\nthe summary")
+    assert last_reported_prompt(history(b.events), MAIN_AGENT) is None
 
 
 def _tool_step(finish: str, output_chars: int, *, reported: int) -> list[Event]:
