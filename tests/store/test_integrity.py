@@ -225,6 +225,44 @@ async def test_a_snapshot_checksum_covers_its_stream_seq_and_schema(
             await store.load_snapshot("b" if "stream" in sql else "a")
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE snapshot_chunks SET data = x'00' || data WHERE key = 'b'",
+        "UPDATE snapshot_chunks SET key = 'c' WHERE key = 'b'",
+        "UPDATE snapshot_chunks SET stream = 'b' WHERE key = 'b'",
+    ],
+    ids=["data", "key", "stream"],
+)
+async def test_a_snapshot_chunk_checksum_covers_its_stream_key_and_data(
+    tmp_path: Path, sql: str
+) -> None:
+    path = tmp_path / "snap.db"
+    async with SQLiteStore.open(path) as store:
+        await store.save_snapshot(Snapshot("a", 3, 4, b"head", {"a": b"one", "b": b"two"}))
+    damage(path, sql)
+    async with SQLiteStore.open(path) as store:
+        with pytest.raises(StoreIntegrityError, match="snapshot"):
+            await store.load_snapshot("a")
+        problems = await store.check()
+    # A chunk moved to stream b is missing from a and, under b, of no snapshot.
+    assert ("snapshot", "a") in [(p.kind, p.stream) for p in problems]
+    assert {p.kind for p in problems} == {"snapshot"}
+
+
+async def test_a_snapshot_missing_a_chunk_raises_integrity_error(tmp_path: Path) -> None:
+    path = tmp_path / "snap.db"
+    async with SQLiteStore.open(path) as store:
+        await store.save_snapshot(Snapshot("a", 3, 4, b"head", {"a": b"one", "b": b"two"}))
+    damage(path, "DELETE FROM snapshot_chunks WHERE key = 'a'")
+    async with SQLiteStore.open(path) as store:
+        with pytest.raises(StoreIntegrityError, match="1 of its 2 chunks"):
+            await store.load_snapshot("a")
+        assert await store.check() == [
+            Problem("snapshot", "the snapshot has 1 of its 2 chunks", "a")
+        ]
+
+
 # --- an older file --------------------------------------------------------------------------
 
 SCHEMA_1 = """
