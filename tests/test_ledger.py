@@ -166,6 +166,29 @@ async def test_a_snapshot_that_cannot_build_on_the_stored_one_is_written_whole()
     assert reopened.history == log.history
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=session_events(max_moves=20), data=st.data())
+async def test_snapshots_of_what_changed_restore_the_projection(
+    events: list[Event], data: st.DataObject
+) -> None:
+    # Batches of any size, snapshots at any interval, and writers that take over from the
+    # stored snapshot: every open equals a rebuild from the events.
+    store = MemoryStore()
+    session_id = events[0].session_id
+    intervals = st.integers(1, 8)
+    log = await SessionLog.open(store, session_id, snapshot_every=data.draw(intervals))
+    written = 0
+    while written < len(events):
+        size = data.draw(st.integers(1, 6))
+        await log.append(events[written : written + size])
+        written += size
+        if data.draw(st.booleans()):
+            log = await SessionLog.open(store, session_id, snapshot_every=data.draw(intervals))
+            assert log.history == History.rebuild(session_id, await store.read(session_id))
+    reopened = await SessionLog.open(store, session_id)
+    assert reopened.history == log.history
+
+
 async def test_a_snapshot_of_another_schema_is_ignored() -> None:
     store = MemoryStore()
     b = SessionBuilder()
