@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import repeat
 from typing import Any, Final, Literal, TypeVar
@@ -87,6 +88,9 @@ Durability = Literal["normal", "full"]
 SUBSCRIBE_POLL_SECONDS: Final = 0.5
 #: Rows fetched per page by ``subscribe``.
 SUBSCRIBE_PAGE: Final = 1000
+#: How often ``reclaim_space`` tries its checkpoint again while another one runs (a
+#: passive checkpoint of a few MB takes milliseconds).
+TRUNCATE_RETRY_SECONDS: Final = 0.005
 
 _STREAM: Final = "SELECT id, name, version, crc FROM streams WHERE name = ?"
 #: The same lookup past the index on ``name``: tells a missing stream from a damaged index.
@@ -322,11 +326,24 @@ class SQLiteStore:
         self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
         try:
             self._writer.execute("VACUUM")
-            self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+            self._truncate_wal(time.monotonic() + BUSY_TIMEOUT_MS / 1000)
         except SQLITE_ERRORS as exc:
             raise store_error(exc, self.path, self._writer.system_errno) from exc
         finally:
             self._writer.set_busy_timeout(0)
+
+    def _truncate_wal(self, deadline: float) -> None:
+        """A ``TRUNCATE`` checkpoint, tried again until ``deadline`` while another connection
+        checkpoints (a checkpointer thread, this store's or another process's): SQLite then
+        refuses at once, without waiting as it does for readers."""
+        while True:
+            try:
+                self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+                return
+            except apsw.BusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(TRUNCATE_RETRY_SECONDS)
 
     def _size(self) -> int:
         return sum(
