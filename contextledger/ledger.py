@@ -5,8 +5,9 @@ event schemas and validated against the projection (``InvalidEvent``, nothing wr
 appended with the projection's version as the expected version (``ConcurrencyError`` if
 another writer got there first, nothing written), then applied. Loading starts from the
 latest projection snapshot and replays only the events after it; a snapshot is written every
-``snapshot_every`` events. Once a batch has committed, its append returns: applying a checked
-batch cannot fail, and a snapshot that fails is logged, never raised.
+``snapshot_every`` events, and holds only the messages changed since the one before. Once a
+batch has committed, its append returns: applying a checked batch cannot fail, and a snapshot
+that fails is logged, never raised.
 """
 
 from __future__ import annotations
@@ -25,19 +26,14 @@ from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import struct_tag
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History
 from contextledger.store._checker import Problem
-from contextledger.store._errors import ConcurrencyError, StoreCorruptError
+from contextledger.store._errors import ConcurrencyError, SnapshotBaseError, StoreCorruptError
 from contextledger.store._protocol import EventStore, Snapshot, check_append
-from contextledger.store._sqlite import SQLiteStore
 
-#: Events between projection snapshots. Replaying 1,000 events takes a few milliseconds,
-#: while encoding a snapshot of a long session takes tens, so snapshots stay infrequent.
+#: Events between projection snapshots: opening a session replays at most this many. A
+#: snapshot writes the messages those events changed (about 130 for 1,000 events of a coding
+#: session) and the head, so its cost follows the events, not the session's length;
+#: replaying 1,000 events takes a few milliseconds.
 SNAPSHOT_EVERY: Final = 1000
-#: And at least this share of the session: encoding a snapshot costs in proportion to the
-#: session, so a fixed interval made each event of a long session pay more and more (at
-#: 100,000 events appends ran at a fifth of their rate at 10,000). Written once the events
-#: since the last snapshot reach a tenth of the session, a snapshot costs each event about
-#: the same at any length, and opening replays at most a tenth of the session.
-SNAPSHOT_SHARE: Final = 10
 
 _log = structlog.get_logger("contextledger.ledger")
 
@@ -112,8 +108,8 @@ async def _restored(store: EventStore, session_id: str) -> tuple[History | None,
         )
         return None, None
     try:
-        history = History.from_snapshot(snapshot.data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        history = History.from_snapshot_chunks(snapshot.data, snapshot.chunks.items())
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
         return None, f"the snapshot at seq {snapshot.seq} does not decode: {exc}"
     version = await store.stream_version(session_id)
     if history.seq != snapshot.seq or history.session_id != session_id or history.seq > version:
@@ -127,7 +123,7 @@ async def _restored(store: EventStore, session_id: str) -> tuple[History | None,
 class SessionLog:
     """A session's event stream and its ``History``, kept in step."""
 
-    __slots__ = ("_snapshot_every", "_snapshot_seq", "history", "store")
+    __slots__ = ("_snapshot_every", "_snapshot_seq", "_stored", "history", "store")
 
     def __init__(
         self, store: EventStore, history: History, *, snapshot_every: int = SNAPSHOT_EVERY
@@ -137,7 +133,12 @@ class SessionLog:
         self.store = store
         self.history = history
         self._snapshot_every = snapshot_every
+        # The seq of the last snapshot written or tried (the next one is due
+        # ``snapshot_every`` events later).
         self._snapshot_seq = history.seq
+        # The seq of the snapshot this log knows stored and the history's change cursor as
+        # of it: the next snapshot writes the messages changed since. None: write it whole.
+        self._stored: tuple[int, int] | None = None
 
     @property
     def session_id(self) -> str:
@@ -158,8 +159,9 @@ class SessionLog:
         history.apply_all(await store.read(session_id, history.seq + 1))
         log = cls(store, history, snapshot_every=snapshot_every)
         # A stale or damaged snapshot counts as none: the next append past the interval
-        # replaces it.
+        # replaces it whole. A restored history's changes are those of the events after it.
         log._snapshot_seq = 0 if restored is None else restored.seq
+        log._stored = None if restored is None else (restored.seq, 0)
         return log
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
@@ -181,16 +183,14 @@ class SessionLog:
         self.history.validate(typed)
         recorded = await self.store.append(self.session_id, self.history.seq, typed)
         self.history.apply_all(recorded)
-        interval = max(self._snapshot_every, self.history.seq // SNAPSHOT_SHARE)
-        if self.history.seq - self._snapshot_seq >= interval:
+        if self.history.seq - self._snapshot_seq >= self._snapshot_every:
             # The batch is committed; a snapshot is only a shortcut for loading, so neither a
             # cancellation nor any failure of it may turn this append into an error.
             with trio.CancelScope(shield=True):
                 try:
                     await self.save_snapshot()
                 except Exception as exc:
-                    # Not at every append from now on: encoding a snapshot of a long session
-                    # takes tens of milliseconds, and a full disk stays full for a while.
+                    # Not at every append from now on: a full disk stays full for a while.
                     self._snapshot_seq = self.history.seq
                     _log.warning(
                         "snapshot failed",
@@ -212,11 +212,26 @@ class SessionLog:
         return len(tail)
 
     async def save_snapshot(self) -> None:
-        """Store a snapshot of the projection as of now."""
-        await self.store.save_snapshot(
-            Snapshot(self.session_id, self.history.seq, SNAPSHOT_SCHEMA, self.history.snapshot())
+        """Store a snapshot of the projection as of now: its head and the messages changed
+        since the last snapshot this log stored, on top of that one; the whole projection
+        the first time, or when the store holds another writer's snapshot
+        (``SnapshotBaseError``)."""
+        history = self.history
+        base, cursor = self._stored or (0, 0)
+        changed, now = history.changed_since(cursor)
+        try:
+            await self.store.save_snapshot(self._snapshot(base, changed if base else None))
+        except SnapshotBaseError:
+            await self.store.save_snapshot(self._snapshot(0, None))
+        self._snapshot_seq = history.seq
+        self._stored = (history.seq, now)
+
+    def _snapshot(self, base: int, changed: list[str] | None) -> Snapshot:
+        history = self.history
+        chunks = history.snapshot_chunks(None if changed is None else dict.fromkeys(changed))
+        return Snapshot(
+            self.session_id, history.seq, SNAPSHOT_SCHEMA, history.snapshot_head(), chunks, base
         )
-        self._snapshot_seq = self.history.seq
 
 
 async def check_sessions(store: EventStore) -> list[Problem]:
@@ -299,15 +314,15 @@ async def session_tree(store: EventStore, session_id: str) -> list[str]:
     return _tree(_children(parents), session_id) if session_id in parents else []
 
 
-async def delete_session(store: SQLiteStore, session_id: str) -> tuple[list[str], int]:
+async def delete_session(store: EventStore, session_id: str) -> tuple[list[str], int]:
     """Delete ``session_id`` with its child sessions (``session_tree``) in one transaction;
-    return the sessions and the number of events deleted. ``SQLiteStore.reclaim_space``
-    shrinks the file afterwards."""
+    return the sessions and the number of events deleted. ``EventStore.reclaim_space``
+    gives the room back afterwards (``SQLiteStore``'s file shrinks)."""
     tree = await session_tree(store, session_id)
     return tree, await store.delete_streams(tree)
 
 
-async def expire_sessions(store: SQLiteStore, before_ms: int) -> tuple[list[str], int]:
+async def expire_sessions(store: EventStore, before_ms: int) -> tuple[list[str], int]:
     """Delete every session tree (a session without a parent in the store, with its
     children) whose newest event is older than ``before_ms`` (its ``time_ms``); return the
     sessions and the number of events deleted."""
@@ -403,7 +418,6 @@ __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
     "SNAPSHOT_EVERY",
-    "SNAPSHOT_SHARE",
     "Compose",
     "EventLog",
     "InvalidExport",

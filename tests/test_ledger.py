@@ -3,6 +3,7 @@ loading, snapshots that fail after a commit."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from contextledger.events import Event, InvalidEvent, MemoryPinned, MessageAdded
 from contextledger.history import SNAPSHOT_SCHEMA, History
-from contextledger.ledger import SNAPSHOT_SHARE, SessionLog
+from contextledger.ledger import SessionLog
 from contextledger.store import (
     ConcurrencyError,
     MemoryStore,
@@ -98,23 +99,93 @@ async def test_snapshots_are_written_every_n_events_and_used_on_open() -> None:
     assert reopened.history == log.history
 
 
-async def test_a_long_sessions_snapshots_come_at_a_share_of_its_length() -> None:
-    saved: list[int] = []
+class Recording(MemoryStore):
+    """A memory store that keeps every snapshot it is given."""
 
-    class Counting(MemoryStore):
-        async def save_snapshot(self, snapshot: Snapshot) -> None:
-            saved.append(snapshot.seq)
-            await super().save_snapshot(snapshot)
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: list[Snapshot] = []
 
-    store = Counting()
+    async def save_snapshot(self, snapshot: Snapshot) -> None:
+        self.saved.append(snapshot)
+        await super().save_snapshot(snapshot)
+
+
+async def test_a_snapshot_holds_only_the_messages_changed_since_the_one_before() -> None:
+    store = Recording()
     log = await _one_by_one(store, 60, 5)
-    events = log.history.seq
+    recorded = await store.read(log.session_id)
 
-    gaps = [(seq, seq - before) for before, seq in zip([0, *saved], saved, strict=False)]
-    assert all(gap == max(5, seq // SNAPSHOT_SHARE) for seq, gap in gaps), gaps
-    assert events > 20 * SNAPSHOT_SHARE  # long enough for the share to count
-    assert len(saved) < events // 5 // 2  # far fewer than one every 5 events
+    def chunks_at(seq: int) -> dict[str, bytes]:
+        return History.rebuild(log.session_id, recorded[:seq]).snapshot_chunks()
+
+    saved = store.saved
+    assert [s.seq for s in saved] == list(range(5, log.history.seq + 1, 5))
+    assert (saved[0].base, saved[0].chunks) == (0, chunks_at(5))
+    for before, snapshot in itertools.pairwise(saved):
+        old, new = chunks_at(before.seq), chunks_at(snapshot.seq)
+        assert snapshot.base == before.seq
+        assert snapshot.chunks == {k: v for k, v in new.items() if old.get(k) != v}
+    assert len(log.history.messages) > 10 * max(len(s.chunks) for s in saved[1:])
     reopened = await SessionLog.open(store, log.session_id)
+    assert reopened.history == log.history
+
+
+async def _snapshot_at_six(store: MemoryStore) -> tuple[SessionLog, SessionBuilder]:
+    """A log of a four-turn session written up to seq 6, with a snapshot there."""
+    b = SessionBuilder()
+    _turns(b, 4)
+    log = await SessionLog.open(store, b.session_id, snapshot_every=5)
+    await log.append(b.events[:6])
+    return log, b
+
+
+async def test_a_snapshot_builds_on_a_later_one_of_another_writer() -> None:
+    store = Recording()
+    log, b = await _snapshot_at_six(store)
+    other = await SessionLog.open(store, b.session_id)
+    await other.append(b.events[6:12])
+    await other.save_snapshot()
+    await log.refresh()
+    await log.append(b.events[12:])
+
+    # The messages changed since seq 6 include those changed since the other's seq 12.
+    assert [(s.seq, s.base) for s in store.saved] == [(6, 0), (12, 6), (len(b.events), 6)]
+    reopened = await SessionLog.open(store, b.session_id)
+    assert reopened.history == log.history
+
+
+async def test_a_snapshot_that_cannot_build_on_the_stored_one_is_written_whole() -> None:
+    store = Recording()
+    log, b = await _snapshot_at_six(store)
+    await store.save_snapshot(Snapshot(b.session_id, 3, SNAPSHOT_SCHEMA + 1, b"another's"))
+    await log.append(b.events[6:])
+
+    assert [(s.seq, s.base) for s in store.saved[2:]] == [(len(b.events), 6), (len(b.events), 0)]
+    reopened = await SessionLog.open(store, b.session_id)
+    assert reopened.history == log.history
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=session_events(max_moves=20), data=st.data())
+async def test_snapshots_of_what_changed_restore_the_projection(
+    events: list[Event], data: st.DataObject
+) -> None:
+    # Batches of any size, snapshots at any interval, and writers that take over from the
+    # stored snapshot: every open equals a rebuild from the events.
+    store = MemoryStore()
+    session_id = events[0].session_id
+    intervals = st.integers(1, 8)
+    log = await SessionLog.open(store, session_id, snapshot_every=data.draw(intervals))
+    written = 0
+    while written < len(events):
+        size = data.draw(st.integers(1, 6))
+        await log.append(events[written : written + size])
+        written += size
+        if data.draw(st.booleans()):
+            log = await SessionLog.open(store, session_id, snapshot_every=data.draw(intervals))
+            assert log.history == History.rebuild(session_id, await store.read(session_id))
+    reopened = await SessionLog.open(store, session_id)
     assert reopened.history == log.history
 
 

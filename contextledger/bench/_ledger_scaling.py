@@ -1,11 +1,15 @@
-"""How a session's cost grows with its length: opening it and appending to it at 10,000
-events and at a large size, through ``SessionLog`` (snapshots and all) on ``SQLiteStore``.
+"""How a session's cost grows with its length: opening it, appending to it and writing its
+snapshots at 10,000 events and at a large size, through ``SessionLog`` (snapshots and all) on
+``SQLiteStore``.
 
 For each size N, one synthetic session is appended in its natural batches (one per message)
-up to N events; the rate over its last tenth (``WINDOW_SHARE``; at least ``snapshot_every``
+up to N events; the rate over its last tenth (``WINDOW_SHARE``; at least ``SNAPSHOT_EVERY``
 events, so the window holds the snapshots that come with that many events) is the append
-rate at N. The store is
-then closed and ``SessionLog.open`` timed on a freshly opened store (median of ``OPENS``).
+rate at N, and the snapshots written in that window give the median time and bytes of one.
+The WAL's largest size on the way is noted after each append. A short session
+(``SHORT_EVENTS``) is written into the same file after the long one. The store is then
+closed, and ``SessionLog.open`` of the long session and of the short one timed on a freshly
+opened store (median of ``OPENS``).
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from contextledger.events._catalogue import Event, MessageAdded
+from contextledger.history._projection import History
 from contextledger.ledger import SNAPSHOT_EVERY, SessionLog
 from contextledger.simulation._synthetic import synthetic_session
+from contextledger.store._protocol import Snapshot
 from contextledger.store._sqlite import SQLiteStore
 
 #: The small size, and the large one of ``--full`` (the keys are named for these); the
@@ -31,15 +37,44 @@ WINDOW_SHARE: Final = 10
 OPENS: Final = 3
 #: A synthetic turn averages about 150 events.
 EVENTS_PER_TURN: Final = 150
+#: The session written beside the long one, whose opening must not depend on the long one.
+SHORT_EVENTS: Final = 1000
 
 
-def _batches(count: int) -> list[list[Event]]:
+class _TimedLog(SessionLog):
+    """A ``SessionLog`` that notes the seconds each snapshot it writes takes."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seconds: list[float] = []
+
+    async def save_snapshot(self) -> None:
+        started = time.perf_counter()
+        await super().save_snapshot()
+        self.seconds.append(time.perf_counter() - started)
+
+
+class _CountingStore(SQLiteStore):
+    """A ``SQLiteStore`` that notes the bytes of each snapshot it is given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.snapshot_bytes: list[int] = []
+
+    async def save_snapshot(self, snapshot: Snapshot) -> None:
+        self.snapshot_bytes.append(len(snapshot.data) + sum(map(len, snapshot.chunks.values())))
+        await super().save_snapshot(snapshot)
+
+
+def _batches(count: int, session: str = "long") -> list[list[Event]]:
     """The first ``count`` events of one synthetic session, one batch per message."""
     turns = count // EVENTS_PER_TURN + 2
-    events = synthetic_session("long", seed=11, turns=turns)
+    events = synthetic_session(session, seed=11, turns=turns)
     while len(events) < count:  # turns vary in length: ask for more
         turns += turns // 4 + 1
-        events = synthetic_session("long", seed=11, turns=turns)
+        events = synthetic_session(session, seed=11, turns=turns)
     batches: list[list[Event]] = []
     for event in events[:count]:
         if not batches or isinstance(event, MessageAdded):
@@ -48,52 +83,98 @@ def _batches(count: int) -> list[list[Event]]:
     return batches
 
 
-async def _at_size(path: str, count: int) -> tuple[float, float]:
-    """(events per second over the last ``WINDOW`` events, median seconds to open)."""
+class _Size(NamedTuple):
+    """The figures of one run at one size."""
+
+    append_per_s: float
+    open_s: float
+    open_short_s: float
+    snapshot_s: float
+    snapshot_bytes: float
+    wal_max_bytes: int
+
+
+async def _at_size(path: str, count: int) -> _Size:
+    """The figures of one session of ``count`` events, appended and then opened."""
     batches = _batches(count)
-    async with SQLiteStore.open(path) as store:
-        log = await SessionLog.open(store, "long")
+    wal = path + "-wal"
+    wal_max = 0
+    async with _CountingStore.open(path) as store:
+        assert isinstance(store, _CountingStore)
+        # At a smoke run's few events, snapshots come more often so that the window has one.
+        every = min(SNAPSHOT_EVERY, max(1, count // WINDOW_SHARE))
+        log = _TimedLog(store, History("long"), snapshot_every=every)  # a new session
         written = 0
-        timed_from = count - max(count // WINDOW_SHARE, min(SNAPSHOT_EVERY, count))
+        timed_from = count - max(count // WINDOW_SHARE, every)
         started = None
         for batch in batches:
             if started is None and written >= timed_from:
                 started, first = time.perf_counter(), written
+                log.seconds.clear()
+                store.snapshot_bytes.clear()
             await log.append(batch)
             written += len(batch)
+            wal_max = max(wal_max, os.path.getsize(wal))
         assert started is not None
         rate = (written - first) / (time.perf_counter() - started)
-    opens = []
+        seconds, nbytes = log.seconds, store.snapshot_bytes
+        short = await SessionLog.open(store, "short")
+        for batch in _batches(SHORT_EVENTS, "short"):
+            await short.append(batch)
+    opens: list[tuple[float, float]] = []
     for _ in range(OPENS):
-        async with SQLiteStore.open(path) as store:
+        async with SQLiteStore.open(path) as reopened:
             started = time.perf_counter()
-            reopened = await SessionLog.open(store, "long")
-            opens.append(time.perf_counter() - started)
-            assert reopened.history.seq == count
-    return rate, statistics.median(opens)
+            long = await SessionLog.open(reopened, "long")
+            middle = time.perf_counter()
+            await SessionLog.open(reopened, "short")
+            opens.append((middle - started, time.perf_counter() - middle))
+            assert long.history.seq == count
+    open_long, open_short = (statistics.median(x) for x in zip(*opens, strict=True))
+    return _Size(
+        rate,
+        open_long,
+        open_short,
+        statistics.median(seconds),
+        statistics.median(nbytes),
+        wal_max,
+    )
 
 
 async def measure(
     workdir: str, *, full: bool, repeat: int, large: int | None = None
 ) -> dict[str, Any]:
-    """The figures and the two ratios ``open_500k_vs_10k`` and ``append_rate_500k_vs_10k``
-    (at ``large`` events instead of 500,000 unless ``full``: see ``scaling_events``), each
-    the median of ``repeat`` runs, the sizes' runs interleaved."""
+    """The figures and the ratios ``open_500k_vs_10k``, ``append_rate_500k_vs_10k``,
+    ``snapshot_500k_vs_10k`` (the seconds of one snapshot) and
+    ``open_short_beside_500k_vs_10k`` (opening the short session in the same file), at
+    ``large`` events instead of 500,000 unless ``full`` (see ``scaling_events``), each the
+    median of ``repeat`` runs, the sizes' runs interleaved."""
     big = large or (FULL_LARGE_EVENTS if full else DEFAULT_LARGE_EVENTS)
     small = min(SMALL_EVENTS, big)
-    runs: dict[str, list[tuple[float, float]]] = {"small": [], "large": []}
+    runs: dict[str, list[_Size]] = {"small": [], "large": []}
     for i in range(repeat):
         for name, size in (("small", small), ("large", big)):
             path = os.path.join(workdir, f"long-{name}-{i}.db")
             runs[name].append(await _at_size(path, size))
-    small_rate, small_open = (statistics.median(x) for x in zip(*runs["small"], strict=True))
-    big_rate, big_open = (statistics.median(x) for x in zip(*runs["large"], strict=True))
+    at_small, at_large = (
+        _Size(*(statistics.median(x) for x in zip(*runs[name], strict=True)))
+        for name in ("small", "large")
+    )
     return {
         "scaling_events": [small, big],
-        "append_per_s_small": small_rate,
-        "append_per_s_large": big_rate,
-        "open_s_small": small_open,
-        "open_s_large": big_open,
-        "open_500k_vs_10k": big_open / small_open,
-        "append_rate_500k_vs_10k": big_rate / small_rate,
+        "append_per_s_small": at_small.append_per_s,
+        "append_per_s_large": at_large.append_per_s,
+        "open_s_small": at_small.open_s,
+        "open_s_large": at_large.open_s,
+        "open_short_beside_small_s": at_small.open_short_s,
+        "open_short_beside_large_s": at_large.open_short_s,
+        "snapshot_s_small": at_small.snapshot_s,
+        "snapshot_s_large": at_large.snapshot_s,
+        "snapshot_bytes_small": at_small.snapshot_bytes,
+        "snapshot_bytes_large": at_large.snapshot_bytes,
+        "wal_max_mb_large": at_large.wal_max_bytes / 1e6,
+        "open_500k_vs_10k": at_large.open_s / at_small.open_s,
+        "append_rate_500k_vs_10k": at_large.append_per_s / at_small.append_per_s,
+        "snapshot_500k_vs_10k": at_large.snapshot_s / at_small.snapshot_s,
+        "open_short_beside_500k_vs_10k": at_large.open_short_s / at_small.open_short_s,
     }

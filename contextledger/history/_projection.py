@@ -61,9 +61,10 @@ from contextledger.history._validation import (
     validate_events,
 )
 
-#: Bumped whenever ``HistoryState``'s shape changes; snapshots of another schema are ignored
-#: and the session is rebuilt from its events instead.
-SNAPSHOT_SCHEMA: Final = 6
+#: Bumped whenever ``HistoryState``'s shape or the snapshot's layout changes; snapshots of
+#: another schema are ignored and the session is rebuilt from its events instead. (7: the
+#: messages in chunks of their own, ``snapshot_chunks``.)
+SNAPSHOT_SCHEMA: Final = 7
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
@@ -142,11 +143,19 @@ class HistoryState(msgspec.Struct, kw_only=True):
     left_out: list[InputLeftOut] = []
 
 
+class _MessageChunk(msgspec.Struct, array_like=True, gc=False):
+    """A message as a snapshot chunk stores it: with the token estimates of its parts."""
+
+    message: Message
+    part_tokens: list[int]
+
+
 TokenEstimator = Callable[[Part], int]
 
 
 _snapshot_encoder = msgspec.msgpack.Encoder()
 _snapshot_decoder = msgspec.msgpack.Decoder(HistoryState)
+_chunk_decoder = msgspec.msgpack.Decoder(_MessageChunk)
 
 
 class History:
@@ -455,7 +464,7 @@ class History:
     # --- snapshots ------------------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The projection encoded; ``History.from_snapshot`` restores it."""
+        """The projection encoded whole; ``History.from_snapshot`` restores it."""
         return _snapshot_encoder.encode(self.state)
 
     @classmethod
@@ -463,7 +472,58 @@ class History:
         cls, data: bytes, *, estimate: TokenEstimator = estimate_part_tokens
     ) -> History:
         """Restore a projection saved by ``snapshot`` (same ``SNAPSHOT_SCHEMA``)."""
-        state = _snapshot_decoder.decode(data)
+        return cls._restored(_snapshot_decoder.decode(data), estimate)
+
+    def snapshot_head(self) -> bytes:
+        """The projection without its messages, encoded: a snapshot's head, whose chunks
+        are the messages (``snapshot_chunks``)."""
+        head = msgspec.structs.replace(self.state, messages=[], part_tokens={})
+        return _snapshot_encoder.encode(head)
+
+    def snapshot_chunks(self, message_ids: Iterable[str] | None = None) -> dict[str, bytes]:
+        """The messages ``message_ids`` (every message when None) encoded, each with its
+        parts' token estimates, by message id: what a snapshot stores of the messages
+        ``changed_since`` the last one."""
+        messages = self.messages if message_ids is None else map(self.message, message_ids)
+        tokens = self.state.part_tokens
+        return {
+            m.id: _snapshot_encoder.encode(_MessageChunk(m, [tokens[p.id] for p in m.parts]))
+            for m in messages
+        }
+
+    @classmethod
+    def from_snapshot_chunks(
+        cls,
+        head: bytes,
+        chunks: Iterable[tuple[str, bytes]],
+        *,
+        estimate: TokenEstimator = estimate_part_tokens,
+    ) -> History:
+        """Restore a projection from a snapshot's head and its chunks in message id order
+        (``snapshot_head``, ``snapshot_chunks``). Raises ``msgspec.DecodeError`` or
+        ``msgspec.ValidationError`` for bytes that do not decode, and ``ValueError`` for
+        chunks that do not make a projection (a message under another key, out of order, or
+        with another number of token estimates than parts)."""
+        state = _snapshot_decoder.decode(head)
+        if state.messages or state.part_tokens:
+            raise ValueError("a snapshot's head holds no messages")
+        last = ""
+        for key, data in chunks:
+            chunk = _chunk_decoder.decode(data)
+            message = chunk.message
+            if message.id != key or key <= last:
+                raise ValueError(f"chunk {key!r} holds message {message.id!r} after {last!r}")
+            if len(chunk.part_tokens) != len(message.parts):
+                raise ValueError(f"chunk {key!r} has token estimates for other parts")
+            state.messages.append(message)
+            state.part_tokens.update(
+                zip((p.id for p in message.parts), chunk.part_tokens, strict=True)
+            )
+            last = key
+        return cls._restored(state, estimate)
+
+    @classmethod
+    def _restored(cls, state: HistoryState, estimate: TokenEstimator) -> History:
         history = cls(state.session_id, estimate=estimate)
         history.state = state
         for message in state.messages:

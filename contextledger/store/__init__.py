@@ -3,6 +3,7 @@
 from contextledger.store._checker import Problem
 from contextledger.store._errors import (
     ConcurrencyError,
+    SnapshotBaseError,
     StoreArgumentError,
     StoreBusyError,
     StoreClosedError,
@@ -27,6 +28,7 @@ __all__ = [
     "Problem",
     "SQLiteStore",
     "Snapshot",
+    "SnapshotBaseError",
     "StoreArgumentError",
     "StoreBusyError",
     "StoreClosedError",

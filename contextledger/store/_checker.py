@@ -15,7 +15,9 @@ import msgspec
 
 from contextledger.store._errors import StoreIntegrityError
 from contextledger.store._verify import (
+    CHUNK_MISMATCH,
     StreamHead,
+    chunk_ok,
     verified_event,
     verified_snapshot,
     verified_stream,
@@ -59,18 +61,41 @@ def find_problems(cur: apsw.Cursor) -> list[Problem]:
         seqs[head.id].append(row[2])
     for head in heads.values():
         problems.extend(_seq_problems(head, sorted(seqs[head.id])))
-    names = {head.name: head for head in heads.values()}
-    for stream, seq, schema, data, crc in cur.execute(
-        "SELECT stream, seq, schema, data, crc FROM snapshots"
+    problems.extend(_snapshot_problems(cur, {head.name: head for head in heads.values()}))
+    return problems
+
+
+def _snapshot_problems(cur: apsw.Cursor, names: dict[str, StreamHead]) -> list[Problem]:
+    """Each snapshot whose head or a chunk does not match its checksum, that misses a chunk,
+    or that is of no stream's events."""
+    problems = []
+    counts: dict[object, int] = defaultdict(int)
+    damaged: set[object] = set()
+    for stream, key, data, crc in cur.execute("SELECT stream, key, data, crc FROM snapshot_chunks"):
+        counts[stream] += 1
+        if not chunk_ok(stream, key, data, crc):
+            damaged.add(stream)
+    for stream, seq, schema, count, data, crc in cur.execute(
+        "SELECT stream, seq, schema, chunks, data, crc FROM snapshots"
     ):
         name = stream if isinstance(stream, str) else repr(stream)
+        found = counts.pop(stream, 0)
         try:
-            seq, _, _ = verified_snapshot((seq, schema, data, crc), name)
+            seq, _, count, _ = verified_snapshot((seq, schema, count, data, crc), name)
         except StoreIntegrityError as exc:
             problems.append(Problem("snapshot", exc.reason, name))
             continue
-        if name not in names or seq > names[name].version:
+        if stream in damaged:
+            problems.append(Problem("snapshot", CHUNK_MISMATCH, name))
+        elif found != count:
+            problems.append(
+                Problem("snapshot", f"the snapshot has {found} of its {count} chunks", name)
+            )
+        elif name not in names or seq > names[name].version:
             problems.append(Problem("snapshot", f"a snapshot at seq {seq} of no such events", name))
+    for stream in counts:
+        name = stream if isinstance(stream, str) else repr(stream)
+        problems.append(Problem("snapshot", "chunks of no snapshot", name))
     return problems
 
 

@@ -28,6 +28,12 @@ class ConcurrencyError(StoreError):
         self.actual = actual
 
 
+class SnapshotBaseError(StoreError):
+    """A snapshot built on another one (``Snapshot.base``) did not find it stored: none is,
+    or the stored one is of another schema or outside ``base`` to the snapshot's seq (another
+    writer's, or a later one). Nothing was written; a whole snapshot (``base`` 0) can be."""
+
+
 class StoreArgumentError(StoreError, TypeError):
     """A store method was given a value of the wrong type (a stream name that is not text, a
     version that is not an int, events that are not a list, a snapshot whose fields are not

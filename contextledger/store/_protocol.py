@@ -6,7 +6,8 @@ with ``ConcurrencyError``, writing nothing, when another writer got there first.
 also gets a global ``position`` in commit order (gap-free until streams are deleted; never
 given twice), which ``read_all`` and ``subscribe`` follow. Snapshots of a stream's
 projection are stored beside it so that a long session loads from its latest snapshot plus
-the events after it.
+the events after it; a snapshot is a head and named chunks, and saving one writes only the
+chunks that changed since the snapshot it builds on.
 """
 
 from __future__ import annotations
@@ -24,12 +25,31 @@ ANY_VERSION: Final = -1
 
 
 class Snapshot(msgspec.Struct, frozen=True):
-    """A projection of ``stream`` as of ``seq``, encoded by its owner under ``schema``."""
+    """A projection of ``stream`` as of ``seq``, encoded by its owner under ``schema``: its
+    head ``data`` and its ``chunks``, parts named by a key (``History`` keeps one per
+    message, keyed by message id).
+
+    Saved with ``base`` 0, it replaces the stored snapshot and every chunk of it. Saved with
+    a ``base``, it builds on the stored snapshot, which must be of the same schema at a seq
+    from ``base`` to ``seq``: its chunks replace the stored ones of the same key and every
+    other stored chunk is kept, so it holds only what changed after ``base``. Loaded, a
+    snapshot holds every chunk, in key order, and ``base`` 0.
+    """
 
     stream: str
     seq: int
     schema: int
     data: bytes
+    chunks: dict[str, bytes] = {}
+    base: int = 0
+
+
+def check_stream_names(streams: object) -> list[str]:
+    """``streams`` as a list; raise ``StoreArgumentError`` unless it is a list or tuple of
+    text."""
+    if not isinstance(streams, list | tuple) or not all(type(s) is str for s in streams):
+        raise StoreArgumentError("stream names come as a list of text")
+    return list(streams)
 
 
 def check_append(stream: object, expected_version: object, events: object) -> None:
@@ -50,10 +70,35 @@ def check_snapshot(snapshot: object) -> None:
     their types (msgspec structs check none when built)."""
     if type(snapshot) is not Snapshot:
         raise StoreArgumentError(f"a snapshot is a Snapshot, not {type(snapshot).__name__}")
-    fields = (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data)
-    if tuple(map(type, fields)) != (str, int, int, bytes):
-        kinds = ", ".join(type(f).__name__ for f in fields)
-        raise StoreArgumentError(f"a snapshot holds (str, int, int, bytes), not ({kinds})")
+    fields = (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data, snapshot.chunks)
+    if tuple(map(type, (*fields, snapshot.base))) != (str, int, int, bytes, dict, int):
+        kinds = ", ".join(type(f).__name__ for f in (*fields, snapshot.base))
+        raise StoreArgumentError(
+            f"a snapshot holds (str, int, int, bytes, dict, int), not ({kinds})"
+        )
+    for key, chunk in snapshot.chunks.items():
+        if type(key) is not str or type(chunk) is not bytes:
+            kinds = f"{type(key).__name__}: {type(chunk).__name__}"
+            raise StoreArgumentError(f"a snapshot's chunks are str: bytes, not {kinds}")
+    if not 0 <= snapshot.base <= snapshot.seq:
+        raise StoreArgumentError(f"a snapshot's base {snapshot.base} is not from 0 to its seq")
+
+
+def snapshot_base_error(snapshot: Snapshot, stored: tuple[int, int] | None) -> str | None:
+    """Why ``snapshot`` cannot be saved on top of the stored one (its ``(seq, schema)``, None
+    when there is none), or None when it can: a snapshot with a ``base`` builds on a stored
+    snapshot of its schema from ``base`` to its own seq."""
+    if not snapshot.base:
+        return None
+    if stored is None:
+        return f"it builds on the snapshot at seq {snapshot.base}, and none is stored"
+    seq, schema = stored
+    if schema != snapshot.schema or not snapshot.base <= seq <= snapshot.seq:
+        return (
+            f"it builds on a snapshot of schema {snapshot.schema} from seq {snapshot.base} to "
+            f"{snapshot.seq}, and the stored one is of schema {schema} at seq {seq}"
+        )
+    return None
 
 
 class EventStore(Protocol):
@@ -99,12 +144,27 @@ class EventStore(Protocol):
         ...
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
-        """Store ``snapshot``, replacing an older one of the same stream; a snapshot whose
-        fields are wrongly typed raises ``StoreArgumentError`` (``check_snapshot``)."""
+        """Store ``snapshot`` in one transaction: with ``base`` 0 in place of the stored one
+        and all its chunks, else on top of it (see ``Snapshot``). A snapshot whose fields are
+        wrongly typed raises ``StoreArgumentError`` (``check_snapshot``); one that cannot
+        build on the stored snapshot raises ``SnapshotBaseError`` (``snapshot_base_error``).
+        Nothing is written then."""
         ...
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
-        """The latest snapshot of ``stream``, if any."""
+        """The latest snapshot of ``stream`` with every chunk, if any."""
+        ...
+
+    async def delete_streams(self, streams: Sequence[str]) -> int:
+        """Delete ``streams`` (their events and snapshots) atomically and return how many
+        events went; a name that is no stream is skipped, a name that is not text raises
+        ``StoreArgumentError`` with nothing deleted. Positions are never given again: the log
+        keeps its order, with gaps where the streams were."""
+        ...
+
+    async def reclaim_space(self) -> tuple[int, int]:
+        """Give the room of deleted streams back and return the bytes the store held before
+        and after (a file store shrinks its file here)."""
         ...
 
     async def aclose(self) -> None:

@@ -2,7 +2,8 @@
 
 Every row carries a CRC-32 of its contents (``crc``): an event row of its stream id, seq,
 position, schema version and bytes; a stream row of its id, version (the seq of its last
-event) and name; a snapshot row of its stream, seq, schema and bytes. CRC-32 detects every
+event) and name; a snapshot row of its stream, seq, schema, number of chunks and bytes; a
+snapshot chunk of its stream, key and bytes. CRC-32 detects every
 single-bit flip, and every burst of up to 32 bits, in what it covers; computing it costs
 about half a microsecond for a typical event of 660 bytes (``zlib.crc32`` going over them).
 Reads verify the rows they return (``_verify``); ``contextledger check`` verifies them all.
@@ -16,6 +17,9 @@ Schema versions (``PRAGMA user_version``):
   large snapshot no longer slows reading the others). A version-1 file is migrated when
   it is first opened for writing: its rows get their checksums and its snapshots, only a
   cache, are dropped.
+- 3: a snapshot is a head row and chunk rows (``snapshot_chunks``, one per key), so that
+  saving one writes only the chunks that changed; the head counts its chunks. A file of
+  version 1 or 2 is migrated when first opened for writing; its snapshots are dropped.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import structlog
 
 from contextledger.store._errors import StoreSchemaError
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 
 #: The tables of events and streams (``_SNAPSHOTS`` completes a store).
 TABLES: Final = """
@@ -56,8 +60,16 @@ CREATE TABLE snapshots (
     stream TEXT    NOT NULL UNIQUE,
     seq    INTEGER NOT NULL,
     schema INTEGER NOT NULL,
+    chunks INTEGER NOT NULL,
     data   BLOB    NOT NULL,
     crc    INTEGER NOT NULL
+);
+CREATE TABLE snapshot_chunks (
+    stream TEXT NOT NULL,
+    key    TEXT NOT NULL,
+    data   BLOB NOT NULL,
+    crc    INTEGER NOT NULL,
+    UNIQUE (stream, key)
 );
 """
 INSERT_EVENT: Final = (
@@ -82,13 +94,16 @@ INSERT INTO streams (id, name, version, crc)
 DROP TABLE events_1;
 DROP TABLE streams_1;
 """
+    + _SNAPSHOTS
 )
+_MIGRATE_FROM_2: Final = "DROP TABLE snapshots;" + _SNAPSHOTS
 #: The last position ever given: it stays when the newest events are deleted, so positions
 #: are never given twice (``AUTOINCREMENT`` keeps it in ``sqlite_sequence``).
 LAST_POSITION: Final = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'events'"
 
 _EVENT_HEAD: Final = struct.Struct("<qqqq")
 _PAIR: Final = struct.Struct("<qq")
+_TRIPLE: Final = struct.Struct("<qqq")
 
 _log = structlog.get_logger("contextledger.store._schema")
 
@@ -117,9 +132,17 @@ def stream_crc(stream_id: int, version: int, name: str) -> int:
     return zlib.crc32(name.encode(), zlib.crc32(_PAIR.pack(stream_id, version)))
 
 
-def snapshot_crc(stream: str, seq: int, schema: int, data: bytes) -> int:
-    """The checksum of a snapshot row."""
-    head = zlib.crc32(stream.encode(), zlib.crc32(_PAIR.pack(seq, schema)))
+def snapshot_crc(stream: str, seq: int, schema: int, chunks: int, data: bytes) -> int:
+    """The checksum of a snapshot's head row."""
+    head = zlib.crc32(stream.encode(), zlib.crc32(_TRIPLE.pack(seq, schema, chunks)))
+    return zlib.crc32(data, head)
+
+
+def chunk_crc(stream: str, key: str, data: bytes) -> int:
+    """The checksum of a snapshot chunk row (the names' lengths go first, so that another
+    split of the same characters cannot match)."""
+    names = stream.encode(), key.encode()
+    head = zlib.crc32(b"".join(names), zlib.crc32(_PAIR.pack(*map(len, names))))
     return zlib.crc32(data, head)
 
 
@@ -143,16 +166,16 @@ def check_schema(conn: apsw.Connection, path: str, create: bool, writable: bool)
             cur.execute(TABLES + _SNAPSHOTS)
             cur.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         return
-    if found == 1 and writable:
-        _migrate_from_1(conn, path)
+    if found in _MIGRATIONS and writable:
+        _migrate(conn, path, found)
         return
     if found == 0:
         what = "has no contextledger events" if tables == 0 else "is not a contextledger store"
         raise StoreSchemaError(f"{path} {what}")
-    if found == 1:
+    if found in _MIGRATIONS:
         raise StoreSchemaError(
-            f"{path} has store schema 1 and cannot be written: open it writable once to "
-            f"give its rows checksums (schema {SCHEMA_VERSION})"
+            f"{path} has store schema {found} and cannot be written: open it writable once "
+            f"to bring it to schema {SCHEMA_VERSION}"
         )
     raise StoreSchemaError(f"{path} has store schema {found}; this release reads {SCHEMA_VERSION}")
 
@@ -162,12 +185,18 @@ def _sql(function: Callable[..., int]) -> Callable[..., Any]:
     return lambda *args: function(*args)
 
 
-def _migrate_from_1(conn: apsw.Connection, path: str) -> None:
+#: The script bringing a file of each older schema to ``SCHEMA_VERSION``.
+_MIGRATIONS: Final = {1: _MIGRATE_FROM_1, 2: _MIGRATE_FROM_2}
+
+
+def _migrate(conn: apsw.Connection, path: str, found: int) -> None:
     conn.create_scalar_function("event_crc", _sql(event_crc), 5, deterministic=True)
     conn.create_scalar_function("stream_crc", _sql(stream_crc), 3, deterministic=True)
     with conn:
         cur = conn.cursor()
         (events,) = one(cur, "SELECT count(*) FROM events")
-        cur.execute(_MIGRATE_FROM_1 + _SNAPSHOTS)
+        cur.execute(_MIGRATIONS[found])
         cur.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-    _log.info("store schema migrated", path=path, found=1, current=SCHEMA_VERSION, events=events)
+    _log.info(
+        "store schema migrated", path=path, found=found, current=SCHEMA_VERSION, events=events
+    )

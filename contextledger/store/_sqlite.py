@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from itertools import repeat
 from typing import Any, Final, Literal, TypeVar
@@ -46,17 +47,25 @@ from contextledger.store._connections import (
 )
 from contextledger.store._errors import (
     ConcurrencyError,
-    StoreArgumentError,
+    SnapshotBaseError,
     StoreClosedError,
     StoreCorruptError,
     StoreIntegrityError,
     StoreReadOnlyError,
 )
-from contextledger.store._protocol import ANY_VERSION, Snapshot, check_append, check_snapshot
+from contextledger.store._protocol import (
+    ANY_VERSION,
+    Snapshot,
+    check_append,
+    check_snapshot,
+    check_stream_names,
+    snapshot_base_error,
+)
 from contextledger.store._readers import ReaderPool
 from contextledger.store._schema import (
     INSERT_EVENT,
     LAST_POSITION,
+    chunk_crc,
     event_crc,
     event_crcs,
     one,
@@ -65,6 +74,7 @@ from contextledger.store._schema import (
 )
 from contextledger.store._verify import (
     StreamHead,
+    verified_chunks,
     verified_event,
     verified_snapshot,
     verified_stream,
@@ -78,6 +88,9 @@ Durability = Literal["normal", "full"]
 SUBSCRIBE_POLL_SECONDS: Final = 0.5
 #: Rows fetched per page by ``subscribe``.
 SUBSCRIBE_PAGE: Final = 1000
+#: How often ``reclaim_space`` tries its checkpoint again while another one runs (a
+#: passive checkpoint of a few MB takes milliseconds).
+TRUNCATE_RETRY_SECONDS: Final = 0.005
 
 _STREAM: Final = "SELECT id, name, version, crc FROM streams WHERE name = ?"
 #: The same lookup past the index on ``name``: tells a missing stream from a damaged index.
@@ -220,37 +233,71 @@ class SQLiteStore:
         return list(map(RecordedEvent, repeat(stream), seqs, positions, events))
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
-        """See ``EventStore.save_snapshot``."""
+        """See ``EventStore.save_snapshot``: writes the head row and the chunks given, so a
+        snapshot with a ``base`` costs what changed since it."""
         self._check_writable()
         check_snapshot(snapshot)
 
         def run(cur: apsw.Cursor) -> None:
-            crc = snapshot_crc(snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data)
+            stream = snapshot.stream
+            count = self._stored_chunks(cur, snapshot)
+            if not snapshot.base:
+                cur.execute("DELETE FROM snapshot_chunks WHERE stream = ?", (stream,))
+            for key, data in snapshot.chunks.items():
+                crc = chunk_crc(stream, key, data)
+                cur.execute(
+                    "UPDATE snapshot_chunks SET data = ?, crc = ? WHERE stream = ? AND key = ?",
+                    (data, crc, stream, key),
+                )
+                if not self._writer.changes():
+                    cur.execute(
+                        "INSERT INTO snapshot_chunks (stream, key, data, crc) VALUES (?, ?, ?, ?)",
+                        (stream, key, data, crc),
+                    )
+                    count += 1
+            head = (stream, snapshot.seq, snapshot.schema, count, snapshot.data)
             cur.execute(
-                "INSERT OR REPLACE INTO snapshots (stream, seq, schema, data, crc) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (snapshot.stream, snapshot.seq, snapshot.schema, snapshot.data, crc),
+                "INSERT OR REPLACE INTO snapshots (stream, seq, schema, chunks, data, crc) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (*head, snapshot_crc(*head)),
             )
 
-        await self._commits.submit(run, len(snapshot.data))
+        nbytes = len(snapshot.data) + sum(map(len, snapshot.chunks.values()))
+        await self._commits.submit(run, nbytes)
+
+    def _stored_chunks(self, cur: apsw.Cursor, snapshot: Snapshot) -> int:
+        """How many chunks the stored snapshot ``snapshot`` builds on holds (0 for a whole
+        one); raises ``SnapshotBaseError`` when it cannot build on it."""
+        if not snapshot.base:
+            return 0
+        row = cur.execute(
+            "SELECT seq, schema, chunks, data, crc FROM snapshots WHERE stream = ?",
+            (snapshot.stream,),
+        ).fetchone()
+        stored, chunks = None, 0
+        if row is not None:
+            with contextlib.suppress(StoreIntegrityError):  # a damaged head is none to build on
+                seq, schema, chunks, _ = verified_snapshot(row, snapshot.stream)
+                stored = (seq, schema)
+        problem = snapshot_base_error(snapshot, stored)
+        if problem is not None:
+            raise SnapshotBaseError(f"snapshot of {snapshot.stream!r} not saved: {problem}")
+        return chunks
 
     # --- retention ------------------------------------------------------------------------
 
     async def delete_streams(self, streams: Sequence[str]) -> int:
-        """Delete ``streams`` (their events, rows and snapshots) in one transaction and return
-        how many events went; a name that is no stream is skipped. Positions are never given
-        again, so the log keeps its order with gaps where the streams were. The file keeps
-        its size until ``reclaim_space``."""
+        """See ``EventStore.delete_streams``: in one transaction. The file keeps its size
+        until ``reclaim_space``."""
         self._check_writable()
-        names = list(streams)
-        if not all(type(name) is str for name in names):
-            raise StoreArgumentError("stream names are text")
+        names = check_stream_names(streams)
 
         def run(cur: apsw.Cursor) -> int:
             deleted = 0
             for name in names:
                 row = cur.execute(_STREAM, (name,)).fetchone()
                 cur.execute("DELETE FROM snapshots WHERE stream = ?", (name,))
+                cur.execute("DELETE FROM snapshot_chunks WHERE stream = ?", (name,))
                 if row is None:
                     continue
                 head = verified_stream(row, name)
@@ -264,10 +311,11 @@ class SQLiteStore:
         return result
 
     async def reclaim_space(self) -> tuple[int, int]:
-        """Give the room of deleted rows back to the file system (``VACUUM``, then a
-        checkpoint that truncates the WAL) and return the size of the file and its WAL
-        before and after, in bytes. Appends wait meanwhile; it needs a moment when no other
-        connection reads (it waits up to ``BUSY_TIMEOUT_MS``, then ``StoreBusyError``)."""
+        """See ``EventStore.reclaim_space``: gives the room of deleted rows back to the file
+        system (``VACUUM``, then a checkpoint that truncates the WAL) and returns the size of
+        the file and its WAL before and after, in bytes. Appends wait meanwhile; it needs a
+        moment when no other connection reads (it waits up to ``BUSY_TIMEOUT_MS``, then
+        ``StoreBusyError``)."""
         self._check_writable()
         before = self._size()
         await self._commits.alone(self._vacuum)
@@ -278,11 +326,24 @@ class SQLiteStore:
         self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
         try:
             self._writer.execute("VACUUM")
-            self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+            self._truncate_wal(time.monotonic() + BUSY_TIMEOUT_MS / 1000)
         except SQLITE_ERRORS as exc:
             raise store_error(exc, self.path, self._writer.system_errno) from exc
         finally:
             self._writer.set_busy_timeout(0)
+
+    def _truncate_wal(self, deadline: float) -> None:
+        """A ``TRUNCATE`` checkpoint, tried again until ``deadline`` while another connection
+        checkpoints (a checkpointer thread, this store's or another process's): SQLite then
+        refuses at once, without waiting as it does for readers."""
+        while True:
+            try:
+                self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+                return
+            except apsw.BusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(TRUNCATE_RETRY_SECONDS)
 
     def _size(self) -> int:
         return sum(
@@ -433,14 +494,22 @@ class SQLiteStore:
         return await self._run_query(run)
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
-        """See ``EventStore.load_snapshot``. Raises ``StoreIntegrityError`` when the snapshot's
-        checksum does not match."""
+        """See ``EventStore.load_snapshot``: the head and its chunks in one read transaction.
+        Raises ``StoreIntegrityError`` when a row does not match its checksum or a chunk is
+        missing."""
 
         def run(cur: apsw.Cursor) -> Snapshot | None:
             row = cur.execute(
-                "SELECT seq, schema, data, crc FROM snapshots WHERE stream = ?", (stream,)
+                "SELECT seq, schema, chunks, data, crc FROM snapshots WHERE stream = ?", (stream,)
             ).fetchone()
-            return None if row is None else Snapshot(stream, *verified_snapshot(row, stream))
+            if row is None:
+                return None
+            seq, schema, count, data = verified_snapshot(row, stream)
+            rows = cur.execute(
+                "SELECT key, data, crc FROM snapshot_chunks WHERE stream = ? ORDER BY key",
+                (stream,),
+            )
+            return Snapshot(stream, seq, schema, data, verified_chunks(rows, stream, count))
 
         return await self._run_query(run)
 

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from contextledger.store._errors import StoreIntegrityError
-from contextledger.store._schema import event_crc, snapshot_crc, stream_crc
+from contextledger.store._schema import chunk_crc, event_crc, snapshot_crc, stream_crc
 
+CHUNK_MISMATCH = "a snapshot chunk's row does not match its checksum"
 #: A stream row as read: id, name, version, crc.
 StreamRow = tuple[Any, Any, Any, Any]
 #: An event row as read: position, stream id, seq, version, data, crc.
@@ -94,15 +95,47 @@ def verified_stream_events(
     return out
 
 
-def verified_snapshot(row: tuple[Any, Any, Any, Any], stream: str) -> tuple[int, int, bytes]:
-    """``(seq, schema, data)`` of a snapshot row of ``stream``, checksum verified."""
-    seq, schema, data, crc = row
+def verified_snapshot(
+    row: tuple[Any, Any, Any, Any, Any], stream: str
+) -> tuple[int, int, int, bytes]:
+    """``(seq, schema, chunks, data)`` of a snapshot's head row of ``stream``, checksum
+    verified."""
+    seq, schema, chunks, data, crc = row
     if not (
         type(seq) is int
         and type(schema) is int
+        and type(chunks) is int
         and type(data) is bytes
         and type(crc) is int
-        and crc == snapshot_crc(stream, seq, schema, data)
+        and crc == snapshot_crc(stream, seq, schema, chunks, data)
     ):
         raise StoreIntegrityError(stream, None, "the snapshot's row does not match its checksum")
-    return seq, schema, data
+    return seq, schema, chunks, data
+
+
+def chunk_ok(stream: object, key: object, data: object, crc: object) -> bool:
+    """Whether a snapshot chunk row matches its checksum."""
+    return (
+        type(stream) is str
+        and type(key) is str
+        and type(data) is bytes
+        and type(crc) is int
+        and crc == chunk_crc(stream, key, data)
+    )
+
+
+def verified_chunks(
+    rows: Iterable[tuple[Any, Any, Any]], stream: str, count: int
+) -> dict[str, bytes]:
+    """The chunks of ``stream``'s snapshot from its ``(key, data, crc)`` rows, each checksum
+    verified, and exactly the ``count`` its head row records."""
+    chunks: dict[str, bytes] = {}
+    for key, data, crc in rows:
+        if not chunk_ok(stream, key, data, crc):
+            raise StoreIntegrityError(stream, None, CHUNK_MISMATCH)
+        chunks[key] = data
+    if len(chunks) != count:
+        raise StoreIntegrityError(
+            stream, None, f"the snapshot has {len(chunks)} of its {count} chunks"
+        )
+    return chunks

@@ -44,13 +44,25 @@ from contextledger.events import (
     ToolPart,
     Usage,
 )
+from contextledger.ledger import (
+    InvalidExport,
+    SessionLog,
+    check_sessions,
+    delete_session,
+    expire_sessions,
+    export_session,
+    import_session,
+    session_tree,
+)
 from contextledger.store import (
     ANY_VERSION,
     ConcurrencyError,
     EventStore,
     Snapshot,
+    SnapshotBaseError,
     StoreClosedError,
 )
+from contextledger.testing._builder import SessionBuilder
 
 #: Generous: a test that needs it has hung, it is not slow.
 TIMEOUT = 10
@@ -71,6 +83,59 @@ def texts(recorded: list[RecordedEvent]) -> list[str]:
 
 def coordinates(recorded: list[RecordedEvent]) -> list[tuple[str, int, int]]:
     return [(r.stream, r.seq, r.position) for r in recorded]
+
+
+DAY_MS = 86_400_000
+START_MS = 1_767_225_600_000
+
+
+async def write_session(
+    store: EventStore, session: str, *, parent: str | None = None, at_ms: int = START_MS
+) -> int:
+    """A small session (started, a user message, an answer) written through ``SessionLog``
+    with snapshots; returns its event count."""
+    builder = SessionBuilder(session, parent_session_id=parent, start_ms=at_ms)
+    answer = builder.assistant(builder.user("hello " * 50))
+    builder.text(answer, "an answer " * 50)
+    builder.finish(answer)
+    log = await SessionLog.open(store, session, snapshot_every=2)
+    await log.append(builder.events)
+    return len(builder.events)
+
+
+async def exported(store: EventStore, session: str) -> list[bytes]:
+    return [line async for line in export_session(store, session)]
+
+
+def _not_an_export(lines: list[bytes], damage: str) -> list[bytes]:
+    """``lines`` of an export spoilt as ``damage`` says (``NOT_AN_EXPORT``)."""
+    match damage:
+        case "empty":
+            return []
+        case "format":
+            return [b'{"format": "other"}\n', *lines[1:]]
+        case "version":
+            return [lines[0].replace(b'"version":1', b'"version":9'), *lines[1:]]
+        case "gap":
+            return [lines[0], *lines[2:]]
+        case "short":
+            return lines[:-1]
+        case "not-json":
+            return [*lines[:2], b"not json\n", *lines[3:]]
+        case _:
+            return [*lines[:2], b'{"seq":2,"v":1,"data":"AAAA"}\n', *lines[3:]]
+
+
+#: Each way ``_not_an_export`` spoils an export, and what ``InvalidExport`` then says.
+NOT_AN_EXPORT = {
+    "empty": "no header line",
+    "format": "no such format",
+    "version": "9",
+    "gap": "seq 2 where 1 belongs",
+    "short": "events where the header says",
+    "not-json": "line 3",
+    "not-an-event": "line 3",
+}
 
 
 async def snapshot_of_contents(store: EventStore) -> tuple[object, ...]:
@@ -104,6 +169,8 @@ CLOSED_CALLS: dict[str, Callable[[EventStore], Awaitable[Any]]] = {
     "streams": lambda s: s.streams(),
     "save_snapshot": lambda s: s.save_snapshot(Snapshot("s", 1, 1, b"")),
     "load_snapshot": lambda s: s.load_snapshot("s"),
+    "delete_streams": lambda s: s.delete_streams(["s"]),
+    "reclaim_space": lambda s: s.reclaim_space(),
 }
 
 
@@ -129,6 +196,15 @@ WRONGLY_TYPED_CALLS: dict[str, Callable[[Any], Awaitable[Any]]] = {
     "snapshot stream bytes": lambda s: s.save_snapshot(Snapshot(*_typed(b"s", 1, 1, b""))),
     "snapshot seq text": lambda s: s.save_snapshot(Snapshot(*_typed("s", "1", 1, b""))),
     "snapshot data text": lambda s: s.save_snapshot(Snapshot(*_typed("s", 1, 1, "data"))),
+    "snapshot chunks a list": lambda s: s.save_snapshot(Snapshot(*_typed("s", 1, 1, b"", []))),
+    "snapshot chunk text": lambda s: s.save_snapshot(Snapshot(*_typed("s", 1, 1, b"", {"a": "x"}))),
+    "snapshot chunk key bytes": lambda s: s.save_snapshot(
+        Snapshot(*_typed("s", 1, 1, b"", {b"a": b"x"}))
+    ),
+    "snapshot base text": lambda s: s.save_snapshot(Snapshot(*_typed("s", 1, 1, b"", {}, "0"))),
+    "snapshot base past seq": lambda s: s.save_snapshot(Snapshot("s", 1, 1, b"", base=2)),
+    "delete streams text": lambda s: s.delete_streams("s"),
+    "delete streams bytes": lambda s: s.delete_streams([b"s"]),
 }
 
 
@@ -433,6 +509,192 @@ class StoreContract:
 
         assert await store.load_snapshot("s") == Snapshot("s", 1, 1, b"of s")
         assert await store.load_snapshot("t") == Snapshot("t", 2, 1, b"of t")
+
+    async def test_a_snapshot_loads_back_with_its_chunks_in_key_order(
+        self, store: EventStore
+    ) -> None:
+        await store.save_snapshot(Snapshot("s", 3, 1, b"head", {"b": b"\x00two", "a": b"one"}))
+
+        loaded = await store.load_snapshot("s")
+
+        assert loaded == Snapshot("s", 3, 1, b"head", {"a": b"one", "b": b"\x00two"})
+        assert loaded is not None and list(loaded.chunks) == ["a", "b"]
+
+    async def test_a_snapshot_on_a_base_replaces_only_the_chunks_it_holds(
+        self, store: EventStore
+    ) -> None:
+        await store.save_snapshot(Snapshot("s", 3, 1, b"h3", {"a": b"a3", "b": b"b3"}))
+        await store.save_snapshot(Snapshot("s", 7, 1, b"h7", {"b": b"b7", "c": b"c7"}, base=3))
+        await store.save_snapshot(Snapshot("s", 9, 1, b"h9", {"a": b"a9"}, base=7))
+
+        chunks = {"a": b"a9", "b": b"b7", "c": b"c7"}
+        assert await store.load_snapshot("s") == Snapshot("s", 9, 1, b"h9", chunks)
+
+    async def test_a_snapshot_builds_on_a_later_stored_one_up_to_its_own_seq(
+        self, store: EventStore
+    ) -> None:
+        await store.save_snapshot(Snapshot("s", 5, 1, b"h5", {"a": b"a5", "b": b"b5"}))
+        await store.save_snapshot(Snapshot("s", 8, 1, b"h8", {"b": b"b8"}, base=2))
+
+        chunks = {"a": b"a5", "b": b"b8"}
+        assert await store.load_snapshot("s") == Snapshot("s", 8, 1, b"h8", chunks)
+
+    async def test_a_whole_snapshot_drops_every_chunk_before_it(self, store: EventStore) -> None:
+        await store.save_snapshot(Snapshot("s", 3, 1, b"h3", {"a": b"a3", "b": b"b3"}))
+        await store.save_snapshot(Snapshot("s", 2, 2, b"h2", {"c": b"c2"}))
+
+        assert await store.load_snapshot("s") == Snapshot("s", 2, 2, b"h2", {"c": b"c2"})
+
+    @pytest.mark.parametrize(
+        ("stored", "seq"),
+        [
+            (None, 9),
+            (Snapshot("s", 5, 2, b"of another schema"), 9),
+            (Snapshot("s", 3, 1, b"before the base"), 9),
+            (Snapshot("s", 7, 1, b"past the snapshot's seq"), 6),
+        ],
+        ids=["none", "schema", "before", "past"],
+    )
+    async def test_a_snapshot_that_cannot_build_on_the_stored_one_raises_writing_nothing(
+        self, store: EventStore, stored: Snapshot | None, seq: int
+    ) -> None:
+        if stored is not None:
+            await store.save_snapshot(stored)
+
+        with pytest.raises(SnapshotBaseError):
+            await store.save_snapshot(Snapshot("s", seq, 1, b"head", {"a": b"a"}, base=4))
+
+        assert await store.load_snapshot("s") == stored
+
+    # --- retention ----------------------------------------------------------------------------
+
+    async def test_deleting_a_session_deletes_its_children_and_nothing_else(
+        self, store: EventStore
+    ) -> None:
+        sizes = {}
+        sizes["root"] = await write_session(store, "root")
+        sizes["child"] = await write_session(store, "child", parent="root")
+        sizes["other"] = await write_session(store, "other")
+        sizes["grandchild"] = await write_session(store, "grandchild", parent="child")
+        kept = await store.read("other")
+
+        assert await session_tree(store, "root") == ["root", "child", "grandchild"]
+        sessions, events = await delete_session(store, "root")
+
+        assert sessions == ["root", "child", "grandchild"]
+        assert events == sizes["root"] + sizes["child"] + sizes["grandchild"]
+        assert await store.streams() == ["other"]
+        assert await store.read("other") == kept
+        assert await store.read_all() == kept
+        for session in sessions:
+            assert await store.read(session) == []
+            assert await store.stream_version(session) == 0
+            assert await store.load_snapshot(session) is None
+        assert await store.load_snapshot("other") is not None
+        assert await check_sessions(store) == []
+
+    async def test_deleting_a_session_that_does_not_exist_deletes_nothing(
+        self, store: EventStore
+    ) -> None:
+        await write_session(store, "a")
+        before = await snapshot_of_contents(store)
+
+        assert await delete_session(store, "nope") == ([], 0)
+        assert await store.delete_streams(["nope"]) == 0
+        assert await snapshot_of_contents(store) == before
+
+    async def test_positions_are_never_given_twice_after_deleting_the_newest_session(
+        self, store: EventStore
+    ) -> None:
+        await write_session(store, "a")
+        await write_session(store, "b")
+        last = (await store.read_all())[-1].position
+        await delete_session(store, "b")
+
+        recorded = await store.append("c", 0, notes("x", stream="c"))
+
+        assert recorded[0].position == last + 1
+        assert [r.position for r in await store.read_all(last)] == [last + 1]
+
+    async def test_a_deleted_stream_starts_again_at_seq_one(self, store: EventStore) -> None:
+        await store.append("s", 0, notes("a", "b"))
+        await store.delete_streams(["s"])
+
+        recorded = await store.append("s", 0, notes("c"))
+
+        assert [(r.seq, r.position) for r in recorded] == [(1, 3)]
+        assert texts(await store.read("s")) == ["c"]
+
+    async def test_reclaiming_space_keeps_every_other_stream(self, store: EventStore) -> None:
+        for i in range(5):
+            await write_session(store, f"s{i}")
+        kept = await store.read("s4")
+        await store.delete_streams(["s0", "s1", "s2", "s3"])
+
+        before, after = await store.reclaim_space()
+
+        assert 0 < after <= before
+        assert await store.read_all() == kept
+        await write_session(store, "after")
+        assert await store.streams() == ["s4", "after"]
+
+    async def test_expiring_deletes_session_trees_whose_newest_event_is_older(
+        self, store: EventStore
+    ) -> None:
+        await write_session(store, "old", at_ms=START_MS)
+        await write_session(store, "old_child", parent="old", at_ms=START_MS + DAY_MS)
+        await write_session(store, "kept", at_ms=START_MS)
+        await write_session(store, "recent_child", parent="kept", at_ms=START_MS + 20 * DAY_MS)
+        await write_session(store, "recent", at_ms=START_MS + 20 * DAY_MS)
+
+        sessions, events = await expire_sessions(store, START_MS + 10 * DAY_MS)
+
+        assert sessions == ["old", "old_child"]
+        assert events > 0
+        assert await store.streams() == ["kept", "recent_child", "recent"]
+
+    async def test_an_exported_session_imports_back_with_identical_events(
+        self, store: EventStore, tmp_path: Path
+    ) -> None:
+        await write_session(store, "other")
+        await write_session(store, "ses")
+        lines = await exported(store, "ses")
+        original = await store.read("ses")
+        (tmp_path / "copy").mkdir()
+
+        async with self.open_store(tmp_path / "copy") as copy:
+            log = await import_session(copy, lines)
+            restored = await copy.read("ses")
+            assert await check_sessions(copy) == []
+
+        assert [(r.seq, r.event) for r in restored] == [(r.seq, r.event) for r in original]
+        assert log.history == (await SessionLog.open(store, "ses")).history
+        assert lines[0].startswith(b'{"format":"contextledger-session","version":1')
+
+    async def test_importing_a_session_that_exists_raises_and_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        await write_session(store, "ses")
+        lines = await exported(store, "ses")
+        before = await store.read_all()
+
+        with pytest.raises(ConcurrencyError):
+            await import_session(store, lines)
+
+        assert await store.read_all() == before
+
+    @pytest.mark.parametrize(("damage", "message"), NOT_AN_EXPORT.items(), ids=NOT_AN_EXPORT)
+    async def test_a_file_that_is_not_an_export_raises_and_writes_nothing(
+        self, store: EventStore, tmp_path: Path, damage: str, message: str
+    ) -> None:
+        await write_session(store, "ses")
+        lines = _not_an_export(await exported(store, "ses"), damage)
+        (tmp_path / "copy").mkdir()
+
+        async with self.open_store(tmp_path / "copy") as copy:
+            with pytest.raises(InvalidExport, match=message):
+                await import_session(copy, lines)
+            assert await copy.streams() == []
 
     async def test_subscribe_yields_existing_events_then_new_ones(self, store: EventStore) -> None:
         await store.append("a", 0, notes("a1", "a2", stream="a"))

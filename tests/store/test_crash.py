@@ -3,7 +3,7 @@ part of a batch.
 
 Several writer processes (``_crash_child.py``, forked by its fork server so that a restart
 costs milliseconds, not an interpreter start) append batches to their own sessions in one
-file through ``SessionLog``, with snapshots every 40 events (or a tenth of the session), and
+file through ``SessionLog``, with snapshots every 40 events, and
 print each acknowledged seq. The parent kills each with SIGKILL at its own random moment (a
 quarter of them while they may still be opening the store), restarts them on the same file
 (each continues its session from the stored version and snapshot), and after every round

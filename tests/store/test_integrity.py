@@ -23,7 +23,7 @@ from contextledger.store import (
     StoreIntegrityError,
     StoreSchemaError,
 )
-from contextledger.store._schema import event_crc, event_crcs
+from contextledger.store._schema import SCHEMA_VERSION, event_crc, event_crcs
 from contextledger.testing._builder import SessionBuilder
 from tests.store._rows import raw_connection
 
@@ -225,6 +225,44 @@ async def test_a_snapshot_checksum_covers_its_stream_seq_and_schema(
             await store.load_snapshot("b" if "stream" in sql else "a")
 
 
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE snapshot_chunks SET data = x'00' || data WHERE key = 'b'",
+        "UPDATE snapshot_chunks SET key = 'c' WHERE key = 'b'",
+        "UPDATE snapshot_chunks SET stream = 'b' WHERE key = 'b'",
+    ],
+    ids=["data", "key", "stream"],
+)
+async def test_a_snapshot_chunk_checksum_covers_its_stream_key_and_data(
+    tmp_path: Path, sql: str
+) -> None:
+    path = tmp_path / "snap.db"
+    async with SQLiteStore.open(path) as store:
+        await store.save_snapshot(Snapshot("a", 3, 4, b"head", {"a": b"one", "b": b"two"}))
+    damage(path, sql)
+    async with SQLiteStore.open(path) as store:
+        with pytest.raises(StoreIntegrityError, match="snapshot"):
+            await store.load_snapshot("a")
+        problems = await store.check()
+    # A chunk moved to stream b is missing from a and, under b, of no snapshot.
+    assert ("snapshot", "a") in [(p.kind, p.stream) for p in problems]
+    assert {p.kind for p in problems} == {"snapshot"}
+
+
+async def test_a_snapshot_missing_a_chunk_raises_integrity_error(tmp_path: Path) -> None:
+    path = tmp_path / "snap.db"
+    async with SQLiteStore.open(path) as store:
+        await store.save_snapshot(Snapshot("a", 3, 4, b"head", {"a": b"one", "b": b"two"}))
+    damage(path, "DELETE FROM snapshot_chunks WHERE key = 'a'")
+    async with SQLiteStore.open(path) as store:
+        with pytest.raises(StoreIntegrityError, match="1 of its 2 chunks"):
+            await store.load_snapshot("a")
+        assert await store.check() == [
+            Problem("snapshot", "the snapshot has 1 of its 2 chunks", "a")
+        ]
+
+
 # --- an older file --------------------------------------------------------------------------
 
 SCHEMA_1 = """
@@ -268,9 +306,44 @@ async def test_a_schema_1_file_opens_and_gets_checksums(tmp_path: Path) -> None:
         assert await store.check() == []
         await store.append("s", 2, [note("d")])
     conn = raw_connection(path)
-    assert conn.execute("PRAGMA user_version").get == 2
+    assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM events WHERE crc IS NULL").get == 0
     conn.close()
+
+
+#: What schema 2 changed: its snapshots were one row each, the whole projection.
+SCHEMA_2_SNAPSHOTS = """
+DROP TABLE snapshots;
+DROP TABLE snapshot_chunks;
+CREATE TABLE snapshots (
+    stream TEXT NOT NULL UNIQUE, seq INTEGER NOT NULL, schema INTEGER NOT NULL,
+    data BLOB NOT NULL, crc INTEGER NOT NULL
+);
+INSERT INTO snapshots VALUES ('s', 2, 6, x'00', 0);
+PRAGMA user_version = 2;
+"""
+
+
+async def test_a_schema_2_file_opens_with_its_events_and_no_snapshots(db: Path) -> None:
+    damage(db, SCHEMA_2_SNAPSHOTS)
+
+    async with SQLiteStore.open(db, create=False) as store:
+        assert [r.seq for r in await store.read("s")] == [1, 2, 3, 4, 5]
+        assert await store.load_snapshot("s") is None  # a cache, dropped
+        await store.save_snapshot(Snapshot("s", 5, 7, b"head", {"m": b"chunk"}))
+        assert await store.check() == []
+    conn = raw_connection(db)
+    assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
+    conn.close()
+
+
+async def test_a_read_only_schema_2_file_is_refused_unchanged(db: Path) -> None:
+    damage(db, SCHEMA_2_SNAPSHOTS)
+    before = db.read_bytes()
+    db.chmod(0o444)
+    with pytest.raises(StoreSchemaError, match="schema 2 and cannot be written"):
+        SQLiteStore(db, create=False)
+    assert db.read_bytes() == before
 
 
 async def test_a_read_only_schema_1_file_is_refused_unchanged(tmp_path: Path) -> None:
