@@ -153,22 +153,27 @@ def one(cur: apsw.Cursor, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ..
 
 
 def check_schema(conn: apsw.Connection, path: str, create: bool, writable: bool) -> None:
-    """Create the tables in a new file (when ``create``) and migrate a version-1 file (when
-    ``writable``); refuse, changing nothing, a file that is another application's, was
-    written under another store schema, or is of version 1 and cannot be written."""
+    """Create the tables in a new file (when ``create``) and migrate a file of an older schema
+    (when ``writable``); refuse, changing nothing, a file that is another application's, was
+    written under another store schema, or is of an older schema and cannot be written.
+
+    Creating and migrating happen under the write lock, after a second look: another process
+    opening the same new or old file at the same moment has then done it already."""
     cur = conn.cursor()
     (found,) = one(cur, "PRAGMA user_version")
     if found == SCHEMA_VERSION:
         return
+    if writable and (found in _MIGRATIONS or (found == 0 and create)):
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            found = _create_or_migrate(conn, path, create)
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
+        if found == SCHEMA_VERSION:
+            return
     (tables,) = one(cur, "SELECT count(*) FROM sqlite_master")
-    if found == 0 and tables == 0 and create and writable:
-        with conn:
-            cur.execute(TABLES + _SNAPSHOTS)
-            cur.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        return
-    if found in _MIGRATIONS and writable:
-        _migrate(conn, path, found)
-        return
     if found == 0:
         what = "has no contextledger events" if tables == 0 else "is not a contextledger store"
         raise StoreSchemaError(f"{path} {what}")
@@ -178,6 +183,22 @@ def check_schema(conn: apsw.Connection, path: str, create: bool, writable: bool)
             f"to bring it to schema {SCHEMA_VERSION}"
         )
     raise StoreSchemaError(f"{path} has store schema {found}; this release reads {SCHEMA_VERSION}")
+
+
+def _create_or_migrate(conn: apsw.Connection, path: str, create: bool) -> int:
+    """Inside the write transaction: create or migrate the file if it still needs it; the
+    schema version it then has (unchanged when it is not ours to change)."""
+    cur = conn.cursor()
+    (found,) = one(cur, "PRAGMA user_version")
+    (tables,) = one(cur, "SELECT count(*) FROM sqlite_master")
+    if found == 0 and tables == 0 and create:
+        cur.execute(TABLES + _SNAPSHOTS)
+    elif found in _MIGRATIONS:
+        _migrate(conn, path, found)
+    else:
+        return int(found)
+    cur.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return SCHEMA_VERSION
 
 
 def _sql(function: Callable[..., int]) -> Callable[..., Any]:
@@ -190,13 +211,12 @@ _MIGRATIONS: Final = {1: _MIGRATE_FROM_1, 2: _MIGRATE_FROM_2}
 
 
 def _migrate(conn: apsw.Connection, path: str, found: int) -> None:
+    """Bring a file of schema ``found`` to ``SCHEMA_VERSION`` (inside the caller's transaction)."""
     conn.create_scalar_function("event_crc", _sql(event_crc), 5, deterministic=True)
     conn.create_scalar_function("stream_crc", _sql(stream_crc), 3, deterministic=True)
-    with conn:
-        cur = conn.cursor()
-        (events,) = one(cur, "SELECT count(*) FROM events")
-        cur.execute(_MIGRATIONS[found])
-        cur.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    cur = conn.cursor()
+    (events,) = one(cur, "SELECT count(*) FROM events")
+    cur.execute(_MIGRATIONS[found])
     _log.info(
         "store schema migrated", path=path, found=found, current=SCHEMA_VERSION, events=events
     )

@@ -19,6 +19,7 @@ from contextledger.store import StoreCorruptError, StoreError, StoreIOError
 from contextledger.store._checkpointer import Checkpointer
 from contextledger.store._connections import access_of, open_writer
 from contextledger.store._readers import ReaderPool
+from contextledger.store._schema import SCHEMA_VERSION
 from contextledger.store._writer import GroupCommit
 
 
@@ -197,3 +198,44 @@ async def test_work_alone_runs_between_commits_and_writes_wait_for_it(tmp_path: 
 
     assert seen == [[1]]
     assert recorder.rows() == [1, 2]
+
+
+def open_at_once(path: Path, writers: int) -> list[BaseException]:
+    """Open ``writers`` writers on ``path`` from as many threads at the same moment (each a
+    connection of its own, as in another process); what they raised."""
+    start = threading.Barrier(writers)
+    failures: list[BaseException] = []
+
+    def open_one() -> None:
+        start.wait()
+        try:
+            open_writer(str(path), access_of(str(path), True), "normal", True).close()
+        except BaseException as exc:  # reported by the caller
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return failures
+
+
+@pytest.mark.parametrize("schema", ["new", "old"])
+def test_writers_opening_a_new_or_old_file_at_once_create_or_migrate_it_once(
+    tmp_path: Path, schema: str
+) -> None:
+    """Several writers open the same new file, or a file of the previous store schema, at the
+    same moment: each opens it, and the file ends of the current schema, whole."""
+    for attempt in range(10):
+        path = tmp_path / f"{schema}-{attempt}.db"
+        if schema == "old":
+            writer = open_writer(str(path), access_of(str(path), True), "normal", True)
+            # Schema 2 had no snapshot chunks (its snapshots table, replaced, differs too).
+            writer.execute("DROP TABLE snapshot_chunks; PRAGMA user_version=2")
+            writer.close()
+        assert open_at_once(path, 6) == [], f"attempt {attempt}"
+        conn = apsw.Connection(str(path))
+        assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
+        assert conn.execute("PRAGMA integrity_check").get == "ok"
+        conn.close()
