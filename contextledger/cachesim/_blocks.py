@@ -55,6 +55,36 @@ def prefixes(blocks: Sequence[Block]) -> list[tuple[str, int]]:
     return out
 
 
+class PrefixChain:
+    """``prefixes`` of a session's requests in turn: a request's entries for the leading
+    blocks it shares with the request before (equal keys and tokens) are that request's own
+    entries, not new ones. A session's requests mostly repeat the prompt before them, so the
+    session's prefixes cost, and hold, about what each request adds."""
+
+    __slots__ = ("_blocks", "_entries")
+
+    def __init__(self) -> None:
+        self._blocks: Sequence[Block] = ()
+        self._entries: list[tuple[str, int]] = []
+
+    def __call__(self, blocks: Sequence[Block]) -> list[tuple[str, int]]:
+        """``prefixes(blocks)``."""
+        same = 0
+        for old, new in zip(self._blocks, blocks, strict=False):
+            if old is not new and (old.key != new.key or old.tokens != new.tokens):
+                break
+            same += 1
+        entries = self._entries[:same]
+        digest = bytes.fromhex(entries[-1][0]) if entries else b""
+        total = entries[-1][1] if entries else 0
+        for block in blocks[same:]:
+            digest = hashlib.sha256(digest + block.key.encode()).digest()
+            total += block.tokens
+            entries.append((digest.hex(), total))
+        self._blocks, self._entries = blocks, entries
+        return entries
+
+
 def block_of(kind: str, payload: bytes, ttl: Ttl | None = None) -> Block:
     """A block of ``payload`` (JSON) counted at four characters per token, rounded up."""
     key = hashlib.sha256(kind.encode() + b"\x00" + payload).hexdigest()

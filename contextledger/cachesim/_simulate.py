@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from contextledger.cachesim._blocks import SimRequest, Ttl, prefixes
+from contextledger.cachesim._blocks import PrefixChain, SimRequest, Ttl
 from contextledger.prices._tables import ModelPrice
 
 TTL_S: dict[Ttl, int] = {"5m": 300, "1h": 3600}
@@ -113,9 +113,10 @@ def _cost(
     )
 
 
-def _anthropic(req: SimRequest, cache: _Cache, price: ModelPrice) -> RequestCost:
+def _anthropic(
+    req: SimRequest, pre: list[tuple[str, int]], cache: _Cache, price: ModelPrice
+) -> RequestCost:
     now = req.at
-    pre = prefixes(req.blocks)
     marks = [(i, b.breakpoint) for i, b in enumerate(req.blocks) if b.breakpoint is not None]
     marks = marks[:ANTHROPIC_BREAKPOINTS]
     hit = -1
@@ -144,10 +145,14 @@ def _anthropic(req: SimRequest, cache: _Cache, price: ModelPrice) -> RequestCost
 
 
 def _implicit(
-    req: SimRequest, cache: _Cache, price: ModelPrice, ttl: int, step: int
+    req: SimRequest,
+    pre: list[tuple[str, int]],
+    cache: _Cache,
+    price: ModelPrice,
+    ttl: int,
+    step: int,
 ) -> RequestCost:
     now = req.at
-    pre = prefixes(req.blocks)
     read = 0
     for key, tokens in reversed(pre):
         if tokens >= price.min_prefix and cache.live(key, now):
@@ -162,10 +167,14 @@ def _implicit(
 
 
 def _deepseek(
-    req: SimRequest, units: _Cache, seen: set[str], price: ModelPrice, ttl: int
+    req: SimRequest,
+    pre: list[tuple[str, int]],
+    units: _Cache,
+    seen: set[str],
+    price: ModelPrice,
+    ttl: int,
 ) -> RequestCost:
     now = req.at
-    pre = prefixes(req.blocks)
     read = 0
     for key, tokens in reversed(pre):
         if units.live(key, now):
@@ -193,17 +202,19 @@ class PromptCache:
         self.ttl = ttl_s if ttl_s is not None else price.ttl_s
         self._cache = _Cache()
         self._seen: set[str] = set()
+        self._prefixes = PrefixChain()
 
     def charge(self, request: SimRequest) -> RequestCost:
         """The cost of ``request`` given every call charged before it."""
         price = self.price
+        pre = self._prefixes(request.blocks)
         if price.family == "anthropic":
-            return _anthropic(request, self._cache, price)
+            return _anthropic(request, pre, self._cache, price)
         if price.family == "openai":
-            return _implicit(request, self._cache, price, self.ttl, OPENAI_STEP)
+            return _implicit(request, pre, self._cache, price, self.ttl, OPENAI_STEP)
         if price.family == "gemini":
-            return _implicit(request, self._cache, price, self.ttl, 1)
-        return _deepseek(request, self._cache, self._seen, price, self.ttl)
+            return _implicit(request, pre, self._cache, price, self.ttl, 1)
+        return _deepseek(request, pre, self._cache, self._seen, price, self.ttl)
 
 
 def simulate(
@@ -237,7 +248,8 @@ def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bo
     its output tokens at the output price. TTLs, minimum prefixes, breakpoint limits and
     OpenAI's 128-token flooring are ignored, so the bound is never above ``simulate``'s cost.
     """
-    pres = [prefixes(r.blocks) for r in requests]
+    chain = PrefixChain()
+    pres = [chain(r.blocks) for r in requests]
     later: list[int] = [0] * len(pres)
     keys: set[str] = set()
     for i in range(len(pres) - 1, -1, -1):

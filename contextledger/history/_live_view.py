@@ -60,6 +60,11 @@ class LiveView:
         self._flat: list[ModelMessage] = []
         self._memo: dict[str, tuple[_Key, list[ModelMessage]]] = {}
 
+    @property
+    def options(self) -> ViewOptions:
+        """The options this view is built with."""
+        return self._options
+
     def update(self, history: History) -> Sequence[ModelMessage]:
         """The view of ``history`` now. The returned sequence belongs to this object and is
         valid until the next ``update``; copy it to keep it."""
@@ -93,6 +98,10 @@ class LiveView:
         self._segments = [
             self._convert(history, m, _environment(history, m, options, latest_user)) for m in order
         ]
+        # Only the messages in the view stay memoised: those a compaction cut off are not
+        # converted again unless a rollback brings them back, so the memo follows the view,
+        # not the session.
+        self._memo = {m.id: self._memo[m.id] for m in order}
         self._restack(0)
 
     def _convert(

@@ -168,6 +168,7 @@ class History:
     __slots__ = (
         "_changes",
         "_estimate",
+        "_finished",
         "_index",
         "_inputs",
         "_messages",
@@ -188,6 +189,7 @@ class History:
         self._parts: dict[str, tuple[Message, int]] = {}
         self._changes: list[str] = []
         self._structure = 0
+        self._finished: dict[str, int] = {}
 
     # --- reading --------------------------------------------------------------------------
 
@@ -230,6 +232,12 @@ class History:
         messages in or out of it (a compaction requested, completed or rolled back, and a
         summary message appearing or finishing)."""
         return self._structure
+
+    def finished_steps(self, agent_id: str) -> int:
+        """How many of ``agent_id``'s model steps have finished: its assistant messages,
+        summaries aside, that have a finish (excluded ones included), counted as they finish
+        rather than looked up."""
+        return self._finished.get(agent_id, 0)
 
     def changed_since(self, cursor: int) -> tuple[list[str], int]:
         """Ids of the messages changed by events applied since ``cursor`` (oldest first, may
@@ -307,6 +315,8 @@ class History:
 
     def _on_finished(self, event: AssistantFinished) -> None:
         message = self._messages[event.message_id]
+        if message.finish is None:
+            self._count_finished(message)
         message.finish = event.finish
         message.finished_ms = event.time_ms
         message.usage = event.usage
@@ -424,6 +434,10 @@ class History:
     def _on_left_out(self, event: InputLeftOut) -> None:
         self.state.left_out.append(event)
 
+    def _count_finished(self, message: Message) -> None:
+        if message.role == "assistant" and not message.summary:
+            self._finished[message.agent_id] = self._finished.get(message.agent_id, 0) + 1
+
     def _touch(self, message: Message) -> None:
         message.version += 1
         self._changes.append(message.id)
@@ -447,6 +461,9 @@ class History:
         known = self._inputs.get(part.id)
         if known is None or (known[0] is not tool_input and known[0] != tool_input):
             known = self._inputs[part.id] = (tool_input, input_chars(tool_input))
+        elif known[0] is not tool_input:
+            # An equal copy (each event decodes its own): keep the part's, not the old one.
+            self._inputs[part.id] = (tool_input, known[1])
         return estimate_part_tokens(part, tool_input_chars=known[1])
 
     def _replace_part(self, part: Part) -> None:
@@ -530,6 +547,8 @@ class History:
             history._messages[message.id] = message
             for i, part in enumerate(message.parts):
                 history._parts[part.id] = (message, i)
+            if message.finish is not None:
+                history._count_finished(message)
         return history
 
     @property

@@ -168,10 +168,17 @@ def filter_compacted(messages: Sequence[Message]) -> list[Message]:
     Unlike opencode, a kept tail that reaches back over an earlier compaction leaves that
     compaction's request and summary out: the newer summary already covers them.
     """
+    return _filter_newest_first(reversed(messages))
+
+
+def _filter_newest_first(newest_first: Iterable[Message]) -> list[Message]:
+    """``filter_compacted`` of the messages ``newest_first`` yields, newest to oldest: it
+    reads them only as far back as the view reaches, so a lazy iterable over a long history
+    costs the view's length, not the history's."""
     kept: list[Message] = []
     completed: set[str] = set()
     tail_start: str | None = None
-    for message in reversed(messages):
+    for message in newest_first:
         if tail_start is not None:
             # Inside a kept tail, earlier compactions' requests and summaries are part of
             # what the newer summary replaced: skip them rather than send them twice.
@@ -326,8 +333,9 @@ def in_view(history: History, message: Message, agent_id: str | None) -> bool:
 
 def view_messages(history: History, options: ViewOptions) -> list[Message]:
     """The history messages a view is built from, in view order (steps 1-3 above)."""
-    messages = [m for m in history.messages if in_view(history, m, options.agent_id)]
-    messages = trim_before_last_summary(filter_compacted(messages))
+    agent_id = options.agent_id
+    newest_first = (m for m in reversed(history.messages) if in_view(history, m, agent_id))
+    messages = trim_before_last_summary(_filter_newest_first(newest_first))
     if options.historical_media == "keep" or not any(completed_summary(m) for m in messages):
         return messages
     if options.historical_media == "latest-user":

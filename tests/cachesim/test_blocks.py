@@ -4,7 +4,8 @@ import math
 
 import msgspec
 
-from contextledger.cachesim import blocks_from_request, sim_request, simulate
+from contextledger.cachesim import blocks_from_request, prefixes, sim_request, simulate
+from contextledger.cachesim._blocks import PrefixChain
 from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.prices._tables import price_for
 from contextledger.vocabulary._messages import ModelMessage, ModelText, ModelToolCall
@@ -55,3 +56,15 @@ def test_builder_requests_can_be_simulated() -> None:
     r2 = sim_request(make_request((USER, ASSISTANT), mark), at=5)
     result = simulate([r1, r2], price_for("claude-opus-5"))
     assert result.requests[0].cache_write == result.requests[1].cache_read > 0
+
+
+def test_a_prefix_chain_gives_each_request_its_prefixes_sharing_what_repeats() -> None:
+    first = blocks_from_request(make_request((USER,), ()))
+    longer = blocks_from_request(make_request((USER, ASSISTANT), ()))
+    other = blocks_from_request(make_request((ASSISTANT, USER), ()))
+    chain = PrefixChain()
+    seen = [chain(blocks) for blocks in (first, longer, other, longer)]
+    assert seen == [prefixes(b) for b in (first, longer, other, longer)]
+    # The blocks ``longer`` repeats of ``first`` keep first's entries, not copies of them.
+    assert all(a is b for a, b in zip(seen[0], seen[1], strict=False))
+    assert seen[2][-1] is not seen[1][-1]

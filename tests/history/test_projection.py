@@ -179,6 +179,28 @@ def test_a_snapshot_restores_an_equal_projection() -> None:
     assert not isinstance(restored.part(call), TextPart)
 
 
+def test_finished_steps_count_each_agents_finished_answers_not_summaries() -> None:
+    b = SessionBuilder()
+    for turn in range(3):
+        b.finish(b.assistant(b.user(f"go {turn}")))
+    b.assistant(b.user("still running"))
+    b.finish(b.assistant(b.user("help", agent_id="helper"), agent_id="helper"), agent_id="helper")
+    b.compact("what happened so far")
+    history = _project(b)
+    scanned = {
+        agent: sum(
+            m.role == "assistant" and not m.summary and m.finish is not None
+            for m in history.messages
+            if m.agent_id == agent
+        )
+        for agent in ("main", "helper", "nobody")
+    }
+    assert scanned == {"main": 3, "helper": 1, "nobody": 0}
+    restored = History.from_snapshot(history.snapshot())
+    for agent, steps in scanned.items():
+        assert history.finished_steps(agent) == restored.finished_steps(agent) == steps
+
+
 def test_each_agent_keeps_its_own_pinned_prefix() -> None:
     b = SessionBuilder("ses_prefix")
     reply = b.assistant(b.user("hello"))
