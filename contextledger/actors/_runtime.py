@@ -41,7 +41,7 @@ from contextledger.events._parts import CompactionTrigger, ModelRef
 from contextledger.history._projection import History
 from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
-from contextledger.policy._decisions import CompactionReason, compaction_due
+from contextledger.policy._decisions import CompactionReason, DecisionViews, compaction_due
 from contextledger.policy._prune import Plan
 from contextledger.policy._transform import load_transform
 from contextledger.providers._registry import wire_format
@@ -68,7 +68,8 @@ def wall_clock_ms() -> int:
 
 
 class _Actors:
-    """A running session's actors and the scope that stops them."""
+    """A running session's actors, the live views its decisions read, and the scope that
+    stops them."""
 
     def __init__(
         self,
@@ -76,8 +77,10 @@ class _Actors:
         builder: RequestBuilderActor,
         compactor: CompactorActor,
         pruner: PrunerActor,
+        views: DecisionViews,
     ) -> None:
         self.session = session
+        self.views = views
         self.builder = builder
         self.compactor = compactor
         self.pruner = pruner
@@ -250,6 +253,7 @@ class Runtime:
             ),
             CompactorActor(writer, self.summarizer, self.model, self.config, self.clock),
             PrunerActor(writer, self.model, self.config, self.clock),
+            DecisionViews(self.config),
         )
         self._running[session_id] = actors
         self._nursery.start_soon(actors.run)
@@ -378,7 +382,8 @@ class SessionHandle(SessionApi):
         async def due() -> CompactionReason | None:
             # This caller's earlier commands are applied (each was answered); others' may
             # still be queued, and the builder, behind them, sees them anyway.
-            history = (await runtime._actors(self.session_id)).session.history
+            actors = await runtime._actors(self.session_id)
+            history = actors.session.history
             return compaction_due(
                 history,
                 runtime.model,
@@ -386,6 +391,7 @@ class SessionHandle(SessionApi):
                 agent_id=agent_id,
                 system=system_for(history, inputs.segments),
                 tools=inputs.tools,
+                view=actors.views.of(agent_id),
             )
 
         await compact_while_due(

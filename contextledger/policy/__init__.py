@@ -20,6 +20,7 @@ from contextledger.policy._cadence import (
 from contextledger.policy._compaction import CompactionPlan, plan_compaction, tail_budget
 from contextledger.policy._decisions import (
     CompactionReason,
+    DecisionViews,
     SliceFacts,
     after_compaction,
     compaction_due,
@@ -29,6 +30,7 @@ from contextledger.policy._decisions import (
     reported_prompt,
     slice_facts,
     slice_pressure,
+    slice_view,
 )
 from contextledger.policy._errors import ErrorDecision, classify_error, decide_error
 from contextledger.policy._overflow import (
@@ -64,6 +66,7 @@ from contextledger.policy._transform import (
 __all__ = [
     "CompactionPlan",
     "CompactionReason",
+    "DecisionViews",
     "Economics",
     "ErrorDecision",
     "Plan",
@@ -105,6 +108,7 @@ __all__ = [
     "should_compact_preflight",
     "slice_facts",
     "slice_pressure",
+    "slice_view",
     "tail_budget",
     "usable",
 ]

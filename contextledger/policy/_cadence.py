@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from itertools import takewhile
 from typing import Final
 
 import msgspec
@@ -161,8 +162,11 @@ def early_compaction_due(
     steps = _steps(view, sizes)
     if not steps:
         return False
-    summaries = _summary_ids(history, agent_id)
-    summary = sum(size for m, size in zip(view, sizes, strict=True) if m.source_id in summaries)
+    summary = sum(
+        size
+        for m, size in zip(view, sizes, strict=True)
+        if _is_summary(history, m.source_id, agent_id)
+    )
     economics = Economics(
         tail_tokens=tail_budget(usable(model, config), config.compaction),
         summary_tokens=summary or SUMMARY_TOKENS,
@@ -171,28 +175,24 @@ def early_compaction_due(
     return compact_early(
         sum(sizes),
         statistics.median(steps),
-        calls_to_come=lambda: _finished_steps(history, agent_id),
+        calls_to_come=lambda: history.finished_steps(agent_id),
         economics=economics,
     )
 
 
-def _summary_ids(history: History, agent_id: str) -> set[str]:
-    return {
-        summary
-        for c in history.state.compactions.values()
-        if c.status == "completed" and history.message(c.request_message_id).agent_id == agent_id
-        for summary in c.summary_message_ids
-    }
-
-
-def _finished_steps(history: History, agent_id: str) -> int:
-    return sum(
-        1
-        for m in history.messages
-        if m.role == "assistant"
-        and not m.summary
-        and m.finish is not None
-        and m.agent_id == agent_id
+def _is_summary(history: History, message_id: str, agent_id: str) -> bool:
+    """Whether ``message_id`` is a summary of a completed compaction of ``agent_id``'s slice
+    (a summary names its compaction's request as its parent)."""
+    try:
+        message = history.message(message_id)
+    except KeyError:
+        return False
+    compaction = history.state.compactions.get(message.parent_id or "") if message.summary else None
+    return (
+        compaction is not None
+        and compaction.status == "completed"
+        and message_id in compaction.summary_message_ids
+        and history.message(compaction.request_message_id).agent_id == agent_id
     )
 
 
@@ -200,21 +200,19 @@ def early_compaction_refused(history: History, agent_id: str) -> bool:
     """Whether the newest compaction of ``agent_id``'s slice was rolled back and no step of
     the agent has finished since: an early compaction is not tried again, request after
     request, until the conversation has moved on."""
-    compactions = [
-        c
-        for c in history.state.compactions.values()
-        if history.message(c.request_message_id).agent_id == agent_id
-    ]
-    if not compactions:
+    # Compactions and messages are kept in id order: only the newest are read.
+    newest = next(
+        (
+            c
+            for c in reversed(history.state.compactions.values())
+            if history.message(c.request_message_id).agent_id == agent_id
+        ),
+        None,
+    )
+    if newest is None or newest.status != "rolled_back":
         return False
-    newest = max(compactions, key=lambda c: c.request_message_id)
-    if newest.status != "rolled_back":
-        return False
+    since = newest.request_message_id
     return not any(
-        m.id > newest.request_message_id
-        and m.role == "assistant"
-        and not m.summary
-        and m.finish is not None
-        and m.agent_id == agent_id
-        for m in history.messages
+        m.role == "assistant" and not m.summary and m.finish is not None and m.agent_id == agent_id
+        for m in takewhile(lambda m: m.id > since, reversed(history.messages))
     )

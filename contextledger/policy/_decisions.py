@@ -29,6 +29,7 @@ from contextledger.events._parts import (
     ToolSchema,
     Usage,
 )
+from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History, Message
 from contextledger.history._view import ViewOptions, in_view, model_view, view_messages
 from contextledger.policy._cadence import (
@@ -50,6 +51,7 @@ from contextledger.policy._overflow import (
 )
 from contextledger.policy._prune import Plan, plan_after_turn
 from contextledger.prices._multipliers import price_for
+from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
 
 #: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;
@@ -128,12 +130,15 @@ def last_reported_prompt(history: History, agent_id: str) -> int | None:
 
 
 def _compacted_since(history: History, answer: Message | None, agent_id: str) -> bool:
-    return answer is not None and any(
-        c.status == "completed"
-        and c.request_message_id > answer.id
-        and history.message(c.request_message_id).agent_id == agent_id
-        for c in history.state.compactions.values()
-    )
+    if answer is None:
+        return False
+    # Compactions are kept in the order of their request ids: only the newest are read.
+    for c in reversed(history.state.compactions.values()):
+        if c.request_message_id <= answer.id:
+            return False
+        if c.status == "completed" and history.message(c.request_message_id).agent_id == agent_id:
+            return True
+    return False
 
 
 def compaction_due(
@@ -144,6 +149,7 @@ def compaction_due(
     agent_id: str,
     system: Sequence[str] = (),
     tools: Sequence[ToolSchema] = (),
+    view: LiveView | None = None,
 ) -> CompactionReason | None:
     """Why ``agent_id``'s slice must be compacted before its next request, or None.
 
@@ -154,7 +160,12 @@ def compaction_due(
     on and the request (the view with ``system`` and ``tools``) would reach it, mid tool
     round too; else, under
     ``compaction.cadence = "economic"``, ``economic`` when the view has passed its threshold,
-    unless the slice's last early compaction was rolled back and no step finished since."""
+    unless the slice's last early compaction was rolled back and no step finished since.
+
+    ``view``, when given, is the caller's ``LiveView`` of the slice (``DecisionViews``), kept
+    between requests so that the view costs what changed since the last one; without it the
+    view is built from scratch. Raises ``ValueError`` when its options are not the slice's."""
+    _decision_options(config, agent_id, view)
     answer = latest_answer(history, agent_id)
     if (
         answer is not None
@@ -168,20 +179,59 @@ def compaction_due(
     preflight = preflight_enabled(model, config)
     if not preflight and config.compaction.cadence != "economic":
         return None
-    view = model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
+    messages = slice_view(history, config, agent_id, view)
     if preflight:
         # A compaction never separates a tool call from its result (its tail starts at a
         # stored message, which holds both), so unlike Kilo's preflight this one also
         # protects a step inside a tool round.
-        measure = measure_preflight(view, config, tools=tools, system=system)
+        measure = measure_preflight(messages, config, tools=tools, system=system)
         measure = msgspec.structs.replace(measure, continuation=False)
         if should_compact_preflight(model, measure, config).compact:
             return "preflight"
     if early_compaction_due(
-        history, view, model, config, agent_id=agent_id
+        history, messages, model, config, agent_id=agent_id
     ) and not early_compaction_refused(history, agent_id):
         return "economic"
     return None
+
+
+class DecisionViews:
+    """The live views of a session's slices as the decisions read them under ``config``,
+    one per agent, made on first use: what a shell keeps for the session's life and passes
+    to ``compaction_due`` at every request (``of(agent_id)``)."""
+
+    __slots__ = ("_config", "_views")
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._views: dict[str, LiveView] = {}
+
+    def of(self, agent_id: str) -> LiveView:
+        """The live view of ``agent_id``'s slice."""
+        view = self._views.get(agent_id)
+        if view is None:
+            options = ViewOptions.from_config(self._config, agent_id=agent_id)
+            view = self._views[agent_id] = LiveView(options)
+        return view
+
+
+def slice_view(
+    history: History, config: Config, agent_id: str, view: LiveView | None = None
+) -> Sequence[ModelMessage]:
+    """``agent_id``'s model view as the decisions read it under ``config``: ``view`` (a
+    ``decision_view``) brought up to date, else built from scratch. Valid until ``view``'s
+    next update. Raises ``ValueError`` when ``view`` is another slice's or configuration's."""
+    options = _decision_options(config, agent_id, view)
+    return model_view(history, options) if view is None else view.update(history)
+
+
+def _decision_options(config: Config, agent_id: str, view: LiveView | None) -> ViewOptions:
+    """The view options the decisions read ``agent_id``'s slice with; ``ValueError`` when
+    ``view`` is built with others."""
+    options = ViewOptions.from_config(config, agent_id=agent_id)
+    if view is not None and view.options != options:
+        raise ValueError(f"the live view is not the decision view of {agent_id!r}'s slice")
+    return options
 
 
 def written_since(history: History, answer: Message, agent_id: str) -> int:

@@ -1,12 +1,13 @@
 """Simulation: replaying recorded sessions under a strategy and pricing what they send.
 
 ``TurnReplay`` drives a session (a runtime's ``SessionHandle`` or a ``LocalSession``) with a
-trace's recorded turns; ``LocalSession`` is a session run in-process under a strategy;
+trace's recorded turns; ``LocalSession`` is a session run in-process under a strategy, on
+a ``LocalLog`` (a log without a store);
 ``simulate_trace`` and ``simulate_paths`` price a strategy's calls with the prompt-cache
 simulator. See ``docs/strategies.md``.
 """
 
-from contextledger.simulation._local import LocalSession
+from contextledger.simulation._local import LocalLog, LocalSession
 from contextledger.simulation._replay import (
     RecordedCall,
     RecordedTurn,
@@ -49,6 +50,7 @@ __all__ = [
     "OUTPUT_LIMIT",
     "PROVIDERS",
     "TRANSCRIPT_SUFFIXES",
+    "LocalLog",
     "LocalSession",
     "Provider",
     "RecordedCall",

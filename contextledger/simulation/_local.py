@@ -14,16 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import trio
+
 from contextledger.actors._api import SessionApi
 from contextledger.compaction._compactor import CompactionResult, compact, compact_while_due
 from contextledger.compaction._pruning import prune
 from contextledger.compaction._summarizers import ExtractiveSummarizer, Summarizer
 from contextledger.config import Config
-from contextledger.events._catalogue import MAIN_AGENT
+from contextledger.events._catalogue import MAIN_AGENT, Event, RecordedEvent
+from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._parts import CompactionTrigger, ModelRef
 from contextledger.history._projection import History
-from contextledger.ledger import SessionLog
-from contextledger.policy._decisions import CompactionReason
+from contextledger.ledger import Compose, EventLog, NewIds
+from contextledger.policy._decisions import CompactionReason, DecisionViews
 from contextledger.policy._overflow import usable
 from contextledger.policy._prune import Plan
 from contextledger.providers._base import WireFormat
@@ -31,10 +34,46 @@ from contextledger.request._builder import BuiltRequest, RequestBuilder, Request
 from contextledger.request._instructions import InstructionFile
 from contextledger.request._prepare import prepare_request
 from contextledger.request._recording import Recorder, RecordingCommand
+from contextledger.store._protocol import check_append
 from contextledger.strategies._turns import Strategy
 from contextledger.vocabulary._models import Model
 
 Clock = Callable[[], int]
+
+
+class LocalLog:
+    """A session's log without a store, for a replay: each batch is checked, validated and
+    applied exactly as ``SessionLog.append`` does it (``InvalidEvent``, nothing applied), but
+    not kept. A replay reads its session only through the projection, so its memory follows
+    the projection rather than the projection plus every event that made it (a tool call's
+    first version, each request's record)."""
+
+    __slots__ = ("history",)
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+
+    @property
+    def session_id(self) -> str:
+        """The session this log writes."""
+        return self.history.session_id
+
+    async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
+        """Type-check, validate and apply ``events`` as one batch; return them recorded (the
+        seq and position a store of this one session would give)."""
+        history, session_id = self.history, self.session_id
+        check_append(session_id, history.seq, events)
+        typed = DEFAULT_CODEC.typed_copies(events)
+        history.validate(typed)
+        seq = history.seq
+        recorded = [RecordedEvent(session_id, seq + i, seq + i, e) for i, e in enumerate(typed, 1)]
+        history.apply_all(recorded)
+        await trio.lowlevel.checkpoint()
+        return recorded
+
+    async def append_new(self, compose: Compose) -> list[RecordedEvent]:
+        """``append`` the batch ``compose`` makes now (one task writes a ``LocalLog``)."""
+        return await self.append(compose(NewIds(self.history)))
 
 
 class LocalSession(SessionApi):
@@ -43,7 +82,7 @@ class LocalSession(SessionApi):
 
     def __init__(
         self,
-        log: SessionLog,
+        log: EventLog,
         strategy: Strategy,
         *,
         model: Model,
@@ -62,6 +101,7 @@ class LocalSession(SessionApi):
         ref = ModelRef(provider_id=model.provider_id, model_id=model.model_id)
         self._recorder = Recorder(log, clock, default_model=ref)
         self._builders: dict[str, RequestBuilder] = {}
+        self._views = DecisionViews(self.config)
 
     async def _record(self, command: RecordingCommand) -> Any:
         return await self._recorder.record(command)
@@ -84,6 +124,8 @@ class LocalSession(SessionApi):
         """The next request, compacting first when the strategy says so, as
         ``SessionHandle.build_request`` does (``CompactionExhausted`` past the attempts)."""
 
+        view = self._views.of(agent_id)
+
         async def due() -> CompactionReason | None:
             history = self.log.history
             return self.strategy.compaction_due(
@@ -93,6 +135,7 @@ class LocalSession(SessionApi):
                 agent_id=agent_id,
                 system=system_for(history, inputs.segments),
                 tools=inputs.tools,
+                view=view,
             )
 
         await compact_while_due(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Final
 
 from contextledger.actors._api import SessionApi
@@ -179,17 +180,33 @@ def describe_actions(compactions: Sequence[str], plans: Sequence[Plan]) -> str:
     return "; ".join(said)
 
 
-def _compaction_statuses(history: History) -> dict[str, str]:
-    return {key: c.status for key, c in history.state.compactions.items()}
+class _Outcomes:
+    """The compactions of a session that completed or were rolled back since the last
+    ``take``. An outcome is final, and compactions are kept in the order they were
+    requested, so each look reads only those after the oldest still open."""
 
+    def __init__(self) -> None:
+        self._settled = 0  # the leading compactions, all of them settled and reported
+        self._reported: set[str] = set()  # settled ones after those
 
-def _new_compactions(before: dict[str, str], history: History) -> tuple[str, ...]:
-    said = []
-    for key, status in _compaction_statuses(history).items():
-        if before.get(key) == status or status == "requested":
-            continue
-        said.append("compacted" if status == "completed" else "compaction rolled back")
-    return tuple(said)
+    def take(self, history: History) -> tuple[str, ...]:
+        """Each new outcome in request order: ``"compacted"`` or ``"compaction rolled
+        back"``."""
+        said = []
+        leading = True
+        for key, compaction in islice(history.state.compactions.items(), self._settled, None):
+            if compaction.status == "requested":
+                leading = False
+                continue
+            if key not in self._reported:
+                completed = compaction.status == "completed"
+                said.append("compacted" if completed else "compaction rolled back")
+            if leading:
+                self._settled += 1
+                self._reported.discard(key)
+            else:
+                self._reported.add(key)
+        return tuple(said)
 
 
 #: How many times one call is sent again after the provider refused it as over the window
@@ -250,15 +267,16 @@ class TurnReplay:
         session, clock = self.session, self.clock
         pruned: tuple[Plan, ...] = ()
         number = 0
+        outcomes = _Outcomes()
         for index, turn in enumerate(self.turns):
             clock.at(turn.time_ms)
             user_id = await session.add_user(turn.text, files=turn.files)
             for call in turn.calls:
                 clock.at(call.time_ms)
-                before = _compaction_statuses(await session.history())
+                outcomes.take(await session.history())  # only those of this call are told
                 built, sim, refused = await self._send(number, user_id, call)
                 history = await session.history()
-                compacted = _new_compactions(before, history)
+                compacted = outcomes.take(history)
                 yield ReplayedCall(
                     number, index, compacted, pruned, history, built, sim, refused=refused
                 )

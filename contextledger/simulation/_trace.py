@@ -53,14 +53,13 @@ from contextledger.history._projection import History
 from contextledger.importers._claude_code import ImportedSession
 from contextledger.importers._detect import TRANSCRIPT_SUFFIXES as TRANSCRIPT_SUFFIXES
 from contextledger.importers._detect import import_trace, transcripts_under
-from contextledger.ledger import SessionLog
 from contextledger.prices._tables import price_for
 from contextledger.providers._anthropic import AnthropicMessages
 from contextledger.providers._base import WireFormat
 from contextledger.providers._openai_chat import OpenAIChat
 from contextledger.request._builder import RequestInputs
 from contextledger.request._system import SystemSegments, family_prompt
-from contextledger.simulation._local import LocalSession
+from contextledger.simulation._local import LocalLog, LocalSession
 from contextledger.simulation._replay import (
     ReplayClock,
     ReplayedCall,
@@ -74,7 +73,6 @@ from contextledger.simulation._summaries import (
     SummarizerName,
     TailOnlySummarizer,
 )
-from contextledger.store._memory import MemoryStore
 from contextledger.strategies import Strategy, strategy
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
 from contextledger.vocabulary._models import Model, ModelLimits
@@ -336,7 +334,7 @@ async def strategy_steps(
         return
     model_id = model_id or priced_model(provider, events)
     clock = ReplayClock(events[0].time_ms)
-    log = SessionLog(MemoryStore(), History(events[0].session_id))
+    log = LocalLog(History(events[0].session_id))
     model = sized_model(provider, model_id, window)
     await log.append([_started(events, model_id, provider, clock())])
     session = LocalSession(

@@ -21,11 +21,12 @@ import msgspec
 from contextledger.config import Config
 from contextledger.events._catalogue import MAIN_AGENT
 from contextledger.events._parts import ToolSchema
+from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History
 from contextledger.history._view import ViewOptions, model_view
 from contextledger.policy._cadence import estimate_view_tokens
 from contextledger.policy._compaction import MIN_TAIL_TOKENS, is_real_user
-from contextledger.policy._decisions import CompactionReason, compaction_due
+from contextledger.policy._decisions import CompactionReason, compaction_due, slice_view
 from contextledger.policy._overflow import usable
 from contextledger.policy._transform import (
     Transform,
@@ -60,9 +61,11 @@ class Strategy(Protocol):
         agent_id: str,
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
+        view: LiveView | None = None,
     ) -> CompactionReason | None:
         """Why ``agent_id``'s slice must be compacted before its next request (``config``
-        is already ``configure``d), or None."""
+        is already ``configure``d), or None; ``view``, when given, is the caller's
+        ``policy.decisions.DecisionViews`` view of the slice."""
         ...
 
 
@@ -108,6 +111,7 @@ class TransformStrategy:
         agent_id: str,
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
+        view: LiveView | None = None,
     ) -> CompactionReason | None:
         """Never: a transform only shapes the view."""
         return None
@@ -139,9 +143,10 @@ class CompactAt:
         agent_id: str,
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
+        view: LiveView | None = None,
     ) -> CompactionReason | None:
         """``strategy`` when the model view's estimate exceeds ``tokens``."""
-        if estimate_view_tokens(_view(history, config, agent_id)) <= self.tokens:
+        if estimate_view_tokens(slice_view(history, config, agent_id, view)) <= self.tokens:
             return None
         return "strategy"
 
@@ -173,6 +178,7 @@ class CompactOnce:
         agent_id: str,
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
+        view: LiveView | None = None,
     ) -> CompactionReason | None:
         """``strategy`` when no compaction of the slice has completed yet and its view's
         JSON passes ``chars`` characters."""
@@ -181,7 +187,7 @@ class CompactOnce:
             for c in history.state.compactions.values()
         ):
             return None
-        if len(_json.encode(_view(history, config, agent_id))) <= self.chars:
+        if len(_json.encode(slice_view(history, config, agent_id, view))) <= self.chars:
             return None
         return "strategy"
 
@@ -199,9 +205,12 @@ class PolicyStrategy:
         agent_id: str,
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
+        view: LiveView | None = None,
     ) -> CompactionReason | None:
         """``policy.decisions.compaction_due``."""
-        return compaction_due(history, model, config, agent_id=agent_id, system=system, tools=tools)
+        return compaction_due(
+            history, model, config, agent_id=agent_id, system=system, tools=tools, view=view
+        )
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from contextledger.config import CompactionConfig, Config, PruneConfig
-from contextledger.events._catalogue import MAIN_AGENT, Event
+from contextledger.events._catalogue import MAIN_AGENT, Event, RecordedEvent
 from contextledger.events._parts import MessageError, StepStartPart, ToolPart, Usage
+from contextledger.history._projection import History
 from contextledger.policy._compaction import EXHAUSTED_DETAIL
 from contextledger.policy._decisions import (
+    DecisionViews,
     after_compaction,
     compaction_due,
     last_reported_prompt,
@@ -112,6 +115,26 @@ def test_decisions_are_pure_functions_of_the_history(events: list[Event]) -> Non
         prune_plans(history(events), MODEL, config, agent_id=MAIN_AGENT, now_ms=10**13),
     )
     assert once == again
+
+
+@settings(max_examples=40, deadline=None)
+@given(session_events())
+def test_a_live_decision_view_decides_as_a_view_built_from_scratch(events: list[Event]) -> None:
+    config = Config(compaction=CompactionConfig(cadence="economic", attempts_per="step"))
+    views = DecisionViews(config)
+    h = History(events[0].session_id)
+    for seq, event in enumerate(events, 1):
+        h.apply(RecordedEvent(h.session_id, seq, seq, event))
+        for agent in {MAIN_AGENT, event.agent_id}:
+            live = compaction_due(h, SMALL, config, agent_id=agent, view=views.of(agent))
+            assert live == compaction_due(h, SMALL, config, agent_id=agent)
+
+
+def test_a_decision_view_of_another_slice_is_refused() -> None:
+    h = history(session(2).events)
+    views = DecisionViews(Config())
+    with pytest.raises(ValueError, match="decision view"):
+        compaction_due(h, MODEL, Config(), agent_id="helper", view=views.of(MAIN_AGENT))
 
 
 SMALL = Model(
