@@ -161,6 +161,7 @@ def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
     errors = tmp_path / "errors.txt"
     server = Server(errors)
     kills = 0
+    alive: set[int] = set()  # writers started and not yet killed
     try:
         for run in range(ROUNDS):
             started = time.monotonic()
@@ -170,6 +171,7 @@ def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
                 acks.write_bytes(b"")
                 seed = SEED + run * WRITERS + i
                 pid = server.ask(f"start {db} {session} {seed} {acks}")
+                alive.add(pid)
                 early = rng.random() < EARLY_KILL_SHARE
                 delay = rng.uniform(0, EARLY_KILL_SECONDS if early else MAX_RUN_SECONDS)
                 writers.append((session, acks, pid, early, delay))
@@ -178,6 +180,7 @@ def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
                     wait_for_first_ack(acks, pid, errors)
                 time.sleep(max(0.0, started + delay - time.monotonic()))
                 os.kill(pid, signal.SIGKILL)
+                alive.discard(pid)
                 status = server.ask(f"wait {pid}")
                 assert status == -signal.SIGKILL, f"the writer exited: {errors.read_text()}"
                 kills += 1
@@ -189,6 +192,9 @@ def test_kill_9_loses_no_acknowledged_append_and_shows_no_partial_batch(
             deep = run % CHECK_EVERY == CHECK_EVERY - 1 or run == ROUNDS - 1
             trio.run(check_store, db, acked, f"after {kills} kills", deep)
     finally:
+        # After a failure, the writers still running would append forever.
+        for pid in alive:
+            os.kill(pid, signal.SIGKILL)
         server.close()
 
     assert kills == ROUNDS * WRITERS >= 200
