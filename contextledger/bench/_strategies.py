@@ -46,6 +46,7 @@ from contextledger.bench._common import Options, table
 from contextledger.bench._estimation import DEFAULT_TRACES
 from contextledger.bench._sets import TRACE_SETS, set_files
 from contextledger.events._catalogue import Event
+from contextledger.logging import configure_logging
 from contextledger.simulation import (
     PROVIDERS,
     Provider,
@@ -200,8 +201,14 @@ def run(options: Options) -> dict[str, Any]:
         for window in WINDOWS
         for trace, events in found
     ]
-    # Each trace is simulated on its own, so the jobs are spread over the machine's cores.
-    with ProcessPoolExecutor(os.cpu_count(), mp_context=get_context("spawn")) as pool:
+    # Each trace is simulated on its own, so the jobs are spread over the machine's cores;
+    # a new process logs as the command does (to stderr: stdout holds only the results).
+    with ProcessPoolExecutor(
+        os.cpu_count(),
+        mp_context=get_context("spawn"),
+        initializer=configure_logging,
+        initargs=("warning",),
+    ) as pool:
         figures = pool.map(_trace_figures, [(events, names, w) for _, w, _, events in jobs])
         by_job = {(name, w, trace): f for (name, w, trace, _), f in zip(jobs, figures, strict=True)}
     sets: dict[str, dict[str, Any]] = {

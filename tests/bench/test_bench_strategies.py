@@ -3,6 +3,9 @@ set, and counts ``default``'s verdicts on the test set."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +56,17 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
         assert result[f"default_{key}"] >= 0 and f"tune_default_{key}" not in result
     text = strategies.render(result)
     assert "test set, 200,000-token window" in text and "dominated on" in text
+
+
+def test_the_json_output_holds_nothing_but_the_results() -> None:
+    """The traces are simulated in worker processes, whose log lines go to stderr as the
+    command's do: stdout parses as one JSON document."""
+    if not set_files(DEFAULT_TRACES, "test"):
+        pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} has no test traces")
+    command = [sys.executable, "-m", "contextledger.bench", "strategies", "--events", "120"]
+    done = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["available"]
 
 
 def test_the_full_run_adds_the_tuning_set_and_kilo_and_mimo() -> None:
