@@ -24,7 +24,7 @@ from contextledger.history._truncate import (
     read_tool_output,
 )
 from contextledger.history._validation import SessionIndex, validate_events
-from contextledger.history._view import ViewOptions, model_view
+from contextledger.history._view import ViewOptions, interrupted_calls, model_view
 
 __all__ = [
     "PAGING_TOOL",
@@ -41,6 +41,7 @@ __all__ = [
     "ToolOutputUnavailable",
     "ViewOptions",
     "estimate_part_tokens",
+    "interrupted_calls",
     "model_view",
     "part_chars",
     "read_tool_output",

@@ -9,7 +9,7 @@ cache breakpoints (``cache``), provider errors (``errors``) and view transforms
 (``transform``).
 """
 
-from contextledger.policy._cache import place_marks
+from contextledger.policy._cache import anthropic_like, place_marks
 from contextledger.policy._cadence import (
     Economics,
     compaction_cost,
@@ -81,6 +81,7 @@ __all__ = [
     "TrimPlan",
     "Window",
     "after_compaction",
+    "anthropic_like",
     "apply_transform",
     "classify_error",
     "compaction_cost",

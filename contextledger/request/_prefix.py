@@ -33,22 +33,11 @@ def stable_json(value: Any) -> bytes:
     return _sorted_json(value)
 
 
-def profile_key(profile: PrefixProfile) -> str:
-    """SHA-256 hex of the profile's sorted-key JSON."""
-    return hashlib.sha256(stable_json(profile)).hexdigest()
-
-
 def prefix_key(profile: PrefixProfile, tools: Sequence[ToolSchema]) -> str:
     """The key of a pinned prefix: SHA-256 hex of the sorted-key JSON of the profile and the
     tool table, so a changed tool definition gives a new key (``PrefixAdvanced`` compares
     keys, and an advance made under the old definitions must not count for the new)."""
     return hashlib.sha256(stable_json({"profile": profile, "tools": list(tools)})).hexdigest()
-
-
-def tools_hash(tools: Sequence[ToolSchema]) -> str:
-    """SHA-256 hex of the tool table, order-sensitive: reordering alone changes the bytes on
-    the wire and where a cache marker on the last tool falls."""
-    return hashlib.sha256(stable_json(list(tools))).hexdigest()
 
 
 def unavailable_output(tool: str) -> str:

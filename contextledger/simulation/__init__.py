@@ -41,6 +41,7 @@ from contextledger.simulation._trace import (
     trace_sessions,
     transcripts,
 )
+from contextledger.simulation._viewdiff import TurnViews, diff_views, turn_views
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -61,7 +62,9 @@ __all__ = [
     "RetentionCounter",
     "TraceResult",
     "TurnReplay",
+    "TurnViews",
     "describe_actions",
+    "diff_views",
     "facts_in",
     "priced_model",
     "raw_events",
@@ -76,4 +79,5 @@ __all__ = [
     "trace_result",
     "trace_sessions",
     "transcripts",
+    "turn_views",
 ]

@@ -213,11 +213,6 @@ class TurnViews:
         return diff_views(self.before, self.after, summaries=self.summaries)
 
 
-def model_calls(events: Sequence[Event]) -> int:
-    """The number of model calls a replay of ``events`` makes (``recorded_turns``)."""
-    return sum(len(turn.calls) for turn in recorded_turns(events))
-
-
 async def turn_views(
     events: Sequence[Event],
     strategy_name: str,

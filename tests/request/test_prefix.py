@@ -27,9 +27,7 @@ from contextledger.request._prefix import (
     arrange_tools,
     decide_prefix,
     prefix_key,
-    profile_key,
     stable_json,
-    tools_hash,
     unavailable_output,
 )
 
@@ -84,15 +82,19 @@ def test_the_key_is_sha256_of_the_sorted_key_json() -> None:
     # Computed once with hashlib (and `sha256sum`): the key must never change across runs.
     expected = "e32c6776c9a74752f11e41b76172ef65ff187677db9a6a4037be0fc65ea32e4c"
     assert hashlib.sha256(expected_json).hexdigest() == expected
-    assert profile_key(profile) == expected
+    tools = b'"tools":[]}'
+    assert (
+        prefix_key(profile, ())
+        == hashlib.sha256(b'{"profile":' + expected_json + b"," + tools).hexdigest()
+    )
 
 
 def test_the_key_does_not_depend_on_dict_key_order() -> None:
     one = _profile(permissions={"edit": "ask", "bash": {"rm *": "deny", "ls": "allow"}})
     other = _profile(permissions={"bash": {"ls": "allow", "rm *": "deny"}, "edit": "ask"})
     denied = _profile(permissions={"bash": {"ls": "deny", "rm *": "deny"}, "edit": "ask"})
-    assert profile_key(one) == profile_key(other)
-    assert profile_key(denied) != profile_key(one)
+    assert prefix_key(one, ()) == prefix_key(other, ())
+    assert prefix_key(denied, ()) != prefix_key(one, ())
 
 
 def test_stable_json_sorts_nested_keys_and_keeps_array_order() -> None:
@@ -104,9 +106,13 @@ def test_stable_json_writes_non_finite_numbers_as_null() -> None:
     assert stable_json([float("nan"), float("inf"), -float("inf"), 1.5]) == b"[null,null,null,1.5]"
 
 
-def test_tools_hash_is_order_sensitive() -> None:
-    assert tools_hash(_tools("bash", "read")) != tools_hash(_tools("read", "bash"))
-    assert tools_hash(_tools("bash", "read")) == tools_hash(_tools("bash", "read"))
+def test_the_key_depends_on_the_tool_order() -> None:
+    assert prefix_key(PROFILE, _tools("bash", "read")) != prefix_key(
+        PROFILE, _tools("read", "bash")
+    )
+    assert prefix_key(PROFILE, _tools("bash", "read")) == prefix_key(
+        PROFILE, _tools("bash", "read")
+    )
 
 
 # --- pin and keep -------------------------------------------------------------------------------
@@ -186,7 +192,7 @@ def test_a_changed_definition_rotates_in_place() -> None:
     assert decision.reason == "tools"
     assert decision.tools == (_tool("read"), _tool("bash", 2), _tool("edit"))
     assert decision.profile.tools == pinned.profile.tools
-    assert tools_hash(decision.tools) != tools_hash(pinned.tool_table)
+    assert prefix_key(PROFILE, decision.tools) != prefix_key(PROFILE, pinned.tool_table)
 
 
 def test_a_disappearing_tool_keeps_its_slot_and_definition_and_is_unavailable() -> None:
@@ -265,9 +271,14 @@ def test_duplicated_tool_names_are_deduplicated_first_wins() -> None:
     assert changed
 
 
+def _v1_key(profile: PrefixProfile) -> str:
+    """How pins recorded before tool tables were keyed: by the profile alone."""
+    return hashlib.sha256(stable_json(profile)).hexdigest()
+
+
 def test_a_version_1_pin_uses_the_current_definitions_in_the_pinned_name_order() -> None:
     profile = _profile(tools=("read", "bash", "edit"))
-    pinned = PinnedPrefix(key=profile_key(profile), profile=profile, tool_table=())
+    pinned = PinnedPrefix(key=_v1_key(profile), profile=profile, tool_table=())
     current = [_tool("edit", 2), _tool("bash", 3), _tool("read", 4)]
     decision = decide_prefix(pinned, PROFILE, current)
     # The order and definitions sent do not change; the rotation only records the table.
@@ -280,7 +291,7 @@ def test_a_version_1_pin_uses_the_current_definitions_in_the_pinned_name_order()
 
 def test_a_version_1_pin_rotates_for_a_new_tool() -> None:
     profile = _profile(tools=("read", "bash"))
-    pinned = PinnedPrefix(key=profile_key(profile), profile=profile, tool_table=())
+    pinned = PinnedPrefix(key=_v1_key(profile), profile=profile, tool_table=())
     decision = decide_prefix(pinned, PROFILE, _tools("grep", "bash", "read"))
     assert decision.action == "rotate"
     assert _names(decision.tools) == ["read", "bash", "grep"]

@@ -17,7 +17,6 @@ from contextledger.simulation._viewdiff import (
     collapse,
     diff_lines,
     diff_views,
-    model_calls,
     summarize,
     turn_views,
     view_lines,
@@ -201,7 +200,11 @@ async def test_truncation_replaces_long_tool_outputs(session: list[Event]) -> No
     marker = re.compile(re.escape(TRUNCATED_MARKER.strip()).replace(r"\{omitted\}", r"\d+"))
     assert any(marker.fullmatch(text) for text in added)
     assert [line.text for line in lines if line.kind != "added"] == view_lines(views.before)
-    assert (views.turn, views.calls, views.strategy) == (2, model_calls(session), "truncate-500")
+    assert (views.turn, views.calls, views.strategy) == (
+        2,
+        sum(len(turn.calls) for turn in recorded_turns(session)),
+        "truncate-500",
+    )
 
 
 async def test_the_after_view_is_what_the_strategy_sent(session: list[Event]) -> None:
@@ -217,7 +220,7 @@ async def test_the_after_view_is_what_the_strategy_sent(session: list[Event]) ->
 
 async def test_the_last_call_is_the_default(session: list[Event]) -> None:
     views = await turn_views(session, "baseline")
-    assert views.turn == views.calls == model_calls(session)
+    assert views.turn == views.calls == sum(len(turn.calls) for turn in recorded_turns(session))
 
 
 async def test_compaction_is_reported_and_its_summary_marked(session: list[Event]) -> None:
