@@ -8,6 +8,7 @@ and nothing in the index changes unless the batch is applied.
 
 from __future__ import annotations
 
+import math
 from collections import ChainMap
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any, Literal
@@ -181,8 +182,10 @@ class SessionIndex:
                         return "a tool call needs a call id and a tool name"
                     if part.call_id in self.calls:
                         return f"tool call id {part.call_id!r} is used already"
-                if isinstance(part, StepFinishPart) and _negative(part.usage):
-                    return "usage counts must not be negative"
+                if isinstance(part, StepFinishPart):
+                    reason = _bad_accounting(part.usage, part.cost)
+                    if reason:
+                        return reason
                 return self._check_new_part(part.id)
             case PartUpdated(part=part):
                 facts = self.parts.get(part.id)
@@ -192,6 +195,8 @@ class SessionIndex:
                     return f"part {part.id!r} cannot change its kind or message"
                 if facts.kind in ("tool", "compaction"):
                     return f"{facts.kind} parts change through their own events"
+                if isinstance(part, StepFinishPart):
+                    return _bad_accounting(part.usage, part.cost)
                 return None
             case ToolStateChanged():
                 return self._check_tool_transition(event)
@@ -201,7 +206,7 @@ class SessionIndex:
                     return f"assistant message {event.message_id!r} does not exist"
                 if message.finished:
                     return f"message {event.message_id!r} finished already"
-                return "usage counts must not be negative" if _negative(event.usage) else None
+                return _bad_accounting(event.usage, event.cost)
             case ToolOutputCleared():
                 if not event.part_ids:
                     return "no part ids"
@@ -453,6 +458,16 @@ NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
 
 def _negative(usage: Usage) -> bool:
     return min(usage.input, usage.output, usage.reasoning, usage.cache_read, usage.cache_write) < 0
+
+
+def _bad_accounting(usage: Usage, cost: float) -> str | None:
+    """Why a step's usage and cost cannot be stored, or None: counts are never negative, and a
+    cost is a finite amount, never negative (NaN would poison every sum it enters)."""
+    if _negative(usage):
+        return "usage counts must not be negative"
+    if not math.isfinite(cost) or cost < 0:
+        return f"cost must be a finite amount, not negative (got {cost!r})"
+    return None
 
 
 def _added_status(part: ToolPart) -> ToolStatus:

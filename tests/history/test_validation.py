@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from contextledger.events import (
@@ -20,6 +21,7 @@ from contextledger.events import (
     PrefixProfile,
     PrefixRotated,
     SessionStarted,
+    StepFinishPart,
     TextPart,
     ToolCompleted,
     ToolOutputCleared,
@@ -290,3 +292,21 @@ def test_usage_counts_must_not_be_negative() -> None:
     assert "must not be negative" in _reason(b, finished)
     report = UsageReported(session_id=b.session_id, message_id=reply, usage=Usage(output=-5))
     assert "must not be negative" in _reason(b, report)
+
+
+@pytest.mark.parametrize("cost", [float("nan"), float("inf"), -0.01])
+def test_a_cost_must_be_a_finite_amount_not_negative(cost: float) -> None:
+    b, reply, _ = _session_with_call()
+    finished = AssistantFinished(
+        session_id=b.session_id, message_id=reply, finish="stop", cost=cost
+    )
+    assert "cost must be a finite amount" in _reason(b, finished)
+    step = StepFinishPart(id=b.new_part_id(), message_id=reply, reason="stop", cost=cost)
+    assert "cost must be a finite amount" in _reason(
+        b, PartAdded(session_id=b.session_id, part=step)
+    )
+    b.part(msgspec.structs.replace(step, cost=0.25))
+    changed = msgspec.structs.replace(step, cost=cost)
+    assert "cost must be a finite amount" in _reason(
+        b, PartUpdated(session_id=b.session_id, part=changed)
+    )
