@@ -1,19 +1,26 @@
 """``import``: transcripts (one, or a folder of them) into a store.
 
-A transcript's sessions are imported whole, then each is written in small appends (at most
-``WRITE_BATCH`` events and ``WRITE_BYTES`` of encodings), each batch released once written:
-the type-checked copies and encodings of a long session never exist all at once, and no
-projection of it is built (its first reader builds one). A session new to the store is all
-or nothing: when a write fails or is cancelled, what was written of it is deleted. A session
-already in the store (its transcript grew, or a run was killed while writing it) is compared
-with the transcript event by event: the rest is appended when the stored events are its
-start, and ``StoredSessionDiffers`` names the first difference otherwise.
+A transcript is imported twice, its events streamed both times (``importers.streaming``), so
+memory is bounded by a batch and what the format keeps per conversation, not by the file. The
+first import counts the events and checks the input: an invalid conversation is refused (in
+strict mode) before anything is written, and the report and each session's first event
+(which names the number of events) are known. The second writes the events as they are
+built, in small appends (at most ``WRITE_BATCH`` events and ``WRITE_BYTES`` of encodings), no
+projection of a session built (its first reader builds one). A session new to the store is
+all or nothing: when a write fails or is cancelled, what was written of it is deleted. A
+session already in the store (its transcript grew, or a run was killed while writing it) is
+compared with the transcript event by event: the rest is appended when the stored events are
+its start, and ``StoredSessionDiffers`` names the first difference otherwise. The loss a
+lenient import recorded (``InputLeftOut``) is no difference: a grown transcript imported
+leniently is appended to, with a new ``InputLeftOut`` for the items not recorded yet.
 """
 
 from __future__ import annotations
 
 import argparse
-from itertools import islice
+from collections import deque
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,21 +29,23 @@ import trio
 
 from contextledger.cli._analysis import report_lines
 from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
-from contextledger.events._catalogue import Event, MessageAdded, PartAdded, SessionStarted
+from contextledger.events._catalogue import Event, InputLeftOut, LeftOut, SessionStarted
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._errors import LedgerError
-from contextledger.events._parts import ToolPart
+from contextledger.events._parts import struct_tag
 from contextledger.history._validation import SessionIndex, validate_events
+from contextledger.importers import Streamed, Tally, streaming
 from contextledger.importers._detect import import_with_report, source_digest, transcripts_under
 from contextledger.importers._grown import (
     SOURCE_EVENTS,
     SOURCE_HASH,
+    Difference,
     StoredSessionDiffers,
     first_difference,
 )
 from contextledger.importers._imported import ImportedSession
 from contextledger.importers._openhands_v1 import is_conversation_folder
-from contextledger.importers._report import ImportReport
+from contextledger.importers._report import ImportReport, ImportResult
 from contextledger.store._sqlite import SQLiteStore
 
 #: Events per append at most: enough to spread a transaction's cost thin.
@@ -71,8 +80,13 @@ async def import_(args: argparse.Namespace) -> None:
                 if digest in done and args.session is None:
                     skipped.append(str(path))
                     continue
-                result = import_with_report(path, session_id=args.session, lenient=args.lenient)
-                rows.extend(await write_sessions(args.db, result.sessions, digest, str(path)))
+                result, tally = _counted(path, args)
+                run = partial(
+                    import_with_report, path, session_id=args.session, lenient=args.lenient
+                )
+                rows.extend(
+                    await write_sessions(args.db, result.sessions, tally, digest, str(path), run)
+                )
             except (OSError, LedgerError, ValueError) as exc:
                 if len(paths) == 1:
                     raise _unreadable(path, exc) from exc
@@ -84,6 +98,15 @@ async def import_(args: argparse.Namespace) -> None:
     _print_import(args, rows, reports, skipped, failed)
     if failed:
         raise ValueError(f"{len(failed):,} of {len(paths):,} transcripts were not imported")
+
+
+def _counted(path: Path, args: argparse.Namespace) -> tuple[ImportResult, Tally]:
+    """The import of ``path`` with its events counted, not kept, and the sink that counted
+    them."""
+    tally = Tally()
+    with streaming(tally):
+        result = import_with_report(path, session_id=args.session, lenient=args.lenient)
+    return result, tally
 
 
 def _transcripts(path: Path) -> list[Path]:
@@ -120,98 +143,220 @@ async def _imported_hashes(db: Path) -> set[str]:
 
 
 async def write_sessions(
-    db: Path, sessions: list[ImportedSession], digest: str, source: str
+    db: Path,
+    counted: list[ImportedSession],
+    tally: Tally,
+    digest: str,
+    source: str,
+    run: Callable[[], object],
 ) -> list[dict[str, Any]]:
-    """Write each of ``sessions`` (and their children) to ``db`` (see the module docstring),
-    the first one last with ``digest`` and its number of events in its config, so a file's
-    hash stands for the whole file written. The sessions' event lists are emptied as they are
-    written."""
-    first, *rest = [s for top in sessions for s in top.sessions()]
+    """Write the sessions of a transcript to ``db`` as ``run`` (its import again, in a worker
+    thread) builds them (see the module docstring). ``counted`` are the sessions its first,
+    counting import returned (``tally``, the sink of that import, names each buffer's
+    session). Each session is finished (its last batch written) as soon as it is built, but
+    the first: its first event carries ``digest`` and its number of events, and it is
+    finished last, so a file's hash stands for the whole file written. When the import fails,
+    each session new to the store and not finished is deleted again."""
+    first, *rest = [s for top in counted for s in top.sessions()]
     started = first.events[0]
     assert isinstance(started, SessionStarted)
-    marks = {SOURCE_HASH: digest, SOURCE_EVENTS: len(first.events)}
+    marks = {SOURCE_HASH: digest, SOURCE_EVENTS: first.event_count}
     first.events[0] = msgspec.structs.replace(started, config={**started.config, **marks})
-    rows: list[dict[str, Any]] = []
     async with SQLiteStore.open(db) as store:
-        for session in [*rest, first]:
-            row = _row(session, source)
-            row["status"] = await _write_session(store, session, source)
-            rows.append(row)
-    return rows
+        targets = [await _Target.open(store, session, source) for session in [*rest, first]]
+        by_id = {target.session.session_id: target for target in targets}
+        ordinals = {n: by_id[s] for n, s in tally.session_ids.items() if s in by_id}
+        writer = _Writer(ordinals, last=targets[-1])
+        try:
+            await trio.to_thread.run_sync(_streamed, writer, run)
+            for target in targets:
+                if not target.done:
+                    await target.finish()
+        except BaseException:
+            cut = [t for t in targets if t.stored == 0 and t.written and not t.done]
+            with trio.CancelScope(shield=True):
+                await store.delete_streams([t.session.session_id for t in cut])
+            raise
+    return [_row(target) for target in targets]
 
 
-async def _write_session(store: SQLiteStore, session: ImportedSession, source: str) -> str:
-    """Write ``session`` to ``store`` in batches, emptying its event list; return whether it
-    was ``written``, ``appended`` to or already ``present`` whole.
+def _streamed(writer: _Writer, run: Callable[[], object]) -> None:
+    with streaming(writer):
+        run()
+
+
+class _Writer:
+    """The sink of the writing import: each buffer's events go to its session's ``_Target``
+    (a buffer that became no session is dropped), written from the worker thread through
+    trio."""
+
+    def __init__(self, targets: dict[int, _Target], *, last: _Target) -> None:
+        self._targets = targets
+        self._last = last
+        self._opened = 0
+
+    def open(self) -> int:
+        self._opened += 1
+        return self._opened - 1
+
+    def take(self, ordinal: int, events: list[Event]) -> None:
+        target = self._targets.get(ordinal)
+        if target is not None:
+            for batch in target.batches(events):
+                trio.from_thread.run(target.write, batch)
+
+    def close(self, ordinal: int, session_id: str) -> Streamed:
+        """Finish the session (unless it is the one finished last); return what the counting
+        import counted of it (the same events)."""
+        target = self._targets.get(ordinal)
+        if target is None:
+            return Streamed()
+        if target is not self._last:
+            trio.from_thread.run(target.finish)
+        return target.session.streamed or Streamed()
+
+
+class _Target:
+    """One session being written: its ``SessionStarted`` first, then the events of the
+    writing import, then the events added after it (``InputLeftOut``). Batches of at most
+    ``WRITE_BATCH`` events and ``WRITE_BYTES`` of encodings are written as they fill; the
+    last is written by ``finish``.
 
     Each batch is checked as ``SessionLog.append`` checks it (type-checked copies, validated
     against what came before), but against the session's ``SessionIndex`` alone: no
     projection is built and no snapshot written, since the import only writes the session
-    (its first reader builds both)."""
-    session_id, events = session.session_id, session.events
-    index = SessionIndex(session_id)
-    stored = await store.stream_version(session_id)
-    if stored:
-        await _check_stored(store, session, source, stored, index)
-        status = "present" if stored == len(events) else "appended"
-    else:
-        status = "written"
-    del events[:stored]
-    try:
-        while events:
-            typed = DEFAULT_CODEC.typed_copies(events[: _batch_size(events)])
-            validate_events(index, typed)
-            await store.append(session_id, stored, typed)
+    (its first reader builds both). While the store holds more of the session (``stored``),
+    events are compared with it instead of written; the loss a lenient import recorded there
+    (``InputLeftOut``) is compared with the transcript's, and only items not recorded yet are
+    recorded again."""
+
+    def __init__(self, store: SQLiteStore, session: ImportedSession, source: str) -> None:
+        self.store, self.session, self.source = store, session, source
+        self.index = SessionIndex(session.session_id)
+        self.stored = 0
+        self.written = 0
+        self.done = False
+        self._pending: list[Event] = []
+        self._pending_bytes = 0
+        self._started = False
+        self._cursor = 1
+        self._window: deque[Event] = deque()
+        self._recorded: dict[LeftOut, int] = {}
+
+    @classmethod
+    async def open(cls, store: SQLiteStore, session: ImportedSession, source: str) -> _Target:
+        target = cls(store, session, source)
+        target.stored = await store.stream_version(session.session_id)
+        return target
+
+    def batches(self, events: list[Event]) -> Iterator[list[Event]]:
+        """Add ``events`` (of the session's buffer) after those pending; yield each full batch
+        (the last event stays pending)."""
+        if not self._started:
+            self._started = True
+            events = [self.session.events[0], *events]
+        session_id = self.session.session_id
+        for event in events:
+            if event.session_id != session_id:
+                event = msgspec.structs.replace(event, session_id=session_id)
+            size = len(DEFAULT_CODEC.encode(event))
+            full = len(self._pending) >= WRITE_BATCH or self._pending_bytes >= WRITE_BYTES
+            if self._pending and full:
+                yield self._pending
+                self._pending, self._pending_bytes = [], 0
+            self._pending.append(event)
+            self._pending_bytes += size
+
+    async def write(self, batch: list[Event]) -> None:
+        """Write ``batch``: what the store holds already is compared, the rest appended."""
+        new: list[Event] = []
+        for event in batch:
+            kept = await self._matched(event)
+            if kept is not None:
+                new.append(kept)
+        if new:
+            typed = DEFAULT_CODEC.typed_copies(new)
+            validate_events(self.index, typed)
+            version = self.stored + self.written
+            await self.store.append(self.session.session_id, version, typed)
             for event in typed:
-                index.note(event)
-            stored += len(typed)
-            del events[: len(typed)]
-    except BaseException:
-        if status == "written":
-            with trio.CancelScope(shield=True):
-                await store.delete_streams([session_id])
-        raise
-    return status
+                self.index.note(event)
+            self.written += len(typed)
 
+    async def finish(self) -> None:
+        """Write the last batch and the events added after the import; raise
+        ``StoredSessionDiffers`` when the store holds events the transcript lacks."""
+        for batch in self.batches(self.session.events[1:]):
+            await self.write(batch)
+        await self.write(self._pending)
+        self._pending = []
+        extra = await self._next_stored()
+        if extra is not None:
+            difference = Difference(
+                seq=self._cursor - 1, field="", stored=struct_tag(extra), imported="no event"
+            )
+            raise StoredSessionDiffers(self.source, self.session.session_id, difference)
+        self.done = True
 
-def _batch_size(events: list[Event]) -> int:
-    """How many of ``events``, from the first, the next append writes: ``WRITE_BATCH`` at
-    most, ending with the event that brings their encodings to ``WRITE_BYTES``."""
-    size = 0
-    for n, event in enumerate(islice(events, WRITE_BATCH), 1):
-        size += len(DEFAULT_CODEC.encode(event))
-        if size >= WRITE_BYTES:
-            return n
-    return min(len(events), WRITE_BATCH)
+    @property
+    def status(self) -> str:
+        if self.stored == 0:
+            return "written"
+        return "appended" if self.written else "present"
 
-
-async def _check_stored(
-    store: SQLiteStore, session: ImportedSession, source: str, stored: int, index: SessionIndex
-) -> None:
-    """Raise ``StoredSessionDiffers`` unless the ``stored`` events of ``session`` in ``store``
-    are the start of its events, compared a batch at a time; note each in ``index``."""
-    for start in range(0, stored, WRITE_BATCH):
-        window = [r.event for r in await store.read(session.session_id, start + 1, WRITE_BATCH)]
-        difference = first_difference(
-            window, session.events[start : start + WRITE_BATCH], first_seq=start + 1
-        )
+    async def _matched(self, event: Event) -> Event | None:
+        """``event``, to be written; or, while the store holds more of the session, ``None``
+        when it equals the stored event at its place (``StoredSessionDiffers`` otherwise). A
+        transcript's ``InputLeftOut`` keeps the items no stored one records."""
+        stored = await self._next_stored()
+        seq = self._cursor - 1
+        if isinstance(event, InputLeftOut):
+            if stored is not None:
+                found = Difference(
+                    seq=seq, field="", stored=struct_tag(stored), imported="no event"
+                )
+                raise StoredSessionDiffers(self.source, self.session.session_id, found)
+            for item, at in self._recorded.items():
+                if item not in event.items:
+                    found = Difference(
+                        seq=at, field="items", stored=repr(item.reason), imported="not left out"
+                    )
+                    raise StoredSessionDiffers(self.source, self.session.session_id, found)
+            missing = tuple(item for item in event.items if item not in self._recorded)
+            return msgspec.structs.replace(event, items=missing) if missing else None
+        if stored is None:
+            return event
+        difference = first_difference([stored], [event], first_seq=seq)
         if difference is not None:
-            raise StoredSessionDiffers(source, session.session_id, difference)
-        for event in window:
-            index.note(event)
+            raise StoredSessionDiffers(self.source, self.session.session_id, difference)
+        return None
+
+    async def _next_stored(self) -> Event | None:
+        """The next stored event not yet compared, each read noted in the index; the loss a
+        stored ``InputLeftOut`` records is kept aside (``None`` past the stored events)."""
+        while self._cursor <= self.stored:
+            if not self._window:
+                rows = await self.store.read(self.session.session_id, self._cursor, WRITE_BATCH)
+                self._window.extend(row.event for row in rows)
+            event = self._window.popleft()
+            self._cursor += 1
+            self.index.note(event)
+            if not isinstance(event, InputLeftOut):
+                return event
+            self._recorded.update(dict.fromkeys(event.items, self._cursor - 1))
+        return None
 
 
-def _row(session: ImportedSession, source: str) -> dict[str, Any]:
-    events = session.events
+def _row(target: _Target) -> dict[str, Any]:
+    session = target.session
+    written = session.written()
     return {
         "session": session.session_id,
-        "source": source,
-        "status": "",
-        "events": len(events),
-        "messages": sum(isinstance(e, MessageAdded) for e in events),
-        "tool_calls": sum(
-            isinstance(e, PartAdded) and isinstance(e.part, ToolPart) for e in events
-        ),
+        "source": target.source,
+        "status": target.status,
+        "events": session.event_count,
+        "messages": sum(n for key, n in written.items() if key.endswith(" messages")),
+        "tool_calls": written.get("tool calls", 0),
         "left_out": len(session.left_out),
     }
 

@@ -3,7 +3,9 @@ SWE-agent, mini-swe-agent, Gemini CLI, opencode, aider, OpenAI chat logs); ``imp
 picks the format by content, ``import_with_report`` also says what was read, written and left
 out. Both refuse input that is no valid conversation unless told to be lenient. ``export_trace``
 writes a session back as an OpenAI chat log or a Claude Code transcript. ``first_difference``
-compares a stored session with a transcript imported again (``StoredSessionDiffers``)."""
+compares a stored session with a transcript imported again (``StoredSessionDiffers``).
+Inside ``streaming(sink)`` the importers hand their events to ``sink`` as they build them
+(memory bounded by a batch, not by the file)."""
 
 from contextledger.events._catalogue import LeftOut
 from contextledger.importers._aider import import_aider, import_aider_lines
@@ -32,7 +34,7 @@ from contextledger.importers._grown import (
     StoredSessionDiffers,
     first_difference,
 )
-from contextledger.importers._imported import ApiCall, ImportedSession
+from contextledger.importers._imported import ApiCall, ImportedSession, Spawn
 from contextledger.importers._mini_swe_agent import (
     import_mini_swe_agent,
     import_mini_swe_agent_data,
@@ -45,6 +47,15 @@ from contextledger.importers._openhands_v1 import (
     import_openhands_v1_events,
 )
 from contextledger.importers._report import ImportReport, ImportResult, import_report
+from contextledger.importers._sink import (
+    STREAM_BATCH,
+    EventBuffer,
+    Sink,
+    Streamed,
+    Tally,
+    streaming,
+    written_counts,
+)
 from contextledger.importers._strictness import INVALID_KINDS, NO_MESSAGE
 from contextledger.importers._swe_agent import import_swe_agent, import_swe_agent_data
 
@@ -55,13 +66,19 @@ __all__ = [
     "NO_MESSAGE",
     "SOURCE_EVENTS",
     "SOURCE_HASH",
+    "STREAM_BATCH",
     "ApiCall",
     "Difference",
+    "EventBuffer",
     "ImportReport",
     "ImportResult",
     "ImportedSession",
     "LeftOut",
+    "Sink",
+    "Spawn",
     "StoredSessionDiffers",
+    "Streamed",
+    "Tally",
     "TraceImportError",
     "detect_format",
     "export_claude_code",
@@ -92,5 +109,7 @@ __all__ = [
     "import_trace",
     "import_with_report",
     "source_digest",
+    "streaming",
     "transcripts_under",
+    "written_counts",
 ]

@@ -43,6 +43,7 @@ records by type.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections import Counter
@@ -78,8 +79,14 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.importers._errors import TraceImportError
-from contextledger.importers._imported import ApiCall, ImportedSession, derived_session_id
+from contextledger.importers._imported import (
+    ApiCall,
+    ImportedSession,
+    Spawn,
+    derived_session_id,
+)
 from contextledger.importers._records import malformed_record
+from contextledger.importers._sink import EventBuffer
 
 __all__ = [
     "ApiCall",
@@ -165,8 +172,7 @@ def import_claude_code_lines(
     lenient: bool = False,
 ) -> ImportedSession:
     """Import a transcript given as its lines; pure. See the module docstring for the rules."""
-    records, malformed, key = _parsed(lines, source, lenient)
-    return _Importer(source, records, session_id, malformed, key).run()
+    return _Importer(source, _Lines(lines, source, lenient), session_id).run()
 
 
 def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = False) -> None:
@@ -177,39 +183,46 @@ def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = 
     text."""
     for path in sorted((folder / "subagents").glob(SUBAGENT_GLOB)):
         with path.open("rb") as f:
-            records, malformed, key = _parsed(f, str(path), lenient)
-        importer = _Importer(str(path), records, None, malformed, key, own_thread=True)
-        child = importer.run()
+            importer = _Importer(str(path), _Lines(f, str(path), lenient), None, own_thread=True)
+            child = importer.run()
         meta = _subagent_meta(path.with_name(path.stem + ".meta.json"))
         prompt = importer.main.first_prompt
         linked = _linked(child, session, prompt, meta.get("agentType"))
         session.children.append(msgspec.structs.replace(linked, source=str(path)))
 
 
-def _parsed(
-    lines: Iterable[bytes | str], source: str, lenient: bool
-) -> tuple[list[_Line], list[LeftOut], str]:
-    """The records of ``lines``, the malformed ones left out (``lenient``; else the first
-    raises) and the key of the session id: the file's name and the SHA-256 of its first line,
-    which stay the same as the session goes on (a resumed session's new file copies the first
-    records under another name)."""
-    malformed: list[LeftOut] = []
-    records: list[_Line] = []
-    digest: str | None = None
-    for number, data in _nonblank(lines):
-        if digest is None:
-            digest = hashlib.sha256(data.rstrip(b"\r\n")).hexdigest()
-        try:
-            line = _parse_line(data, number, source)
-            if lenient:
-                _check_blocks(line, source)
-        except TraceImportError as e:
-            if not lenient:
-                raise
-            malformed.append(malformed_record(e))
-            continue
-        records.append(line)
-    return records, malformed, f"claude-code:{Path(source).name}:{digest}"
+class _Lines:
+    """The records of ``lines``, parsed one at a time as they are read; a malformed one is
+    left out into ``malformed`` (``lenient``; else it raises). ``key`` is the key of the
+    session id: the file's name and the SHA-256 of its first line, which stay the same as the
+    session goes on (a resumed session's new file copies the first records under another
+    name)."""
+
+    def __init__(self, lines: Iterable[bytes | str], source: str, lenient: bool) -> None:
+        self.malformed: list[LeftOut] = []
+        self._lines = lines
+        self._source = source
+        self._lenient = lenient
+        self._digest: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"claude-code:{Path(self._source).name}:{self._digest}"
+
+    def __iter__(self) -> Iterator[_Line]:
+        for number, data in _nonblank(self._lines):
+            if self._digest is None:
+                self._digest = hashlib.sha256(data.rstrip(b"\r\n")).hexdigest()
+            try:
+                line = _parse_line(data, number, self._source)
+                if self._lenient:
+                    _check_blocks(line, self._source)
+            except TraceImportError as e:
+                if not self._lenient:
+                    raise
+                self.malformed.append(malformed_record(e))
+                continue
+            yield line
 
 
 def _subagent_meta(path: Path) -> dict[str, Any]:
@@ -225,23 +238,13 @@ def _linked(
 ) -> ImportedSession:
     """``child`` with its start naming ``parent``, its agent type and the call that spawned it
     (the parent's ``Task``/``Agent`` call whose ``prompt`` is the child's first user text)."""
-    call = next(
-        (
-            e.part
-            for e in parent.events
-            if isinstance(e, PartAdded)
-            and isinstance(e.part, ToolPart)
-            and e.part.tool in SPAWN_TOOLS
-            and e.part.state.input.get("prompt") == prompt
-        ),
-        None,
-    )
+    call = next((spawn for spawn in parent.spawns if spawn.prompt == prompt), None)
     started = child.events[0]
     assert isinstance(started, SessionStarted)
     config = {**started.config, **({"parent_call_id": call.call_id} if call else {})}
     kind = agent if isinstance(agent, str) and agent else None
     if kind is None and call is not None:
-        kind = str(call.state.input.get("subagent_type") or SUBAGENT)
+        kind = str(call.subagent_type or SUBAGENT)
     started = msgspec.structs.replace(
         started, parent_session_id=parent.session_id, agent=kind or SUBAGENT, config=config
     )
@@ -504,7 +507,7 @@ class _Thread:
         self.started_ms = started_ms
         self.parent_session_id = parent_session_id
         self.source_session_id = source_session_id
-        self.events: list[Event] = []
+        self.events = EventBuffer()
         self.calls: list[ApiCall] = []
         self.skipped: Counter[str] = Counter()
         self.left_out: list[LeftOut] = []
@@ -637,9 +640,19 @@ class _Thread:
             parent_session_id=self.parent_session_id,
             config=config,
         )
+        events, streamed = self.events.close(self.session_id)
+        spawns = [
+            Spawn(
+                call_id=id, prompt=c.input.get("prompt"), subagent_type=c.input.get("subagent_type")
+            )
+            for id, c in self.tool_calls.items()
+            if c.tool in SPAWN_TOOLS
+        ]
         return ImportedSession(
             session_id=self.session_id,
-            events=[started, *self.events],
+            events=[started, *events],
+            streamed=streamed,
+            spawns=spawns,
             calls=self.calls,
             children=children,
             skipped=dict(sorted((skipped + self.skipped).items())),
@@ -774,15 +787,18 @@ class _Thread:
             self._leave(number, "duplicate_tool_result", DUPLICATE_RESULT, at)
             return
         call.done = True
+        call_input = call.input
+        if call.tool not in SPAWN_TOOLS:  # a sub-agent's link reads a spawning call's input
+            call.input = {}
         output, files = self._result_content(result.content, call.message_id, number, at, now)
         state: ToolCompleted | ToolErrored
         if result.is_error:
             state = ToolErrored(
-                input=call.input, error=output, started_ms=call.started_ms, ended_ms=now
+                input=call_input, error=output, started_ms=call.started_ms, ended_ms=now
             )
         else:
             state = ToolCompleted(
-                input=call.input,
+                input=call_input,
                 output=output,
                 attachments=tuple(files),
                 started_ms=call.started_ms,
@@ -870,46 +886,42 @@ class _Importer:
     """Routes parsed lines to the main thread or a sub-agent's, and assembles the result."""
 
     def __init__(
-        self,
-        source: str,
-        lines: list[_Line],
-        session_id: str | None,
-        malformed: list[LeftOut],
-        key: str,
-        *,
-        own_thread: bool = False,
+        self, source: str, lines: _Lines, session_id: str | None, *, own_thread: bool = False
     ) -> None:
         self.source = source
-        self.lines = lines
-        self.key = key
+        self.parsed = lines
         # A sub-agent's own transcript: its sidechain records are its main thread.
         self.own_thread = own_thread
-        start_ms = next((line.time_ms for line in lines if line.time_ms is not None), 0)
-        source_session_id = next(
-            (line.record.sessionId for line in lines if line.record and line.record.sessionId),
-            None,
-        )
+        # The lines up to the first with a time, which is the session's start.
+        self.lines = iter(lines)
+        self.ahead: list[_Line] = []
+        for line in self.lines:
+            self.ahead.append(line)
+            if line.time_ms is not None:
+                break
+        start_ms = next((line.time_ms for line in self.ahead if line.time_ms is not None), 0)
+        self.key = lines.key
         self.main = _Thread(
-            session_id or derived_session_id(start_ms, key),
+            session_id or derived_session_id(start_ms, self.key),
             source=source,
             started_ms=start_ms,
-            source_session_id=source_session_id,
         )
         self.children: list[_Thread] = []
         self.thread_of_uuid: dict[str, _Thread] = {}
         self.seen_uuids: set[str] = set()
         self.skipped: Counter[str] = Counter()
-        self.left_out: list[LeftOut] = list(malformed)
-        self.skipped.update(item.kind for item in malformed)
-        self.read: Counter[str] = Counter(line.kind for line in lines)
-        self.read.update(item.kind for item in malformed)
+        self.left_out: list[LeftOut] = []
+        self.read: Counter[str] = Counter()
         self.summaries: list[str] = []
 
     def run(self) -> ImportedSession:
         now = self.main.started_ms
-        for line in self.lines:
+        for line in itertools.chain(self.ahead, self.lines):
             now = line.time_ms if line.time_ms is not None else now
+            self.read[line.kind] += 1
             record = line.record
+            if record is not None and record.sessionId and self.main.source_session_id is None:
+                self.main.source_session_id = record.sessionId
             if record is None:
                 self._leave(line.number, line.kind, _record_reason(line.kind))
                 if line.summary is not None:
@@ -925,8 +937,13 @@ class _Importer:
                 thread.assistant(line, record, now)
             else:
                 thread.user(line, record, now)
+        self.ahead.clear()
         for thread in (self.main, *self.children):
             thread.close()
+        malformed = self.parsed.malformed
+        self.left_out.extend(malformed)
+        self.skipped.update(item.kind for item in malformed)
+        self.read.update(item.kind for item in malformed)
         children = [self._child_result(child) for child in self.children]
         return self.main.result(
             children=children,
@@ -966,7 +983,6 @@ class _Importer:
             source=self.source,
             started_ms=now,
             parent_session_id=self.main.session_id,
-            source_session_id=self.main.source_session_id,
         )
         self.children.append(child)
         return child
@@ -978,6 +994,7 @@ class _Importer:
                 parent_call_id = call_id
                 agent = str(call.input.get("subagent_type") or SUBAGENT)
                 break
+        child.source_session_id = self.main.source_session_id
         return child.result(
             children=[], summaries=[], skipped=Counter(), parent_call_id=parent_call_id, agent=agent
         )

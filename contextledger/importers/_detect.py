@@ -80,6 +80,9 @@ _MINI_MARK: Final = "```mswea_bash_command"
 #: How much of a file's start tells whether it can be JSON (its first character that is not
 #: blank; a file that starts with more blank space is read as text).
 _HEAD: Final = 1 << 12
+#: The longest first line read to tell a JSON lines file by its first record: a longer one is
+#: most likely a JSON document written on one line, which is not read whole twice.
+_FIRST_LINE_MAX: Final = 1 << 20
 _LINE_FORMATS: Final = frozenset({"openhands", "claude-code", "codex", "openhands-v1"})
 _KNOWN: Final = (
     "Claude Code JSONL, Codex rollout, OpenHands output.jsonl or V1 events, SWE-agent .traj, "
@@ -219,11 +222,17 @@ def _detect_file(path: Path, source: str) -> tuple[str, Any]:
 
 def _lines_format_of(path: Path, source: str) -> str | None:
     """The format of the JSON lines file at ``path`` when its first record alone says so and
-    more follows it (so the file is no single JSON document), read without loading the file;
-    ``None`` when the whole file must be read to tell."""
+    more follows it (so the file is no single JSON document), read a line at a time;
+    ``None`` when the whole file must be read to tell (also when its first line is longer than
+    ``_FIRST_LINE_MAX``)."""
     with path.open("rb") as f:
-        number, first = next(((n, line) for n, line in enumerate(f, 1) if line.strip()), (0, b""))
-        more = any(line.strip() for line in f)
+        number, first = 0, b""
+        while not first or first.isspace():
+            first = f.readline(_FIRST_LINE_MAX + 1)
+            number += 1
+            if not first or len(first) > _FIRST_LINE_MAX:
+                return None  # empty, or a long first line: most likely one JSON document
+        more = any(not line.isspace() for line in f)
     if not more:
         return None
     try:

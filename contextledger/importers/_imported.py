@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
 from contextledger.events._catalogue import Event, LeftOut
 from contextledger.events._ids import format_id
 from contextledger.events._parts import Usage
+from contextledger.importers._sink import Streamed, written_counts
 
 #: Bits of a source's hash in a derived session id: the id's 6-hex-digit counter. Two sources
 #: collide only with the same start millisecond and the same 24 bits (1 in 16.7 million).
@@ -31,13 +32,26 @@ class ApiCall(msgspec.Struct, frozen=True, kw_only=True):
     time_ms: int
 
 
+class Spawn(msgspec.Struct, frozen=True, kw_only=True):
+    """A call that spawned a sub-agent: its id and its input's ``prompt`` and
+    ``subagent_type`` (as the transcript gives them)."""
+
+    call_id: str
+    prompt: Any = None
+    subagent_type: Any = None
+
+
 class ImportedSession(msgspec.Struct, kw_only=True):
     """A session imported from a transcript: its events (valid for ``validate_events``), its API
     calls in order, its sub-agent ``children``, and what was skipped (record or block kind →
     count). ``parent_call_id`` is the ``Task`` call a child answers. ``read`` counts the input
     records by kind; ``left_out`` lists each one (or part of one) that became no event; ``source``
     is the file the session was read from when it is not the one imported (a Claude Code
-    sub-agent's own file), which its lines refer to."""
+    sub-agent's own file), which its lines refer to. An import run inside ``streaming`` handed
+    its other events to the sink: ``events`` holds its ``SessionStarted`` (and what is added
+    after the import, such as ``InputLeftOut``), ``streamed`` counts the rest. ``spawns`` are
+    the calls that spawned a sub-agent (the sub-agents of a Claude Code 2.1 session are
+    linked to them)."""
 
     session_id: str
     events: list[Event]
@@ -50,6 +64,25 @@ class ImportedSession(msgspec.Struct, kw_only=True):
     read: dict[str, int] = {}
     left_out: list[LeftOut] = []
     source: str | None = None
+    streamed: Streamed | None = None
+    spawns: list[Spawn] = []
+
+    def written(self) -> dict[str, int]:
+        """What the session writes: events by type, messages by role, tool calls."""
+        counts = written_counts(self.events)
+        counts.update(self.streamed.written if self.streamed else {})
+        return dict(sorted(counts.items()))
+
+    @property
+    def event_count(self) -> int:
+        """How many events the session writes."""
+        return len(self.events) + (self.streamed.events if self.streamed else 0)
+
+    @property
+    def last_ms(self) -> int:
+        """The time of the session's latest event."""
+        times = [e.time_ms for e in self.events]
+        return max([*times, self.streamed.last_ms] if self.streamed else times)
 
     def sessions(self) -> Iterator[ImportedSession]:
         """This session and its children, depth first."""

@@ -8,8 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from contextledger.events._catalogue import LeftOut, MessageAdded, PartAdded
-from contextledger.events._parts import ToolPart, struct_tag
+from contextledger.events._catalogue import LeftOut
 from contextledger.importers._imported import ImportedSession
 
 
@@ -58,12 +57,7 @@ def import_report(sessions: Sequence[ImportedSession], *, source: str, fmt: str)
             read.update(session.read)
             left_out.extend(session.left_out)
             written["sessions"] += 1
-            for event in session.events:
-                written[f"event:{struct_tag(event)}"] += 1
-                if isinstance(event, MessageAdded):
-                    written[f"{event.role} messages"] += 1
-                elif isinstance(event, PartAdded) and isinstance(event.part, ToolPart):
-                    written["tool calls"] += 1
+            written.update(session.written())
     return ImportReport(
         source=source,
         format=fmt,

@@ -30,6 +30,8 @@ INVALID_KINDS: Final = frozenset(
 )
 #: Why input that yields no message at all is refused.
 NO_MESSAGE: Final = "the input holds no message (it would be an empty session)"
+#: The key of a session's ``written`` counts that counts its messages.
+MESSAGES_WRITTEN: Final = f"event:{MessageAdded.__struct_config__.tag}"
 #: What the error of an invalid conversation adds to the importer's reason.
 LENIENT_HINT: Final = "a lenient import leaves it out and records the loss"
 
@@ -42,7 +44,7 @@ def checked(
     holds a message, and, unless ``lenient``, at the first item (by line) whose kind is in
     ``INVALID_KINDS``."""
     every = [session for top in sessions for session in top.sessions()]
-    if not any(isinstance(e, MessageAdded) for session in every for e in session.events):
+    if not any(session.written().get(MESSAGES_WRITTEN) for session in every):
         raise TraceImportError(source, 0, "", NO_MESSAGE)
     invalid = [
         (s.source or source, item)
@@ -63,7 +65,7 @@ def _recorded(session: ImportedSession, source: str) -> ImportedSession:
     if session.left_out:
         loss = InputLeftOut(
             session_id=session.session_id,
-            time_ms=max(e.time_ms for e in events),
+            time_ms=session.last_ms,
             source=session.source or source,
             items=tuple(session.left_out),
         )
