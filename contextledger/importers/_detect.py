@@ -256,7 +256,9 @@ def _import_lines(
         ]
     malformed: list[LeftOut] | None = [] if lenient else None
     events = ((n, v, "") for n, v in json_lines(lines, source, malformed))
-    session = import_openhands_v1_events(events, source=source, session_id=session_id)
+    session = import_openhands_v1_events(
+        events, source=source, session_id=session_id, lenient=lenient
+    )
     session.add_left_out(malformed or [])
     return [session]
 
@@ -275,7 +277,9 @@ def _import(
             return _import_lines(fmt, raw, source, session_id, lenient)
     if fmt == "openhands-v1":
         return [
-            import_openhands_v1_events([(1, document, "")], source=source, session_id=session_id)
+            import_openhands_v1_events(
+                [(1, document, "")], source=source, session_id=session_id, lenient=lenient
+            )
         ]
     importer = _DOCUMENT_IMPORTERS[fmt]
     return [importer(document, source=source, session_id=session_id, lenient=lenient)]

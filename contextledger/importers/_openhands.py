@@ -91,7 +91,7 @@ def import_openhands_lines(
         given = session_id if not sessions else None
         try:
             run = require_object(value, source, number, "")
-            sessions.append(_Run(run, source, number, given).run(session_ids))
+            sessions.append(_Run(run, source, number, given).run(session_ids, lenient=lenient))
         except TraceImportError as error:
             if malformed is None:
                 raise
@@ -171,7 +171,9 @@ class _Run:
             config["model"] = model
         return config
 
-    def run(self, session_ids: IdGenerator) -> ImportedSession:
+    def run(self, session_ids: IdGenerator, *, lenient: bool = False) -> ImportedSession:
+        """The run's session; a run of V1 events leaves a malformed one out when ``lenient``
+        (a malformed run of older events is left out whole by the caller)."""
         if holds_v1_events(self.run_data):
             events = ((self.line, event, f"history[{i}]") for i, event in enumerate(self.history))
             return import_openhands_v1_events(
@@ -179,6 +181,7 @@ class _Run:
                 source=self.source,
                 session_id=self.builder.requested_id,
                 config={**self._config(), "run_line": self.line},
+                lenient=lenient,
             )
         for i, raw in enumerate(self.history):
             event = require_object(raw, self.source, self.line, f"history[{i}]")

@@ -106,7 +106,11 @@ def import_openhands_v1(
         malformed: list[LeftOut] | None = [] if lenient else None
         numbered = _read_files(_event_files(path), malformed)
         session = import_openhands_v1_events(
-            numbered, source=str(path), session_id=session_id, base_state=_base_state(path)
+            numbered,
+            source=str(path),
+            session_id=session_id,
+            base_state=_base_state(path),
+            lenient=lenient,
         )
         session.add_left_out(malformed or [])
         return session
@@ -119,7 +123,9 @@ def import_openhands_v1(
         events: Iterator[tuple[int, Any, str]] = iter([(1, single, "")])
     else:
         events = ((n, v, "") for n, v in json_lines(data.splitlines(), str(path)))
-    return import_openhands_v1_events(events, source=str(path), session_id=session_id)
+    return import_openhands_v1_events(
+        events, source=str(path), session_id=session_id, lenient=lenient
+    )
 
 
 def _read_files(
@@ -143,13 +149,17 @@ def import_openhands_v1_events(
     session_id: str | None = None,
     base_state: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
+    lenient: bool = False,
 ) -> ImportedSession:
     """Import events given as ``(line, event, field)``; pure. ``line`` and ``field`` say where
     each event is (a line of a JSON lines file, a file's position and name in a folder, or a
-    run's line and ``history[i]``); ``base_state`` is the folder's ``base_state.json``."""
+    run's line and ``history[i]``); ``base_state`` is the folder's ``base_state.json``. An
+    event that is no valid event (a field missing or of the wrong type) raises
+    ``TraceImportError`` naming it; with ``lenient`` it is left out (``malformed_record``)."""
     conversation = _Conversation(source, session_id, base_state, config or {})
     for line, event, field in events:
-        conversation.event(event, line, field)
+        with conversation.builder.record(lenient=lenient, state=conversation):
+            conversation.event(event, line, field)
     return conversation.finish()
 
 
@@ -300,11 +310,6 @@ class _Conversation:
         self._critic(raw, line, field)
 
     def _action(self, raw: dict[str, Any], line: int, field: str) -> None:
-        response = self._response(raw, line)
-        thought = raw.get("thought")
-        texts = [t for t in _texts(thought) if t]
-        response.items.extend(_reasoning(raw))
-        response.items.extend(Text(t) for t in texts)
         call_id = text_or_none(raw.get("tool_call_id"))
         tool_call = mapping(raw.get("tool_call"))
         call_id = call_id or text_or_none(tool_call.get("id"))
@@ -322,6 +327,10 @@ class _Conversation:
         if action_id is not None:
             self.call_of_action[action_id] = call_id
             metadata[METADATA_KEY] = {"action_id": action_id}
+        # The response's items change only once nothing of the event can be refused.
+        response = self._response(raw, line)
+        response.items.extend(_reasoning(raw))
+        response.items.extend(Text(t) for t in _texts(raw.get("thought")) if t)
         response.items.append(ToolCall(call_id, tool, arguments, metadata))
         self._critic(raw, line, field)
 
