@@ -62,8 +62,10 @@ def _stored(db: Path) -> dict[str, list[Any]]:
     return trio.run(read)
 
 
-def _import(capsys: pytest.CaptureFixture[str], path: Path, db: Path) -> tuple[int, Any, str]:
-    code, out, err = run_cli(capsys, "import", str(path), "--db", str(db), "--json")
+def _import(
+    capsys: pytest.CaptureFixture[str], path: Path, db: Path, *flags: str
+) -> tuple[int, Any, str]:
+    code, out, err = run_cli(capsys, "import", str(path), "--db", str(db), "--json", *flags)
     return code, json.loads(out) if out else None, err
 
 
@@ -236,3 +238,44 @@ def test_a_long_transcript_is_written_in_small_batches_as_imported(
         for s in top.sessions()
     }
     assert _without_marks(_stored(db)) == imported
+
+
+def test_a_grown_transcript_imported_leniently_is_appended_to_with_its_new_losses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _lines()
+    prompts = _prompt_lines(lines)
+    cut = prompts[len(prompts) // 2]
+    early, late = 10, cut + 2  # a line broken before the cut, one after it
+    for i in (early, late):
+        lines[i] = lines[i][:40] + b"\n"
+    transcript = tmp_path / CLAUDE_CODE.name
+    transcript.write_bytes(b"".join(lines[:cut]))
+    db = tmp_path / "lenient.db"
+    code, _, _ = _import(capsys, transcript, db, "--lenient")
+    assert code == 0
+    transcript.write_bytes(b"".join(lines))
+    code, _, err = _import(capsys, transcript, db)
+    assert code == 1 and f":{early + 1}: not JSON" in err  # strict: the broken line is named
+    code, again, _ = _import(capsys, transcript, db, "--lenient")
+    assert code == 0 and again["sessions"][-1]["status"] == "appended"
+    whole = tmp_path / "whole.db"
+    assert _import(capsys, transcript, whole, "--lenient")[0] == 0
+    stored, fresh = _without_marks(_stored(db)), _without_marks(_stored(whole))
+    assert _kept(stored) == _kept(fresh)
+    # Each loss is recorded once: the first import's, then only the new one.
+    main = again["sessions"][-1]["session"]
+    assert _losses(stored[main]) == [[early + 1], [late + 1]]
+    assert _losses(fresh[main]) == [[early + 1, late + 1]]
+    code, same, _ = _import(capsys, transcript, db, "--lenient")
+    assert code == 0 and {s["status"] for s in same["sessions"]} == {"present"}
+
+
+def _kept(stored: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """Each session's events but its losses (``InputLeftOut``)."""
+    return {s: [e for e in events if e["type"] != "input.left_out"] for s, events in stored.items()}
+
+
+def _losses(events: list[Any]) -> list[list[int]]:
+    """The lines each ``InputLeftOut`` of a session records."""
+    return [[i["line"] for i in e["items"]] for e in events if e["type"] == "input.left_out"]
