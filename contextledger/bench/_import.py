@@ -20,7 +20,12 @@ memory the input costs. The key is the largest over the formats (target <= 3), c
 inputs of ``MIN_INPUT_MB`` or more: under it a single large record, or one write batch's
 copies, is a large share of the input (they are measured and shown all the same).
 
-``--events N`` picks the smallest transcript of each format instead (for tests). Keys:
+A format without a transcript in the traces folder (the OpenAI chat log) is measured on one
+generated to ``GENERATED_MB`` (``FULL_GENERATED_MB`` with ``--full``): a chat of tool-call
+turns, one JSON document on one line, as large as the largest shared transcripts.
+
+``--events N`` picks the smallest transcript of each format instead, and generates a small
+chat log (for tests). Keys:
 ``formats`` (per format: ``source``, ``input_mb``, ``seconds``, ``mb_per_s``, ``peak_mb``,
 ``fixed_mb``, ``peak_mb_per_input_mb``, ``events``, ``counted``), ``peak_mb_per_input_mb``,
 ``worst_format``, ``min_mb_per_s``, ``target_met``. Without traces: ``{"available": false,
@@ -30,6 +35,7 @@ copies, is a large share of the input (they are measured and shown all the same)
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -47,6 +53,11 @@ PEAK_TARGET: Final = 3.0
 #: or one large record can take by themselves.
 MIN_INPUT_MB: Final = 0.1
 _MB: Final = 1024 * 1024
+#: How large the generated chat log is by default, with ``--full`` and with ``--events``.
+GENERATED_MB: Final = 4.0
+FULL_GENERATED_MB: Final = 20.0
+SMALL_GENERATED_MB: Final = 0.05
+_WORDS: Final = ("alpha", "beta", "gamma", "delta", "epsilon")
 #: What runs in the measuring process (argv: the transcript, a folder for the stores).
 _PROBE: Final = """
 import contextlib, io, json, os, sys, time, tracemalloc
@@ -126,12 +137,47 @@ def measure(path: Path) -> dict[str, Any]:
     }
 
 
+def generated_chat(path: Path, size: int, *, seed: int = 1) -> int:
+    """Write a chat log of at least ``size`` bytes to ``path``: a system prompt, then turns of
+    a question, a tool call, its result and an answer (one JSON document on one line). Returns
+    the number of turns."""
+    rng = random.Random(seed)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+    written, turn = 0, 0
+    while written < size:
+        text = " ".join(rng.choice(_WORDS) for _ in range(300))
+        call = {"name": "run", "arguments": json.dumps({"cmd": text[:200]})}
+        turn_messages: list[dict[str, Any]] = [
+            {"role": "user", "content": f"q{turn} {text}"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{turn}", "type": "function", "function": call}],
+            },
+            {"role": "tool", "tool_call_id": f"c{turn}", "content": text},
+            {"role": "assistant", "content": f"a{turn} {text[:500]}"},
+        ]
+        messages += turn_messages
+        written += len(json.dumps(turn_messages))
+        turn += 1
+    path.write_text(json.dumps(messages))
+    return turn
+
+
 def run(options: Options, traces: Path = DEFAULT_TRACES) -> dict[str, Any]:
     """Measure each format's transcript and return the figures (see the module docstring)."""
     if not traces.is_dir():
         return {"available": False, "reason": f"no traces under {traces}"}
     chosen = pick(traces, largest=not options.events)
     formats = {fmt: measure(path) for fmt, path in chosen.items()}
+    if "openai-chat" not in formats:
+        mb = FULL_GENERATED_MB if options.full else GENERATED_MB
+        with tempfile.TemporaryDirectory() as work:
+            path = Path(work) / "generated" / "chat.json"
+            path.parent.mkdir()
+            generated_chat(path, int((SMALL_GENERATED_MB if options.events else mb) * _MB))
+            formats["openai-chat"] = measure(path)
+        formats = dict(sorted(formats.items()))
     counted = [fmt for fmt in formats if formats[fmt]["counted"]] or list(formats)
     worst = max(counted, key=lambda fmt: formats[fmt]["peak_mb_per_input_mb"])
     peak = formats[worst]["peak_mb_per_input_mb"]

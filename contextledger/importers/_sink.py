@@ -94,8 +94,7 @@ class EventBuffer:
         if self.first_ms is None:
             self.first_ms = event.time_ms
         self.events.append(event)
-        if self._sink is not None and not self._held and len(self.events) >= STREAM_BATCH:
-            self._hand_over()
+        self._hand_over_full()
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -105,6 +104,11 @@ class EventBuffer:
             yield
         finally:
             self._held -= 1
+            self._hand_over_full()
+
+    def _hand_over_full(self) -> None:
+        if self._sink is not None and not self._held and len(self.events) >= STREAM_BATCH:
+            self._hand_over()
 
     def close(self, session_id: str) -> tuple[list[Event], Streamed | None]:
         """The events still held (all of them without a sink) and what went to the sink."""

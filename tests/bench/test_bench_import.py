@@ -14,8 +14,9 @@ def test_the_import_benchmark_reports_every_format() -> None:
     if not DEFAULT_TRACES.is_dir():
         pytest.skip(f"shared/traces not present: {DEFAULT_TRACES} does not exist")
     result = bench.run(Options(events=1))
-    # The shared traces hold no OpenAI chat log (their README lists every file).
-    assert set(result["formats"]) == set(FORMATS) - {"openai-chat"}
+    # The shared traces hold no OpenAI chat log (their README lists every file): one is made.
+    assert set(result["formats"]) == set(FORMATS)
+    assert result["formats"]["openai-chat"]["source"] == "generated/chat.json"
     for figures in result["formats"].values():
         assert figures["peak_mb"] > 0 and figures["mb_per_s"] > 0 and figures["events"] > 0
     counted = [f for f in result["formats"].values() if f["counted"]] or result["formats"].values()
