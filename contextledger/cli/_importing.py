@@ -84,9 +84,7 @@ async def import_(args: argparse.Namespace) -> None:
                 run = partial(
                     import_with_report, path, session_id=args.session, lenient=args.lenient
                 )
-                rows.extend(
-                    await write_sessions(args.db, result.sessions, tally, digest, str(path), run)
-                )
+                rows.extend(await write_sessions(args.db, result, tally, digest, run))
             except (OSError, LedgerError, ValueError) as exc:
                 if len(paths) == 1:
                     raise _unreadable(path, exc) from exc
@@ -142,22 +140,30 @@ async def _imported_hashes(db: Path) -> set[str]:
     return hashes
 
 
+class TranscriptChanged(ValueError):
+    """The transcript read differently the second time (it was written to during the import):
+    nothing of it is left in the store."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(
+            f"cannot import {source}: it changed while it was imported; nothing of it was "
+            "written (import it again)"
+        )
+
+
 async def write_sessions(
-    db: Path,
-    counted: list[ImportedSession],
-    tally: Tally,
-    digest: str,
-    source: str,
-    run: Callable[[], object],
+    db: Path, counted: ImportResult, tally: Tally, digest: str, run: Callable[[], ImportResult]
 ) -> list[dict[str, Any]]:
     """Write the sessions of a transcript to ``db`` as ``run`` (its import again, in a worker
-    thread) builds them (see the module docstring). ``counted`` are the sessions its first,
-    counting import returned (``tally``, the sink of that import, names each buffer's
-    session). Each session is finished (its last batch written) as soon as it is built, but
-    the first: its first event carries ``digest`` and its number of events, and it is
-    finished last, so a file's hash stands for the whole file written. When the import fails,
-    each session new to the store and not finished is deleted again."""
-    first, *rest = [s for top in counted for s in top.sessions()]
+    thread) builds them (see the module docstring). ``counted`` is its first, counting import
+    (``tally``, the sink of that import, names each buffer's session). Each session is
+    finished (its last batch written) as soon as it is built, but the first: its first event
+    carries ``digest`` and its number of events, and it is finished last, so a file's hash
+    stands for the whole file written. When the import fails, each session new to the store
+    and not finished is deleted again; when the second import read differently from the
+    first (``TranscriptChanged``), every session new to the store."""
+    source = counted.report.source
+    first, *rest = [s for top in counted.sessions for s in top.sessions()]
     started = first.events[0]
     assert isinstance(started, SessionStarted)
     marks = {SOURCE_HASH: digest, SOURCE_EVENTS: first.event_count}
@@ -168,21 +174,27 @@ async def write_sessions(
         ordinals = {n: by_id[s] for n, s in tally.session_ids.items() if s in by_id}
         writer = _Writer(ordinals, last=targets[-1])
         try:
-            await trio.to_thread.run_sync(_streamed, writer, run)
+            again = await trio.to_thread.run_sync(_streamed, writer, run)
+            if (again.report.read, again.report.left_out) != (
+                counted.report.read,
+                counted.report.left_out,
+            ):
+                raise TranscriptChanged(source)
             for target in targets:
                 if not target.done:
                     await target.finish()
-        except BaseException:
-            cut = [t for t in targets if t.stored == 0 and t.written and not t.done]
+        except BaseException as exc:
+            changed = isinstance(exc, TranscriptChanged)
+            cut = [t for t in targets if t.stored == 0 and t.written and (changed or not t.done)]
             with trio.CancelScope(shield=True):
                 await store.delete_streams([t.session.session_id for t in cut])
             raise
     return [_row(target) for target in targets]
 
 
-def _streamed(writer: _Writer, run: Callable[[], object]) -> None:
+def _streamed(writer: _Writer, run: Callable[[], ImportResult]) -> ImportResult:
     with streaming(writer):
-        run()
+        return run()
 
 
 class _Writer:
@@ -202,6 +214,7 @@ class _Writer:
     def take(self, ordinal: int, events: list[Event]) -> None:
         target = self._targets.get(ordinal)
         if target is not None:
+            target.taken += len(events)
             for batch in target.batches(events):
                 trio.from_thread.run(target.write, batch)
 
@@ -211,9 +224,12 @@ class _Writer:
         target = self._targets.get(ordinal)
         if target is None:
             return Streamed()
+        streamed = target.session.streamed or Streamed()
+        if target.taken != streamed.events:
+            raise TranscriptChanged(target.source)
         if target is not self._last:
             trio.from_thread.run(target.finish)
-        return target.session.streamed or Streamed()
+        return streamed
 
 
 class _Target:
@@ -235,6 +251,7 @@ class _Target:
         self.index = SessionIndex(session.session_id)
         self.stored = 0
         self.written = 0
+        self.taken = 0
         self.done = False
         self._pending: list[Event] = []
         self._pending_bytes = 0

@@ -14,6 +14,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from contextledger.cli import _importing as importing
 from contextledger.cli._importing import WRITE_BATCH, WRITE_BYTES
 from contextledger.events._catalogue import Event, SessionStarted
 from contextledger.events._codec import DEFAULT_CODEC
@@ -279,3 +280,29 @@ def _kept(stored: dict[str, list[Any]]) -> dict[str, list[Any]]:
 def _losses(events: list[Any]) -> list[list[int]]:
     """The lines each ``InputLeftOut`` of a session records."""
     return [[i["line"] for i in e["items"]] for e in events if e["type"] == "input.left_out"]
+
+
+def test_a_transcript_written_to_while_imported_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _lines()
+    prompts = _prompt_lines(lines)
+    transcript = tmp_path / CLAUDE_CODE.name
+    transcript.write_bytes(b"".join(lines[: prompts[-1]]))
+    imports: list[Path] = []
+
+    def growing(path: Path, **options: Any) -> Any:
+        # The session goes on between the counting import and the writing one.
+        imports.append(path)
+        if len(imports) == 2:
+            transcript.write_bytes(b"".join(lines))
+        return import_with_report(path, **options)
+
+    monkeypatch.setattr(importing, "import_with_report", growing)
+    db = tmp_path / "changed.db"
+    code, _, err = _import(capsys, transcript, db)
+    assert code == 1 and "it changed while it was imported" in err
+    assert len(imports) == 2 and _stored(db) == {}
+    monkeypatch.undo()
+    code, again, _ = _import(capsys, transcript, db)
+    assert code == 0 and {s["status"] for s in again["sessions"]} == {"written"}
