@@ -161,7 +161,8 @@ async def write_sessions(
     carries ``digest`` and its number of events, and it is finished last, so a file's hash
     stands for the whole file written. When the import fails, each session new to the store
     and not finished is deleted again; when the second import read differently from the
-    first (``TranscriptChanged``), every session new to the store."""
+    first (``TranscriptChanged``) or a session in the store differs from the transcript
+    (``StoredSessionDiffers``), every session new to the store."""
     source = counted.report.source
     first, *rest = [s for top in counted.sessions for s in top.sessions()]
     started = first.events[0]
@@ -184,8 +185,8 @@ async def write_sessions(
                 if not target.done:
                     await target.finish()
         except BaseException as exc:
-            changed = isinstance(exc, TranscriptChanged)
-            cut = [t for t in targets if t.stored == 0 and t.written and (changed or not t.done)]
+            whole = isinstance(exc, TranscriptChanged | StoredSessionDiffers)
+            cut = [t for t in targets if t.stored == 0 and t.written and (whole or not t.done)]
             with trio.CancelScope(shield=True):
                 await store.delete_streams([t.session.session_id for t in cut])
             raise
