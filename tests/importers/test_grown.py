@@ -306,3 +306,23 @@ def test_a_transcript_written_to_while_imported_leaves_nothing(
     monkeypatch.undo()
     code, again, _ = _import(capsys, transcript, db)
     assert code == 0 and {s["status"] for s in again["sessions"]} == {"written"}
+
+
+def test_a_loss_the_transcript_no_longer_has_is_a_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = TRACES / "claude-code-jsonl" / "vsla_d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl"
+    if not source.is_file():
+        pytest.skip(f"shared/traces not present: {source} does not exist")
+    lines = source.read_bytes().splitlines(keepends=True)
+    notice = 157  # a CLI notice (system record): it becomes no event, broken or not
+    assert json.loads(lines[notice])["type"] == "system"
+    transcript = tmp_path / source.name
+    transcript.write_bytes(b"".join([*lines[:notice], b"{broken\n", *lines[notice + 1 :]]))
+    db = tmp_path / "repaired.db"
+    assert _import(capsys, transcript, db, "--lenient")[0] == 0
+    before = _stored(db)
+    transcript.write_bytes(b"".join(lines))  # repaired: the line is read, and left out as a notice
+    code, _, err = _import(capsys, transcript, db, "--lenient")
+    assert code == 1 and "field 'items'" in err and "transcript not left out" in err
+    assert _stored(db) == before
