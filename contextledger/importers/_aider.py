@@ -66,11 +66,12 @@ EMPTY_SESSION: Final = "a session header followed by no message (console output 
 
 
 def import_aider(path: str | Path, *, session_id: str | None = None) -> list[ImportedSession]:
-    """Import every session of the aider history at ``path``; ``session_id`` names the first
-    session (the others get ids derived from their content)."""
+    """Import every session of the aider history at ``path``, read a line at a time;
+    ``session_id`` names the first session (the others get ids derived from their content)."""
     path = Path(path)
-    text = path.read_bytes().decode("utf-8", "replace")
-    return import_aider_lines(text.splitlines(), source=str(path), session_id=session_id)
+    with path.open(encoding="utf-8", errors="replace", newline="") as text:
+        lines = (line.rstrip("\r\n") for line in text)
+        return import_aider_lines(lines, source=str(path), session_id=session_id)
 
 
 def import_aider_lines(

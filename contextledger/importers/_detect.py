@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from contextledger.events._catalogue import LeftOut
-from contextledger.importers._aider import HEADER, import_aider_lines
+from contextledger.importers._aider import HEADER, import_aider
 from contextledger.importers._claude_code import import_claude_code_lines, import_subagents
 from contextledger.importers._codex import import_codex
 from contextledger.importers._errors import TraceImportError
@@ -269,9 +269,7 @@ def _import(
     """Import the file at ``path`` in format ``fmt``: from ``document`` when it is one JSON
     document (the file's bytes are no longer held), else reading the file again."""
     if fmt == "aider":
-        with path.open(encoding="utf-8", errors="replace", newline="") as text:
-            lines = (line.rstrip("\r\n") for line in text)
-            return import_aider_lines(lines, source=source, session_id=session_id)
+        return import_aider(path, session_id=session_id)
     if fmt in _LINE_FORMATS and not is_v1_event(document):
         with path.open("rb") as raw:
             return _import_lines(fmt, raw, source, session_id, lenient)

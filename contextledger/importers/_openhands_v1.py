@@ -98,9 +98,10 @@ def is_v1_event(value: Any) -> bool:
 def import_openhands_v1(
     path: str | Path, *, session_id: str | None = None, lenient: bool = False
 ) -> ImportedSession:
-    """Import the V1 conversation at ``path``: a JSON lines file of events, a folder of
-    per-event files, or one event file. With ``lenient`` an event file of a folder that is
-    not JSON is left out (``malformed_record``, its position and name)."""
+    """Import the V1 conversation at ``path``: a JSON lines file of events (read a line at a
+    time), a folder of per-event files, or one event file. With ``lenient`` an event that is
+    malformed is left out (``malformed_record``), and so is an event file of a folder that is
+    not JSON (its position and name)."""
     path = Path(path)
     if path.is_dir():
         malformed: list[LeftOut] | None = [] if lenient else None
@@ -114,18 +115,18 @@ def import_openhands_v1(
         )
         session.add_left_out(malformed or [])
         return session
-    data = path.read_bytes()
-    try:
-        single = json.loads(data.decode("utf-8", "replace"))
-    except json.JSONDecodeError:
-        single = None
-    if is_v1_event(single):
-        events: Iterator[tuple[int, Any, str]] = iter([(1, single, "")])
-    else:
-        events = ((n, v, "") for n, v in json_lines(data.splitlines(), str(path)))
-    return import_openhands_v1_events(
-        events, source=str(path), session_id=session_id, lenient=lenient
-    )
+    with path.open("rb") as f:
+        first = next((line for line in f if line.strip()), b"")
+        try:
+            json.loads(first)
+        except ValueError:  # not one event per line: one event, written over several lines
+            events: Iterable[tuple[int, Any, str]] = [(1, load_json(path), "")]
+        else:
+            f.seek(0)
+            events = ((n, v, "") for n, v in json_lines(f, str(path)))
+        return import_openhands_v1_events(
+            events, source=str(path), session_id=session_id, lenient=lenient
+        )
 
 
 def _read_files(
