@@ -967,13 +967,15 @@ class _Importer:
             thread = self._new_child(now)
         else:
             parent = self.thread_of_uuid.get(record.parentUuid)
+            if parent is None and record.parentUuid in self.seen_uuids:
+                parent = self.main  # only sub-agents' records are in thread_of_uuid
             if parent is self.main:
                 thread = self._new_child(now)
             elif parent is not None:
                 thread = parent
             else:
                 thread = self.children[-1] if self.children else self._new_child(now)
-        if record.uuid is not None:
+        if record.uuid is not None and thread is not self.main:
             self.thread_of_uuid[record.uuid] = thread
         return thread
 
