@@ -2,13 +2,14 @@
 
 ``embed_in_asyncio`` starts trio as a guest of the running asyncio loop
 (``trio.lowlevel.start_guest_run``): both loops share the thread, trio's I/O wait runs on a
-helper thread and its ticks are asyncio callbacks. Inside the guest it opens the store and a
-``Runtime``, and serves a bounded queue of calls. The asyncio side holds a ``RuntimeBridge``:
-``await bridge.call(fn)`` queues ``fn`` (a trio coroutine function taking the runtime) with
-``send_nowait`` (a trio channel may be fed from the host, which runs on the same thread),
-a trio task runs it, and its result or exception resolves the asyncio future the caller
-awaits. Calls run concurrently, each in a trio task of its own; a session still serialises
-the commands sent to it.
+helper thread and its ticks are asyncio callbacks (a busy tick queued ``HOST_TURNS`` turns of
+the asyncio loop later, so asyncio tasks woken meanwhile go first). Inside the guest it
+opens the store and a ``Runtime``, and serves a bounded queue of calls. The asyncio side
+holds a ``RuntimeBridge``: ``await bridge.call(fn)`` queues ``fn`` (a trio coroutine function
+taking the runtime) with ``send_nowait`` (a trio channel may be fed from the host, which runs
+on the same thread), a trio task runs it, and its result or exception resolves the asyncio
+future the caller awaits. Calls run concurrently, each in a trio task of its own; a session
+still serialises the commands sent to it.
 
     async with embed_in_asyncio(MemoryStore(), model=model) as bridge:
         async def turn(runtime: Runtime) -> str:
@@ -44,6 +45,13 @@ T = TypeVar("T")
 #: Calls in flight at once; an asyncio task calling beyond this waits for a free slot (the
 #: same back-pressure the actors' mailboxes give trio callers).
 DEFAULT_MAX_CALLS: Final = 64
+#: Turns of the host loop a guest batch that follows straight on another waits for. asyncio
+#: runs a callback queued during a turn in the next turn, ahead of what the turn's I/O and
+#: timers make ready; a task they wake takes two turns (the callback that resolves its
+#: future, then its step). Queued for the next turn, every busy guest batch would run before
+#: each of them, and the host task after two more batches; three turns later, the host's
+#: woken tasks run first and wait for at most the batch in progress.
+HOST_TURNS: Final = 3
 
 
 class EmbeddedRuntimeClosed(RuntimeError):
@@ -180,7 +188,7 @@ async def embed_in_asyncio(
     trio.lowlevel.start_guest_run(
         trio_main,
         run_sync_soon_threadsafe=loop.call_soon_threadsafe,
-        run_sync_soon_not_threadsafe=loop.call_soon,
+        run_sync_soon_not_threadsafe=lambda fn: _after_host_turns(loop, fn, HOST_TURNS),
         done_callback=done,
         host_uses_signal_set_wakeup_fd=True,
     )
@@ -204,6 +212,16 @@ async def embed_in_asyncio(
     finally:
         await _wait_finished(finished, run_scope)
     finished.result().unwrap()
+
+
+def _after_host_turns(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[], object], turns: int
+) -> None:
+    """Run ``fn`` in the ``turns``-th turn of ``loop`` from now (see ``HOST_TURNS``)."""
+    if turns <= 1:
+        loop.call_soon(fn)
+    else:
+        loop.call_soon(_after_host_turns, loop, fn, turns - 1)
 
 
 async def _wait_finished(finished: asyncio.Future[_Outcome], run_scope: trio.CancelScope) -> None:

@@ -196,6 +196,8 @@ class _Run:
                 return await self._roll_back(
                     request_id, "error", exc.detail or str(exc), summary_id
                 )
+            # The summary's last step and judging it are each up to a millisecond of work.
+            await trio.lowlevel.checkpoint()
             reason = rollback_reason(text, overflowed=False)
             if reason is not None:
                 return await self._roll_back(request_id, reason, "", summary_id)

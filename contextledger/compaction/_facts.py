@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar, cast
 
 import msgspec
 
@@ -50,6 +50,8 @@ from contextledger.events._parts import (
     ToolPart,
 )
 from contextledger.history._projection import Message
+
+T = TypeVar("T")
 
 # --- limits -----------------------------------------------------------------------------------
 
@@ -81,10 +83,15 @@ MAX_STATEMENTS: Final = 6
 STATEMENT_CHARS: Final = 300
 #: The latest assistant text, as the last step taken.
 LAST_STEP_CHARS: Final = 600
-#: ``walk_facts`` scans a longer text for names and error lines in pieces of whole lines of
-#: about this many characters, pausing after each: 4 KB of tool output takes about a
-#: millisecond, while a 50 KB output scanned at once holds its caller for tens of them.
-SCAN_CHARS: Final = 4_096
+#: ``walk_facts`` scans texts for names and error lines in pieces of whole lines, pausing
+#: whenever about this many characters have been scanned since the last pause: 1 KB of tool
+#: output takes about a quarter of a millisecond, so a pause comes well within the
+#: summarizer's slice (``SLICE_SECONDS``), while a 50 KB output scanned at once holds its
+#: caller for tens of milliseconds.
+SCAN_CHARS: Final = 1_024
+#: ``walk_facts`` pauses after weighing this many names for the ranking: a long head uses a
+#: few thousand, weighed at about half a microsecond each.
+RANK_NAMES: Final = 512
 
 # --- facts ------------------------------------------------------------------------------------
 
@@ -387,7 +394,12 @@ class _Walk:
         elif fixed:
             self.failures = [f for f in self.failures if f[0] != source]
 
-    def facts(self) -> SessionFacts:
+    def ranked_names(self, pause_every: int) -> Generator[None, None, tuple[str, ...]]:
+        """The paths and identifiers worth keeping (``_Uses.ranked``), files read or changed
+        left out: they have their own facts."""
+        return self.uses.ranked({*self.reads, *self.changes}, IDENTIFIER_CHARS, pause_every)
+
+    def facts(self, identifiers: tuple[str, ...]) -> SessionFacts:
         return SessionFacts(
             first_request=_clip(self.requests[0], REQUEST_CHARS) if self.requests else None,
             latest_request=_clip(self.requests[-1], REQUEST_CHARS) if self.requests else None,
@@ -402,7 +414,7 @@ class _Walk:
             plan=self.plan,
             decisions=_newest_unique(self.decisions, MAX_STATEMENTS),
             last_step=_clip(self.last_text, LAST_STEP_CHARS) if self.last_text else None,
-            identifiers=self.uses.ranked({*self.reads, *self.changes}, IDENTIFIER_CHARS),
+            identifiers=identifiers,
         )
 
 
@@ -413,19 +425,22 @@ class _Scans:
     def __init__(self) -> None:
         self._names: dict[str, set[str]] = {}
         self._errors: dict[str, list[str]] = {}
+        self._unpaused = 0
 
     def ahead(self, text: str, piece_chars: int) -> Iterator[None]:
-        """Scan ``text`` in pieces of whole lines of about ``piece_chars``, yielding after
-        each (nothing when it fits one piece: it is scanned when asked). A name or an error
-        line never spans a line break, so the pieces give what the whole text gives."""
-        if len(text) <= piece_chars:
-            return
+        """Scan ``text`` in pieces of whole lines of about ``piece_chars``, yielding whenever
+        about ``piece_chars`` characters (of this text and those scanned before it) have been
+        scanned since the last yield. A name or an error line never spans a line break, so
+        the pieces give what the whole text gives."""
         names: set[str] = set()
         errors: list[str] = []
         for piece in _pieces(text, piece_chars):
             names.update(path_strings(piece), identifier_strings(piece))
             errors.extend(error_lines(piece))
-            yield
+            self._unpaused += len(piece)
+            if self._unpaused >= piece_chars:
+                self._unpaused = 0
+                yield
         self._names[text] = names
         self._errors[text] = errors
 
@@ -473,12 +488,20 @@ class _Uses:
             self.weights[name] = self.weights.get(name, 0) + weight
             self.last[name] = self.texts
 
-    def ranked(self, known: set[str], budget: int) -> tuple[str, ...]:
+    def ranked(
+        self, known: set[str], budget: int, pause_every: int
+    ) -> Generator[None, None, tuple[str, ...]]:
         """The names not in ``known`` within ``budget`` characters, chosen like a knapsack:
         the most use per character first (the latest first among equals), so a long path
-        must be used more than a short name to be kept."""
-        order = sorted(self.weights, key=lambda n: (-self.weights[n] / _cost(n), -self.last[n], n))
-        return within_budget((n for n in order if n not in known), budget)
+        must be used more than a short name to be kept. A generator that yields after
+        weighing every ``pause_every`` names and returns them."""
+        order: list[tuple[float, int, str]] = []
+        for name, weight in self.weights.items():
+            order.append((-weight / _cost(name), -self.last[name], name))
+            if len(order) % pause_every == 0:
+                yield
+        order.sort()
+        return within_budget((name for _, _, name in order if name not in known), budget)
 
 
 def within_budget(names: Iterable[str], budget: int) -> tuple[str, ...]:
@@ -499,16 +522,17 @@ def extract_facts(messages: Sequence[Message]) -> SessionFacts:
     walk = _Walk()
     for message in messages:
         walk.message(message)
-    return walk.facts()
+    return walk.facts(run_steps(walk.ranked_names(RANK_NAMES)))
 
 
 def walk_facts(
     messages: Sequence[Message], *, piece_chars: int = SCAN_CHARS
 ) -> Generator[None, None, SessionFacts]:
-    """``extract_facts`` in steps: a generator that yields after each message and after each
-    piece of about ``piece_chars`` characters of a longer text it scans, and returns the
-    same ``SessionFacts``. A caller that must not be held long (an event loop) pauses
-    between steps."""
+    """``extract_facts`` in steps: a generator that yields after each message, whenever it
+    has scanned about ``piece_chars`` characters of the texts it reads for names and error
+    lines, and after every ``RANK_NAMES`` names it weighs for the ranking; it returns the
+    same ``SessionFacts``. A caller
+    that must not be held long (an event loop) pauses between steps."""
     walk = _Walk()
     for message in messages:
         if not (message.excluded or message.summary):
@@ -516,7 +540,16 @@ def walk_facts(
                 yield from walk.scans.ahead(text, piece_chars)
         walk.message(message)
         yield
-    return walk.facts()
+    return walk.facts((yield from walk.ranked_names(RANK_NAMES)))
+
+
+def run_steps(steps: Generator[None, None, T]) -> T:
+    """What a generator of steps (such as ``walk_facts``) returns, run without pausing."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return cast(T, done.value)
 
 
 def _scanned_texts(message: Message) -> Iterator[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, cast, get_args
 
 import msgspec
@@ -34,6 +34,7 @@ from contextledger.compaction._facts import (
     SessionFacts,
     cut_words,
     merge_ranges,
+    run_steps,
     walk_facts,
     within_budget,
 )
@@ -48,12 +49,15 @@ from contextledger.vocabulary._requests import CacheMark, Request
 
 _log = structlog.get_logger(__name__)
 
-#: The longest the extractive summarizer works before it lets the event loop run others:
-#: far under the 20 ms a host loop may be held (a 60 Hz frame is 16 ms; asyncio's debug mode
-#: reports a callback at 100 ms), while the pause each slice costs (tens of microseconds)
-#: stays a few percent. A worker thread is no way out: the work holds the GIL, and the loop's
-#: thread then waits up to the 5 ms switch interval each time it gets the GIL back after I/O.
-SLICE_SECONDS: Final = 0.002
+#: The longest the extractive summarizer works before it lets the event loop run others
+#: (overshot by at most one step, a quarter to a half of it): a host loop waits for every
+#: task step the scheduler runs between two of its turns, the other sessions' among them, so
+#: one task's share of the 20 ms a host loop may be held (a 60 Hz frame is 16 ms; asyncio's
+#: debug mode reports a callback at 100 ms) is kept to a few milliseconds, while the pause
+#: each slice costs (tens of microseconds) stays a few percent. A worker thread is no way out:
+#: the work holds the GIL, and the loop's thread then waits up to the 5 ms switch interval
+#: each time it gets the GIL back after I/O.
+SLICE_SECONDS: Final = 0.001
 
 
 class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
@@ -173,12 +177,13 @@ class ExtractiveSummarizer:
     """Fills the summary template from the facts of the head; no model, no I/O.
 
     The work is pure Python over the whole head (tens of milliseconds for a long one). It
-    runs on the event loop in slices of at most ``slice_seconds`` (``walk_facts``'s steps),
-    pausing at a checkpoint after each, on a copy of the head taken before it starts: every
-    other session, and a host loop the runtime is a guest of, keeps running meanwhile. One
-    summary is written at a time (the others wait their turn): all of them run on the one
-    thread, so at once they would only interleave, and the scheduler would run a slice of
-    each between two turns of the host loop. A cancellation stops it at the next pause."""
+    runs on the event loop in slices of about ``slice_seconds`` (``walk_facts``'s steps, then
+    ``summary_steps``'s), pausing at a checkpoint after each, on a copy of the head taken
+    before it starts: every other session, and a host loop the runtime is a guest of, keeps
+    running meanwhile. One summary is written at a time (the others wait their turn): all of
+    them run on the one thread, so at once they would only interleave, and the scheduler
+    would run a slice of each between two turns of the host loop. A cancellation stops it at
+    the next pause."""
 
     max_input_tokens: int | None = None
 
@@ -201,19 +206,28 @@ class ExtractiveSummarizer:
         budget = min((n for n in (self.max_tokens, task.max_output_tokens) if n), default=None)
         # The projection goes on changing its messages in place between the slices.
         head = tuple(msgspec.structs.replace(m, parts=list(m.parts)) for m in task.head)
-        walking = walk_facts(head)
+        steps = _extractive_steps(head, task, budget)
         pause_at = time.perf_counter() + self.slice_seconds
         while True:
             try:
-                next(walking)
-            except StopIteration as walked:
-                facts: SessionFacts = walked.value
-                break
+                next(steps)
+            except StopIteration as done:
+                return cast(str, done.value)
             if time.perf_counter() >= pause_at:
                 await trio.lowlevel.checkpoint()
                 pause_at = time.perf_counter() + self.slice_seconds
-        await trio.lowlevel.checkpoint()
-        return extractive_summary(facts, task.template, task.previous_summary, max_tokens=budget)
+
+
+def _extractive_steps(
+    head: Sequence[Message], task: SummaryInput, max_tokens: int | None
+) -> Generator[None, None, str]:
+    """The extractive summary of ``head`` for ``task`` in steps: the walk's, then the
+    summary's (``summary_steps``)."""
+    facts = yield from walk_facts(head)
+    yield
+    return (
+        yield from summary_steps(facts, task.template, task.previous_summary, max_tokens=max_tokens)
+    )
 
 
 def extractive_summary(
@@ -230,10 +244,24 @@ def extractive_summary(
     new one. With ``max_tokens``, the summary holds at most that many tokens (or only its
     headings, when they alone are longer): the carried bullets go first, the oldest first,
     then the new ones, the oldest first."""
+    return run_steps(summary_steps(facts, template, previous, max_tokens=max_tokens))
+
+
+def summary_steps(
+    facts: SessionFacts,
+    template: SummaryTemplate,
+    previous: str | None = None,
+    *,
+    max_tokens: int | None = None,
+) -> Generator[None, None, str]:
+    """``extractive_summary`` in steps: a generator that yields after writing the new
+    bullets and after merging each carried bullet a new one supersedes, and returns the
+    same summary (a long identifier list takes about a millisecond to write or merge)."""
     sections = _leaf_sections(template)
     new: dict[str, list[_Bullet]] = {title: [] for title in sections}
     for slot, bullets in _slot_bullets(facts, first=not previous).items():
         new[_section_for(slot, template)].extend(bullets)
+    yield
     new = {title: bullets[:SECTION_NEW] for title, bullets in new.items()}
     carried = _parse_summary(previous or "")
     by_key = {
@@ -248,6 +276,7 @@ def extractive_summary(
         if bullet.key is not None and bullet.key in by_key:
             at, i = by_key[bullet.key]
             new[at][i] = _merge(new[at][i], bullet)
+            yield
         elif bullet.text not in texts:
             texts.add(bullet.text)
             target = heading if heading in sections else _section_for(_slot_of(heading), template)

@@ -226,3 +226,35 @@ def test_cancelling_the_asyncio_side_rolls_back_a_running_compaction(tmp_path: P
     (rollback,) = [r.event for r in recorded if isinstance(r.event, CompactionRolledBack)]
     # Written by the cancelled run itself, not rolled back when the session next loads.
     assert (rollback.reason, rollback.detail) == ("cancelled", "")
+
+
+def test_a_host_task_woken_while_the_runtime_is_busy_waits_for_at_most_one_batch() -> None:
+    batches = [0]
+    waits: list[int] = []
+
+    async def main() -> None:
+        async with embed_in_asyncio(MemoryStore(), model=MODEL, clock=_clock()) as bridge:
+
+            async def busy(runtime: Runtime) -> None:
+                # Always ready: one step in each of the guest's batches.
+                while True:
+                    await trio.lowlevel.checkpoint()
+                    batches[0] += 1
+
+            busy_call = asyncio.create_task(bridge.call(busy))
+            while batches[0] < 3:
+                await asyncio.sleep(0)
+            loop = asyncio.get_running_loop()
+            for _ in range(30):
+                # Woken as by I/O or a timer: a callback resolves the future the task awaits.
+                woken: asyncio.Future[None] = loop.create_future()
+                loop.call_soon(woken.set_result, None)
+                before = batches[0]
+                await woken
+                waits.append(batches[0] - before)
+            busy_call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await busy_call
+
+    asyncio.run(main())
+    assert max(waits) <= 1

@@ -8,16 +8,18 @@ never timing."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 
 import pytest
 import trio
 
 from contextledger.actors import Runtime, SessionHandle, embed_in_asyncio
-from contextledger.compaction import ExtractiveSummarizer, _summarizers
+from contextledger.compaction import ExtractiveSummarizer, SummaryInput, _compactor, _summarizers
 from contextledger.compaction._facts import SessionFacts, walk_facts
 from contextledger.events._catalogue import CompactionRolledBack
 from contextledger.history._projection import Message
+from contextledger.policy._compaction import RollbackReason, rollback_reason
 from contextledger.store._memory import MemoryStore
 from tests.actors.test_runtime import MODEL, _clock
 
@@ -139,3 +141,76 @@ async def test_a_cancelled_runtime_stops_a_summary_at_a_pause_and_rolls_it_back(
         if isinstance(r.event, CompactionRolledBack)
     ]
     assert reasons == ["cancelled"]
+
+
+class _TaskSteps(trio.abc.Instrument):
+    """Counts each task's steps: a task takes a new step after each pause."""
+
+    def __init__(self) -> None:
+        self.steps: Counter[trio.lowlevel.Task] = Counter()
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps[task] += 1
+
+    def now(self) -> int:
+        return self.steps[trio.lowlevel.current_task()]
+
+
+class _Noting(ExtractiveSummarizer):
+    """Notes the summarizing task's steps when each summary is written."""
+
+    def __init__(self, counter: _TaskSteps, written: list[int]) -> None:
+        super().__init__(slice_seconds=0)
+        self.counter = counter
+        self.written = written
+
+    async def summarize(self, task: SummaryInput) -> str:
+        summary = await super().summarize(task)
+        self.written.append(self.counter.now())
+        return summary
+
+
+async def _compact_counted(counter: _TaskSteps, written: list[int], rounds: int) -> None:
+    """Compact a session ``rounds`` times (60 turns each), its tasks' steps counted."""
+    trio.lowlevel.add_instrument(counter)
+    async with Runtime.open(
+        MemoryStore(), model=MODEL, clock=_clock(), summarizer=_Noting(counter, written)
+    ) as rt:
+        session = await rt.session("ses_big")
+        for _ in range(rounds):
+            await _fill(session, 60)
+            assert (await session.compact()).outcome == "completed"
+
+
+async def test_a_summary_is_written_in_steps_after_the_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = _TaskSteps()
+    walked: list[int] = []
+    written: list[int] = []
+
+    def watched(messages: Sequence[Message]) -> Generator[None, None, SessionFacts]:
+        facts = yield from walk_facts(messages)
+        walked.append(counter.now())
+        return facts
+
+    monkeypatch.setattr(_summarizers, "walk_facts", watched)
+    await _compact_counted(counter, written, 2)  # the second merges the first's identifiers
+    # A pause after the walk and one after the new bullets; the second summary pauses after
+    # each bullet of the first that a new one supersedes as well.
+    first, second = (end - start for start, end in zip(walked, written, strict=True))
+    assert first == 2 and second > 2
+
+
+async def test_a_summary_is_judged_in_a_step_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = _TaskSteps()
+    written: list[int] = []
+    judged: list[int] = []
+
+    def noted(text: str, *, overflowed: bool) -> RollbackReason | None:
+        judged.append(counter.now())
+        return rollback_reason(text, overflowed=overflowed)
+
+    monkeypatch.setattr(_compactor, "rollback_reason", noted)
+    await _compact_counted(counter, written, 1)
+    assert len(written) == 1 and judged[0] > written[0]

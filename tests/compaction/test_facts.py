@@ -3,11 +3,14 @@ exact strings the fact-retention benchmark measures."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from contextledger.compaction._facts import (
     IDENTIFIER_CHARS,
+    RANK_NAMES,
     CommandRun,
     FileChange,
     FileRead,
@@ -467,3 +470,28 @@ def test_walking_the_facts_in_pieces_gives_the_facts_of_the_whole_texts(
             assert walked.value == extract_facts(history)
             break
     assert steps >= len(history)
+
+
+def _steps_of(walking: Iterator[None]) -> int:
+    return sum(1 for _ in walking)
+
+
+def test_a_message_of_many_short_outputs_is_walked_in_pieces() -> None:
+    b = SessionBuilder("ses_short_outputs")
+    reply = b.assistant(b.user("Run the checks."))
+    for n in range(40):
+        b.tool_result(b.tool_call(reply, "Bash", {"command": f"check {n}"}), "ok\n" * 50)
+    b.finish(reply, "tool-calls")
+    history = messages(b)
+    # Each output (150 characters) is shorter than a piece: the pauses come from the
+    # characters scanned since the last one, not from any single text.
+    assert _steps_of(walk_facts(history, piece_chars=1_000)) >= 40 * 150 // 1_000
+
+
+def test_the_names_of_a_head_are_ranked_in_steps() -> None:
+    b = SessionBuilder("ses_many_names")
+    names = " ".join(f"name_{n}" for n in range(3 * RANK_NAMES))
+    b.user(f"Keep these: {names}")
+    history = messages(b)
+    # One message, scanned in one piece: every other step is a pause of the ranking.
+    assert _steps_of(walk_facts(history, piece_chars=10**9)) >= 1 + 3
