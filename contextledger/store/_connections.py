@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 import urllib.parse
 from typing import Final, NamedTuple
 
@@ -30,6 +31,10 @@ from contextledger.store._schema import check_schema
 
 #: How long a connection waits for a lock held by another process before failing.
 BUSY_TIMEOUT_MS: Final = 10_000
+#: How often a writer tries again to put a new file in WAL mode while another connection
+#: holds a lock (each try takes microseconds; opening writers hold their locks for about
+#: as long).
+WAL_RETRY_SECONDS: Final = 0.001
 
 #: What SQLite raises through apsw: its own errors, and text that is not UTF-8 (a damaged
 #: row's column read as text).
@@ -121,7 +126,7 @@ def open_writer(path: str, access: Access, durability: str, create: bool) -> aps
         check_schema(conn, path, create, not access.read_only)
         if not access.read_only:
             cur = conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            _enter_wal(cur, time.monotonic() + BUSY_TIMEOUT_MS / 1000)
             cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             cur.execute("PRAGMA wal_autocheckpoint=0")
     except BaseException as exc:
@@ -132,6 +137,21 @@ def open_writer(path: str, access: Access, durability: str, create: bool) -> aps
             raise store_error(exc, path) from exc
         raise
     return conn
+
+
+def _enter_wal(cur: apsw.Cursor, deadline: float) -> None:
+    """Put the file in WAL mode (it stays so), trying again until ``deadline`` while another
+    connection holds a lock: leaving the rollback journal takes an exclusive lock, and
+    SQLite refuses it at once, without waiting, when waiting could deadlock (another writer
+    opening the same new file at the same moment holds a shared lock)."""
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_SECONDS)
 
 
 def open_reader(path: str, access: Access) -> apsw.Connection:
