@@ -68,7 +68,9 @@ class Exchange(msgspec.Struct, frozen=True, kw_only=True):
 
     ``index`` counts requests from 1; ``at`` is the server clock's reading on arrival;
     ``headers`` are lower-cased, with the API key masked; ``body`` is the raw bytes and
-    ``json`` their parsed value (None when they are not JSON); ``conversation`` is the
+    ``json`` their parsed value (None when they are not JSON; parsed again on each read, so
+    that a long run does not keep every request's parse tree alive, where the process
+    embedding the runtime would pay for it in garbage collections); ``conversation`` is the
     script's key for the request (``""`` when it names none); ``status`` is the answer's HTTP
     status (None when the connection was dropped); ``response`` the JSON answered; ``fault``
     the kind of the fault injected, if one was.
@@ -80,11 +82,18 @@ class Exchange(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     headers: dict[str, str]
     body: bytes
-    json: Any
     conversation: str
     status: int | None
     response: Any
     fault: str | None = None
+
+    @property
+    def json(self) -> Any:
+        """The body's parsed value, or None when it is empty or not JSON."""
+        try:
+            return msgspec.json.decode(self.body) if self.body else None
+        except msgspec.DecodeError:
+            return None
 
 
 class Reaction(msgspec.Struct, frozen=True, kw_only=True):
@@ -227,7 +236,6 @@ class LoopbackCore:
                 path=path,
                 headers={k: REDACTED if k in SECRET_HEADERS else v for k, v in headers.items()},
                 body=body,
-                json=data,
                 conversation=conversation,
                 status=None if reaction.drop else reaction.status,
                 response=response,
