@@ -24,10 +24,11 @@ from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._errors import EventDecodeError, InvalidEvent, LedgerError
 from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import struct_tag
-from contextledger.history._projection import SNAPSHOT_SCHEMA, History
+from contextledger.history._pages import SnapshotSource
+from contextledger.history._projection import SNAPSHOT_SCHEMA, History, SnapshotCursor
 from contextledger.store._checker import Problem
 from contextledger.store._errors import ConcurrencyError, SnapshotBaseError, StoreCorruptError
-from contextledger.store._protocol import EventStore, Snapshot, check_append
+from contextledger.store._protocol import EventStore, Snapshot, SnapshotReader, check_append
 
 #: Events between projection snapshots: opening a session replays at most this many. A
 #: snapshot writes the messages those events changed (about 130 for 1,000 events of a coding
@@ -87,14 +88,56 @@ class EventLog(Protocol):
         ...
 
 
-async def _restored(store: EventStore, session_id: str) -> tuple[History | None, str | None]:
+class _Source:
+    """The ``SnapshotSource`` of a restored projection: a store's ``SnapshotReader``, logging
+    a snapshot found unusable once it was opened."""
+
+    __slots__ = ("_reader", "_session_id")
+
+    def __init__(self, reader: SnapshotReader, session_id: str) -> None:
+        self._reader = reader
+        self._session_id = session_id
+
+    def chunk(self, key: str) -> bytes | None:
+        return self._reader.chunk(key)
+
+    def events(self, reason: str) -> list[RecordedEvent]:
+        _log.warning("snapshot unusable, rebuilding", session_id=self._session_id, error=reason)
+        return self._reader.events()
+
+
+class _Chunks:
+    """The ``SnapshotSource`` of a snapshot loaded whole, which cannot be rebuilt from."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self, chunks: dict[str, bytes]) -> None:
+        self._chunks = chunks
+
+    def chunk(self, key: str) -> bytes | None:
+        return self._chunks.get(key)
+
+    def events(self, reason: str) -> list[RecordedEvent]:
+        raise ValueError(reason)
+
+
+async def _restored(
+    store: EventStore, session_id: str, *, whole: bool = False
+) -> tuple[History | None, str | None]:
     """The session's projection as its snapshot holds it, when there is a snapshot it can be
     loaded from, else None and why not: ``None`` when there is none or it is of another
     schema (logged at info), the problem when it does not match its checksum
     (``StoreCorruptError``), does not decode, or does not fit the session (past its last
-    event, of another session). Such a snapshot is ignored in favour of a rebuild."""
+    event, of another session). Such a snapshot is ignored in favour of a rebuild.
+
+    Only the snapshot's head is read: the projection reads its messages from the store as
+    it needs them, and rebuilds itself from the events if one of them is unusable. With
+    ``whole``, every chunk is read and checked first, and read from memory (``check``)."""
     try:
-        snapshot = await store.load_snapshot(session_id)
+        if whole:
+            snapshot = await store.load_snapshot(session_id)
+        else:
+            snapshot = await store.load_snapshot_head(session_id)
     except StoreCorruptError as exc:
         return None, str(exc)
     if snapshot is None:
@@ -107,16 +150,27 @@ async def _restored(store: EventStore, session_id: str) -> tuple[History | None,
             current=SNAPSHOT_SCHEMA,
         )
         return None, None
+    source: SnapshotSource = (
+        _Chunks(snapshot.chunks)
+        if whole
+        else _Source(store.snapshot_reader(session_id), session_id)
+    )
+    undecodable = f"the snapshot at seq {snapshot.seq} does not decode"
     try:
-        history = History.from_snapshot_chunks(snapshot.data, snapshot.chunks.items())
+        history = History.restore(snapshot.data, source)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
-        return None, f"the snapshot at seq {snapshot.seq} does not decode: {exc}"
+        return None, f"{undecodable}: {exc}"
     version = await store.stream_version(session_id)
     if history.seq != snapshot.seq or history.session_id != session_id or history.seq > version:
         return None, (
             f"the snapshot at seq {snapshot.seq} holds {history.session_id!r} at seq "
             f"{history.seq}, the session has {version} events"
         )
+    if whole:
+        try:
+            history.load_all()
+        except (KeyError, ValueError) as exc:
+            return None, f"{undecodable}: {exc}"
     return history, None
 
 
@@ -136,9 +190,9 @@ class SessionLog:
         # The seq of the last snapshot written or tried (the next one is due
         # ``snapshot_every`` events later).
         self._snapshot_seq = history.seq
-        # The seq of the snapshot this log knows stored and the history's change cursor as
-        # of it: the next snapshot writes the messages changed since. None: write it whole.
-        self._stored: tuple[int, int] | None = None
+        # The seq of the snapshot this log knows stored and the history's cursor as of it:
+        # the next snapshot writes what changed since. None: write it whole.
+        self._stored: tuple[int, SnapshotCursor] | None = None
 
     @property
     def session_id(self) -> str:
@@ -156,12 +210,13 @@ class SessionLog:
         if problem is not None:
             _log.warning("snapshot unusable, rebuilding", session_id=session_id, error=problem)
         history = restored or History(session_id)
-        history.apply_all(await store.read(session_id, history.seq + 1))
-        log = cls(store, history, snapshot_every=snapshot_every)
         # A stale or damaged snapshot counts as none: the next append past the interval
         # replaces it whole. A restored history's changes are those of the events after it.
+        stored = None if restored is None else (restored.seq, restored.snapshot_cursor())
+        history.apply_all(await store.read(session_id, history.seq + 1))
+        log = cls(store, history, snapshot_every=snapshot_every)
         log._snapshot_seq = 0 if restored is None else restored.seq
-        log._stored = None if restored is None else (restored.seq, 0)
+        log._stored = stored
         return log
 
     async def append(self, events: Sequence[Event]) -> list[RecordedEvent]:
@@ -217,18 +272,18 @@ class SessionLog:
         the first time, or when the store holds another writer's snapshot
         (``SnapshotBaseError``)."""
         history = self.history
-        base, cursor = self._stored or (0, 0)
-        changed, now = history.changed_since(cursor)
+        base, cursor = self._stored or (0, None)
+        now = history.snapshot_cursor()
         try:
-            await self.store.save_snapshot(self._snapshot(base, changed if base else None))
+            await self.store.save_snapshot(self._snapshot(base, cursor))
         except SnapshotBaseError:
             await self.store.save_snapshot(self._snapshot(0, None))
         self._snapshot_seq = history.seq
         self._stored = (history.seq, now)
 
-    def _snapshot(self, base: int, changed: list[str] | None) -> Snapshot:
+    def _snapshot(self, base: int, since: SnapshotCursor | None) -> Snapshot:
         history = self.history
-        chunks = history.snapshot_chunks(None if changed is None else dict.fromkeys(changed))
+        chunks = history.snapshot_chunks(since if base else None)
         return Snapshot(
             self.session_id, history.seq, SNAPSHOT_SCHEMA, history.snapshot_head(), chunks, base
         )
@@ -249,7 +304,7 @@ async def check_sessions(store: EventStore) -> list[Problem]:
             problems.append(Problem("decode", str(exc), stream, where))
             continue
         history = History(stream)
-        restored, problem = await _restored(store, stream)
+        restored, problem = await _restored(store, stream, whole=True)
         if problem is not None:
             problems.append(Problem("snapshot", problem, stream))
         for r in recorded:

@@ -6,18 +6,27 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import apsw
 import msgspec
 import pytest
 import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextledger.events import Event, InvalidEvent, MemoryPinned, MessageAdded
-from contextledger.history import SNAPSHOT_SCHEMA, History
+from contextledger.events import (
+    EnvironmentCaptured,
+    Event,
+    InvalidEvent,
+    MemoryPinned,
+    MessageAdded,
+)
+from contextledger.history import SNAPSHOT_SCHEMA, History, _pages, _projection, model_view
 from contextledger.ledger import SessionLog
 from contextledger.store import (
     ConcurrencyError,
+    EventStore,
     MemoryStore,
     Snapshot,
     SQLiteStore,
@@ -401,3 +410,93 @@ async def test_a_snapshot_sqlite_refuses_to_write_does_not_fail_the_append(
         assert await store.load_snapshot(b.session_id) is None
         reopened = await SessionLog.open(store, b.session_id)
         assert reopened.history == log.history
+
+
+# --- a session opened from its snapshot reads it as it goes --------------------------------
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=session_events(max_moves=20), data=st.data(), page_rows=st.integers(1, 4))
+async def test_a_session_opened_lazily_views_validates_and_appends_as_a_rebuilt_one(
+    events: list[Event], data: st.DataObject, page_rows: int
+) -> None:
+    # Pages of a few ids, so that the tables span many; nothing is compared whole (which
+    # reads every message) before the end.
+    with (
+        mock.patch.object(_pages, "PAGE_ROWS", page_rows),
+        mock.patch.object(_projection, "PAGE_ROWS", page_rows),
+    ):
+        store = MemoryStore()
+        session_id = events[0].session_id
+        split = data.draw(st.integers(1, len(events)))
+        log = await SessionLog.open(store, session_id, snapshot_every=data.draw(st.integers(1, 8)))
+        await log.append(events[:split])
+        await log.save_snapshot()
+        log = await SessionLog.open(store, session_id)
+        rebuilt = History.rebuild(session_id, await store.read(session_id))
+        assert model_view(log.history) == model_view(rebuilt)
+        written = split
+        last: list[Event] = events[:split]
+        while written < len(events):
+            # The batch just written may not follow itself: both say why alike.
+            assert _refusal(log.history, last) == _refusal(rebuilt, last)
+            last = events[written : written + data.draw(st.integers(1, 6))]
+            recorded = await log.append(last)
+            rebuilt.apply_all(recorded)
+            written += len(last)
+            assert model_view(log.history) == model_view(rebuilt)
+            assert len(log.history.messages) == len(rebuilt.messages)
+        assert log.history == rebuilt
+        assert log.history.index.facts() == rebuilt.index.facts()
+
+
+def _refusal(history: History, events: list[Event]) -> str | None:
+    try:
+        history.validate(events)
+    except InvalidEvent as exc:
+        return str(exc)
+    return None
+
+
+async def _saved_with_snapshot(store: EventStore, b: SessionBuilder) -> None:
+    """Three turns written to ``store`` and a snapshot of them."""
+    _turns(b, 3)
+    log = await SessionLog.open(store, b.session_id)
+    await log.append(b.events)
+    await log.save_snapshot()
+
+
+async def test_a_chunk_another_writer_changed_after_opening_is_not_taken() -> None:
+    store = MemoryStore()
+    b = SessionBuilder()
+    await _saved_with_snapshot(store, b)
+    first = b.events[1]
+    assert isinstance(first, MessageAdded)
+    stale = await SessionLog.open(store, b.session_id)  # reads nothing of the first turn
+    other = await SessionLog.open(store, b.session_id)
+    b.add(MemoryPinned, text="remember")
+    b.add(EnvironmentCaptured, user_message_id=first.message_id, text="env")
+    await other.append(b.events[-2:])
+    await other.save_snapshot()  # the first message's chunk now holds the environment
+    with structlog.testing.capture_logs() as logs:
+        await stale.refresh()
+        assert stale.history.message(first.message_id) == other.history.message(first.message_id)
+    assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]
+    assert stale.history == History.rebuild(b.session_id, await store.read(b.session_id))
+
+
+async def test_a_chunk_damaged_after_opening_is_read_from_the_events(tmp_path: Path) -> None:
+    path = tmp_path / "lazy.db"
+    b = SessionBuilder()
+    async with SQLiteStore.open(path) as store:
+        await _saved_with_snapshot(store, b)
+    async with SQLiteStore.open(path) as store:
+        reopened = await SessionLog.open(store, b.session_id)
+        conn = apsw.Connection(str(path))
+        conn.execute("UPDATE snapshot_chunks SET data = zeroblob(length(data))")
+        conn.close()
+        with structlog.testing.capture_logs() as logs:
+            assert model_view(reopened.history)
+        assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]
+        assert "checksum" in logs[0]["error"]
+        assert reopened.history == History.rebuild(b.session_id, await store.read(b.session_id))

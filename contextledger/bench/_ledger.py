@@ -94,6 +94,10 @@ CEILINGS: Final = {
     "checksum_overhead": 1.1,
     # Opening a session of 500,000 events against one of 10,000 (``_ledger_scaling``).
     "open_500k_vs_10k": 2.0,
+    # Its first view and its first append after that open: opening does not just move the
+    # cost to what comes next (the view reaches back to the last compaction).
+    "first_view_500k_vs_10k": 2.0,
+    "first_append_500k_vs_10k": 2.0,
     # Writing one snapshot of that session at 500,000 events against at 10,000: it writes
     # what changed since the last one, so about the same.
     "snapshot_500k_vs_10k": 2.0,

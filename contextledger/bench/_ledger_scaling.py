@@ -2,14 +2,17 @@
 snapshots at 10,000 events and at a large size, through ``SessionLog`` (snapshots and all) on
 ``SQLiteStore``.
 
-For each size N, one synthetic session is appended in its natural batches (one per message)
-up to N events; the rate over its last tenth (``WINDOW_SHARE``; at least ``SNAPSHOT_EVERY``
-events, so the window holds the snapshots that come with that many events) is the append
-rate at N, and the snapshots written in that window give the median time and bytes of one.
-The WAL's largest size on the way is noted after each append. A short session
-(``SHORT_EVENTS``) is written into the same file after the long one. The store is then
-closed, and ``SessionLog.open`` of the long session and of the short one timed on a freshly
-opened store (median of ``OPENS``).
+For each size N, one synthetic session, compacted every ``COMPACT_EVERY_TURNS`` turns as a
+session that long must be, is appended in its natural batches (one per message) up to N
+events; the rate over its last tenth (``WINDOW_SHARE``; at least ``SNAPSHOT_EVERY`` events,
+so the window holds the snapshots that come with that many events) is the append rate at N,
+and the snapshots written in that window give the median time and bytes of one. The WAL's
+largest size on the way is noted after each append. A short session (``SHORT_EVENTS``) is
+written into the same file after the long one. The store is then closed, and on a freshly
+opened store (median of ``OPENS``) are timed: ``SessionLog.open`` of the long session and
+of the short one, then the long one's first view (``model_view``) and its first append (the
+session's next batch; without a snapshot, timed apart). The first view and append
+show that opening does not just move the cost of a long session to what comes after it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,19 @@ import statistics
 import time
 from typing import Any, Final, NamedTuple
 
-from contextledger.events._catalogue import Event, MessageAdded
+from contextledger.events._catalogue import (
+    AssistantFinished,
+    CompactionCompleted,
+    CompactionProjection,
+    CompactionRequested,
+    Event,
+    MessageAdded,
+    PartAdded,
+)
+from contextledger.events._ids import IdGenerator
+from contextledger.events._parts import TextPart
 from contextledger.history._projection import History
+from contextledger.history._view import model_view
 from contextledger.ledger import SNAPSHOT_EVERY, SessionLog
 from contextledger.simulation._synthetic import synthetic_session
 from contextledger.store._protocol import Snapshot
@@ -34,11 +48,17 @@ DEFAULT_LARGE_EVENTS: Final = 100_000
 #: The appends timed at each size: the last this share of the events.
 WINDOW_SHARE: Final = 10
 #: Opens timed per size (the median is reported).
-OPENS: Final = 3
+OPENS: Final = 5
 #: A synthetic turn averages about 150 events.
 EVENTS_PER_TURN: Final = 150
 #: The session written beside the long one, whose opening must not depend on the long one.
 SHORT_EVENTS: Final = 1000
+#: Turns between compactions of the long session (each keeps the last turn): about 3,000
+#: events, a few hundred messages in view, as a 200k-token window holds.
+COMPACT_EVERY_TURNS: Final = 20
+#: Logs opened for timing write no snapshot at their first append (``snapshot_s`` is timed
+#: apart): the first append's time is that of the append alone.
+_NO_SNAPSHOT: Final = 10**12
 
 
 class _TimedLog(SessionLog):
@@ -68,19 +88,87 @@ class _CountingStore(SQLiteStore):
         await super().save_snapshot(snapshot)
 
 
+def _compacted(events: list[Event]) -> list[Event]:
+    """``events`` with a compaction after every ``COMPACT_EVERY_TURNS`` turns: requested,
+    summarised and completed, keeping the last turn (its ids follow the last ones before)."""
+    out: list[Event] = []
+    turns = 0
+    last_user = last_message = last_part = ""
+    for event in events:
+        new = [event]
+        if isinstance(event, MessageAdded) and event.role == "user":
+            if turns and turns % COMPACT_EVERY_TURNS == 0:
+                new = [*_compaction(out[-1], last_user, last_message, last_part), event]
+            turns += 1
+            last_user = event.message_id
+        for e in new:
+            if isinstance(e, MessageAdded | CompactionRequested):
+                last_message = e.message_id
+            if isinstance(e, PartAdded):
+                last_part = e.part.id
+            elif isinstance(e, CompactionRequested):
+                last_part = e.part_id
+        out.extend(new)
+    return out
+
+
+def _compaction(after: Event, tail: str, message: str, part: str) -> list[Event]:
+    """A completed compaction after ``after`` that keeps the turn from ``tail``, with ids
+    after ``message`` and ``part``."""
+    time_ms, session = after.time_ms, after.session_id
+    request = IdGenerator("msg", message).next(time_ms)
+    summary = IdGenerator("msg", request).next(time_ms)
+    request_part = IdGenerator("prt", part).next(time_ms)
+    text = IdGenerator("prt", request_part).next(time_ms)
+    return [
+        CompactionRequested(
+            session_id=session, time_ms=time_ms, message_id=request, part_id=request_part, auto=True
+        ),
+        MessageAdded(
+            session_id=session,
+            time_ms=time_ms,
+            message_id=summary,
+            role="assistant",
+            parent_id=request,
+            summary=True,
+        ),
+        PartAdded(
+            session_id=session,
+            time_ms=time_ms,
+            part=TextPart(id=text, message_id=summary, text="summary " * 400),
+        ),
+        AssistantFinished(session_id=session, time_ms=time_ms, message_id=summary, finish="stop"),
+        CompactionCompleted(
+            session_id=session,
+            time_ms=time_ms,
+            request_message_id=request,
+            summary_message_id=summary,
+            tail_start_id=tail,
+            projection=CompactionProjection(summary="summary"),
+        ),
+    ]
+
+
 def _batches(count: int, session: str = "long") -> list[list[Event]]:
-    """The first ``count`` events of one synthetic session, one batch per message."""
+    """The first ``count`` events of one synthetic session (the long one compacted) in
+    batches, one per message (the last cut at ``count``), then ``OPENS`` batches more."""
     turns = count // EVENTS_PER_TURN + 2
-    events = synthetic_session(session, seed=11, turns=turns)
-    while len(events) < count:  # turns vary in length: ask for more
-        turns += turns // 4 + 1
+    while True:
         events = synthetic_session(session, seed=11, turns=turns)
-    batches: list[list[Event]] = []
-    for event in events[:count]:
-        if not batches or isinstance(event, MessageAdded):
-            batches.append([])
-        batches[-1].append(event)
-    return batches
+        if session == "long":
+            events = _compacted(events)
+        batches: list[list[Event]] = []
+        for i, event in enumerate(events):
+            new = isinstance(event, MessageAdded | CompactionRequested)
+            if not batches or new or i == count:
+                batches.append([])
+            batches[-1].append(event)
+        written = 0
+        for i, batch in enumerate(batches):
+            written += len(batch)
+            if written == count and len(batches) > i + OPENS:
+                return batches[: i + 1 + OPENS]
+        turns += turns // 4 + 1  # turns vary in length: ask for more
 
 
 class _Size(NamedTuple):
@@ -88,6 +176,8 @@ class _Size(NamedTuple):
 
     append_per_s: float
     open_s: float
+    first_view_s: float
+    first_append_s: float
     open_short_s: float
     snapshot_s: float
     snapshot_bytes: float
@@ -97,6 +187,8 @@ class _Size(NamedTuple):
 async def _at_size(path: str, count: int) -> _Size:
     """The figures of one session of ``count`` events, appended and then opened."""
     batches = _batches(count)
+    later = batches[-OPENS:]
+    batches = batches[:-OPENS]
     wal = path + "-wal"
     wal_max = 0
     async with _CountingStore.open(path) as store:
@@ -121,19 +213,29 @@ async def _at_size(path: str, count: int) -> _Size:
         short = await SessionLog.open(store, "short")
         for batch in _batches(SHORT_EVENTS, "short"):
             await short.append(batch)
-    opens: list[tuple[float, float]] = []
-    for _ in range(OPENS):
+    opens: list[tuple[float, float, float, float]] = []
+    for batch in later:
         async with SQLiteStore.open(path) as reopened:
             started = time.perf_counter()
-            long = await SessionLog.open(reopened, "long")
-            middle = time.perf_counter()
+            long = await SessionLog.open(reopened, "long", snapshot_every=_NO_SNAPSHOT)
+            opened = time.perf_counter()
             await SessionLog.open(reopened, "short")
-            opens.append((middle - started, time.perf_counter() - middle))
+            beside = time.perf_counter()
+            assert model_view(long.history)
+            viewed = time.perf_counter()
+            await long.append(batch)
+            appended = time.perf_counter()
+            opens.append((opened - started, viewed - beside, appended - viewed, beside - opened))
+            count += len(batch)
             assert long.history.seq == count
-    open_long, open_short = (statistics.median(x) for x in zip(*opens, strict=True))
+    open_long, first_view, first_append, open_short = (
+        statistics.median(x) for x in zip(*opens, strict=True)
+    )
     return _Size(
         rate,
         open_long,
+        first_view,
+        first_append,
         open_short,
         statistics.median(seconds),
         statistics.median(nbytes),
@@ -144,7 +246,8 @@ async def _at_size(path: str, count: int) -> _Size:
 async def measure(
     workdir: str, *, full: bool, repeat: int, large: int | None = None
 ) -> dict[str, Any]:
-    """The figures and the ratios ``open_500k_vs_10k``, ``append_rate_500k_vs_10k``,
+    """The figures and the ratios ``open_500k_vs_10k``, ``first_view_500k_vs_10k`` and
+    ``first_append_500k_vs_10k`` (after that open), ``append_rate_500k_vs_10k``,
     ``snapshot_500k_vs_10k`` (the seconds of one snapshot) and
     ``open_short_beside_500k_vs_10k`` (opening the short session in the same file), at
     ``large`` events instead of 500,000 unless ``full`` (see ``scaling_events``), each the
@@ -166,6 +269,10 @@ async def measure(
         "append_per_s_large": at_large.append_per_s,
         "open_s_small": at_small.open_s,
         "open_s_large": at_large.open_s,
+        "first_view_s_small": at_small.first_view_s,
+        "first_view_s_large": at_large.first_view_s,
+        "first_append_s_small": at_small.first_append_s,
+        "first_append_s_large": at_large.first_append_s,
         "open_short_beside_small_s": at_small.open_short_s,
         "open_short_beside_large_s": at_large.open_short_s,
         "snapshot_s_small": at_small.snapshot_s,
@@ -174,6 +281,8 @@ async def measure(
         "snapshot_bytes_large": at_large.snapshot_bytes,
         "wal_max_mb_large": at_large.wal_max_bytes / 1e6,
         "open_500k_vs_10k": at_large.open_s / at_small.open_s,
+        "first_view_500k_vs_10k": at_large.first_view_s / at_small.first_view_s,
+        "first_append_500k_vs_10k": at_large.first_append_s / at_small.first_append_s,
         "append_rate_500k_vs_10k": at_large.append_per_s / at_small.append_per_s,
         "snapshot_500k_vs_10k": at_large.snapshot_s / at_small.snapshot_s,
         "open_short_beside_500k_vs_10k": at_large.open_short_s / at_small.open_short_s,

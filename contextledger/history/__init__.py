@@ -8,6 +8,7 @@ truncation and paging (``read_tool_output``, the ``PAGING_TOOL`` definition) liv
 
 from contextledger.history._estimate import estimate_part_tokens, part_chars
 from contextledger.history._live_view import LiveView
+from contextledger.history._pages import SnapshotSource
 from contextledger.history._projection import (
     SNAPSHOT_SCHEMA,
     Compaction,
@@ -37,6 +38,7 @@ __all__ = [
     "OutputPage",
     "PinnedPrefix",
     "SessionIndex",
+    "SnapshotSource",
     "TokenEstimator",
     "ToolOutputUnavailable",
     "ViewOptions",

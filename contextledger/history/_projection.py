@@ -9,8 +9,8 @@ memoise per message version.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, overload
 
 import msgspec
 
@@ -43,6 +43,7 @@ from contextledger.events._catalogue import (
     ToolStateChanged,
     UsageReported,
 )
+from contextledger.events._errors import LedgerError
 from contextledger.events._parts import (
     CompactionPart,
     MessageError,
@@ -54,17 +55,28 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.history._estimate import estimate_part_tokens, input_chars
+from contextledger.history._pages import (
+    PAGE_ROWS,
+    LoadingDict,
+    PageProblem,
+    PageTable,
+    SnapshotSource,
+    decode_page,
+)
 from contextledger.history._validation import (
     NOTERS,
     CompactionStatus,
     SessionIndex,
+    message_facts,
+    part_facts,
     validate_events,
 )
 
 #: Bumped whenever ``HistoryState``'s shape or the snapshot's layout changes; snapshots of
 #: another schema are ignored and the session is rebuilt from its events instead. (7: the
-#: messages in chunks of their own, ``snapshot_chunks``.)
-SNAPSHOT_SCHEMA: Final = 7
+#: messages in chunks of their own, ``snapshot_chunks``; 8: a chunk tells the seq of its
+#: message's last change, and the ids are in pages, so a projection restores lazily.)
+SNAPSHOT_SCHEMA: Final = 8
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
@@ -144,10 +156,30 @@ class HistoryState(msgspec.Struct, kw_only=True):
 
 
 class _MessageChunk(msgspec.Struct, array_like=True, gc=False):
-    """A message as a snapshot chunk stores it: with the token estimates of its parts."""
+    """A message as a snapshot chunk stores it: with the token estimates of its parts and the
+    seq of the event that last changed it (a chunk stored by a later snapshot than the one
+    a projection was restored from is still its message as of the projection's seq when
+    that is not past its projection's seq)."""
 
     message: Message
     part_tokens: list[int]
+    changed_seq: int
+
+
+class _Head(msgspec.Struct, array_like=True):
+    """A snapshot's head: the state without its messages, and what a projection restored
+    from it needs before it reads a message: how many rows each id table has (their pages
+    are chunks) and each agent's finished steps."""
+
+    state: HistoryState
+    finished: dict[str, int]
+    messages: int
+    parts: int
+    calls: int
+
+
+#: Where a snapshot cursor stands: changes seen, and rows of each id table.
+SnapshotCursor = tuple[int, int, int, int]
 
 
 TokenEstimator = Callable[[Part], int]
@@ -155,6 +187,7 @@ TokenEstimator = Callable[[Part], int]
 
 _snapshot_encoder = msgspec.msgpack.Encoder()
 _snapshot_decoder = msgspec.msgpack.Decoder(HistoryState)
+_head_decoder = msgspec.msgpack.Decoder(_Head)
 _chunk_decoder = msgspec.msgpack.Decoder(_MessageChunk)
 
 
@@ -163,17 +196,28 @@ class History:
 
     Invariants kept by construction: messages and parts are in id order; a part's token
     estimate is computed once per part version; ``seq`` is the last applied event's seq.
+
+    A projection restored from a snapshot (``History.restore``) starts with its head only
+    and reads each message, and each page of ids, from the snapshot the first time it is
+    needed; reading it is the same as reading a projection rebuilt from the events.
     """
 
     __slots__ = (
+        "_applying",
+        "_calls",
+        "_changed_at",
         "_changes",
         "_estimate",
         "_finished",
         "_index",
         "_inputs",
+        "_lazy",
         "_messages",
         "_parts",
+        "_rebuilt",
+        "_source",
         "_structure",
+        "_tables",
         "state",
     )
 
@@ -188,8 +232,22 @@ class History:
         self._messages: dict[str, Message] = {}
         self._parts: dict[str, tuple[Message, int]] = {}
         self._changes: list[str] = []
+        # Each message's last change, by the seq of the event that made it (the one being
+        # applied: ``state.seq`` is the last one applied whole).
+        self._changed_at: dict[str, int] = {}
+        self._applying = 0
         self._structure = 0
         self._finished: dict[str, int] = {}
+        # The ids in the order they came: messages; parts with their message; tool calls
+        # (part id, call id).
+        self._tables = (PageTable("m", 1), PageTable("p", 2), PageTable("c", 2))
+        # A restored projection's snapshot, its messages as a lazy sequence, its calls by
+        # id once asked for, and the projection rebuilt from the events when the snapshot
+        # turned out to be unusable.
+        self._source: SnapshotSource | None = None
+        self._lazy: _LazyMessages | None = None
+        self._calls: dict[str, str] | None = None
+        self._rebuilt: History | None = None
 
     # --- reading --------------------------------------------------------------------------
 
@@ -204,9 +262,11 @@ class History:
         return self.state.seq
 
     @property
-    def messages(self) -> list[Message]:
-        """Every message in id order, excluded ones included (views skip those)."""
-        return self.state.messages
+    def messages(self) -> Sequence[Message]:
+        """Every message in id order, excluded ones included (views skip those). Of a
+        restored projection, a sequence that reads each message when it is first asked for:
+        reading from the end back costs what is read."""
+        return self.state.messages if self._lazy is None else self._lazy
 
     def message(self, message_id: str) -> Message:
         """The message ``message_id``; raises ``KeyError`` when it does not exist."""
@@ -221,8 +281,29 @@ class History:
         """The token estimate of the current version of part ``part_id``."""
         return self.state.part_tokens[part_id]
 
+    def load_all(self) -> None:
+        """Read every message a restored projection has not read yet, so that ``state``
+        holds them all (done by ``==`` and ``snapshot``); nothing for any other."""
+        if self._lazy is None:
+            return
+        messages = list(map(self._listed, self._tables[0].column(0)))
+        for table in self._tables[1:]:
+            table.column(0)  # every page read: the tables are whole from now on
+        self._lazy = None
+        self._source = None
+        self._rebuilt = None
+        self.state.messages = messages
+        self.state.part_tokens = dict(self.state.part_tokens)
+        self._messages = dict(self._messages)
+        self._parts = dict(self._parts)
+        self._index = None  # rebuilt whole from the state when next needed
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, History) and self.state == other.state
+        if not isinstance(other, History):
+            return False
+        self.load_all()
+        other.load_all()
+        return self.state == other.state
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -252,12 +333,14 @@ class History:
 
     def apply(self, recorded: RecordedEvent) -> None:
         """Fold one recorded event into the projection."""
+        self._applying = recorded.seq
         self._apply(recorded.event)
         self.state.seq = recorded.seq
 
     def apply_all(self, recorded: Iterable[RecordedEvent]) -> None:
         """Fold events in order."""
         for r in recorded:
+            self._applying = r.seq
             self._apply(r.event)
             self.state.seq = r.seq
 
@@ -441,11 +524,15 @@ class History:
     def _touch(self, message: Message) -> None:
         message.version += 1
         self._changes.append(message.id)
+        self._changed_at[message.id] = self._applying
 
     def _add_message(self, message: Message) -> None:
         self._messages[message.id] = message
-        self.state.messages.append(message)
+        if self._lazy is None:
+            self.state.messages.append(message)
+        self._tables[0].append((message.id,))
         self._changes.append(message.id)
+        self._changed_at[message.id] = self._applying
 
     def _add_part(self, part: Part) -> None:
         message = self._messages[part.message_id]
@@ -453,6 +540,9 @@ class History:
         message.parts.append(part)
         self._touch(message)
         self.state.part_tokens[part.id] = self._tokens(part)
+        self._tables[1].append((part.id, part.message_id))
+        if type(part) is ToolPart:
+            self._tables[2].append((part.id, part.call_id))
 
     def _tokens(self, part: Part) -> int:
         if type(part) is not ToolPart or self._estimate is not estimate_part_tokens:
@@ -482,6 +572,7 @@ class History:
 
     def snapshot(self) -> bytes:
         """The projection encoded whole; ``History.from_snapshot`` restores it."""
+        self.load_all()
         return _snapshot_encoder.encode(self.state)
 
     @classmethod
@@ -489,72 +580,191 @@ class History:
         cls, data: bytes, *, estimate: TokenEstimator = estimate_part_tokens
     ) -> History:
         """Restore a projection saved by ``snapshot`` (same ``SNAPSHOT_SCHEMA``)."""
-        return cls._restored(_snapshot_decoder.decode(data), estimate)
-
-    def snapshot_head(self) -> bytes:
-        """The projection without its messages, encoded: a snapshot's head, whose chunks
-        are the messages (``snapshot_chunks``)."""
-        head = msgspec.structs.replace(self.state, messages=[], part_tokens={})
-        return _snapshot_encoder.encode(head)
-
-    def snapshot_chunks(self, message_ids: Iterable[str] | None = None) -> dict[str, bytes]:
-        """The messages ``message_ids`` (every message when None) encoded, each with its
-        parts' token estimates, by message id: what a snapshot stores of the messages
-        ``changed_since`` the last one."""
-        messages = self.messages if message_ids is None else map(self.message, message_ids)
-        tokens = self.state.part_tokens
-        return {
-            m.id: _snapshot_encoder.encode(_MessageChunk(m, [tokens[p.id] for p in m.parts]))
-            for m in messages
-        }
-
-    @classmethod
-    def from_snapshot_chunks(
-        cls,
-        head: bytes,
-        chunks: Iterable[tuple[str, bytes]],
-        *,
-        estimate: TokenEstimator = estimate_part_tokens,
-    ) -> History:
-        """Restore a projection from a snapshot's head and its chunks in message id order
-        (``snapshot_head``, ``snapshot_chunks``). Raises ``msgspec.DecodeError`` or
-        ``msgspec.ValidationError`` for bytes that do not decode, and ``ValueError`` for
-        chunks that do not make a projection (a message under another key, out of order, or
-        with another number of token estimates than parts)."""
-        state = _snapshot_decoder.decode(head)
-        if state.messages or state.part_tokens:
-            raise ValueError("a snapshot's head holds no messages")
-        last = ""
-        for key, data in chunks:
-            chunk = _chunk_decoder.decode(data)
-            message = chunk.message
-            if message.id != key or key <= last:
-                raise ValueError(f"chunk {key!r} holds message {message.id!r} after {last!r}")
-            if len(chunk.part_tokens) != len(message.parts):
-                raise ValueError(f"chunk {key!r} has token estimates for other parts")
-            state.messages.append(message)
-            state.part_tokens.update(
-                zip((p.id for p in message.parts), chunk.part_tokens, strict=True)
-            )
-            last = key
-        return cls._restored(state, estimate)
-
-    @classmethod
-    def _restored(cls, state: HistoryState, estimate: TokenEstimator) -> History:
+        state = _snapshot_decoder.decode(data)
         history = cls(state.session_id, estimate=estimate)
         history.state = state
+        messages, parts, calls = history._tables
         for message in state.messages:
             history._messages[message.id] = message
+            messages.append((message.id,))
             for i, part in enumerate(message.parts):
                 history._parts[part.id] = (message, i)
             if message.finish is not None:
                 history._count_finished(message)
+        # Parts and calls in id order, as they were added (parts can be added to an older
+        # message later).
+        for part_id in sorted(history._parts):
+            message, i = history._parts[part_id]
+            part = message.parts[i]
+            parts.append((part_id, message.id))
+            if type(part) is ToolPart:
+                calls.append((part_id, part.call_id))
         return history
+
+    def snapshot_cursor(self) -> SnapshotCursor:
+        """Where the projection stands now, for ``snapshot_chunks`` to give what changes
+        after. Valid for this object only."""
+        messages, parts, calls = self._tables
+        return len(self._changes), len(messages), len(parts), len(calls)
+
+    def snapshot_head(self) -> bytes:
+        """A snapshot's head, encoded: the projection without its messages, whose chunks
+        are the messages and the pages of ids (``snapshot_chunks``)."""
+        state = msgspec.structs.replace(self.state, messages=[], part_tokens={})
+        messages, parts, calls = map(len, self._tables)
+        return _snapshot_encoder.encode(_Head(state, self._finished, messages, parts, calls))
+
+    def snapshot_chunks(self, since: SnapshotCursor | None = None) -> dict[str, bytes]:
+        """A snapshot's chunks, by key: each message changed since ``since``
+        (``snapshot_cursor``; every message when None) encoded with its parts' token
+        estimates, and the pages of ids that changed since."""
+        tables = self._tables
+        if since is None:
+            keys: Iterable[str] = tables[0].column(0)
+            since = (0, 0, 0, 0)
+        else:
+            keys = dict.fromkeys(self._changes[since[0] :])
+        tokens = self.state.part_tokens
+        chunks = {}
+        for key in keys:
+            message = self.message(key)
+            part_tokens = [tokens[p.id] for p in message.parts]
+            # Restored from a whole snapshot, a message's last change is not known: the seq
+            # now is an upper bound, so a reader at an earlier seq does not take it.
+            chunk = _MessageChunk(message, part_tokens, self._changed_at.get(key, self.seq))
+            chunks[key] = _snapshot_encoder.encode(chunk)
+        for table, count in zip(tables, since[1:], strict=True):
+            chunks.update(table.pages_since(count))
+        return chunks
+
+    @classmethod
+    def restore(
+        cls,
+        head: bytes,
+        source: SnapshotSource,
+        *,
+        estimate: TokenEstimator = estimate_part_tokens,
+    ) -> History:
+        """A projection restored from a snapshot's head (``snapshot_head``) that reads its
+        messages and pages of ids from ``source`` as it needs them. Raises
+        ``msgspec.DecodeError`` or ``msgspec.ValidationError`` for a head that does not
+        decode and ``ValueError`` for one that holds messages. A chunk or page read later
+        that is damaged or does not fit (``PageProblem``) makes it rebuild itself from the
+        events (``SnapshotSource.events``) and read from that from then on."""
+        decoded = _head_decoder.decode(head)
+        state = decoded.state
+        if state.messages or state.part_tokens:
+            raise ValueError("a snapshot's head holds no messages")
+        history = cls(state.session_id, estimate=estimate)
+        history.state = state
+        history._finished = decoded.finished
+        history._source = source
+        counts = (decoded.messages, decoded.parts, decoded.calls)
+        if min(counts) < 0:
+            raise ValueError("a snapshot's head counts fewer than no ids")
+        m, p, c = (
+            PageTable(t.name, t.width, n, history._read_page)
+            for t, n in zip(history._tables, counts, strict=True)
+        )
+        history._tables = (m, p, c)
+        history._lazy = _LazyMessages(history)
+        history._messages = LoadingDict(history._read_message)
+        history._parts = LoadingDict(history._find_part)
+        state.part_tokens = LoadingDict(history._find_part_tokens)
+        return history
+
+    def _read_page(self, table: PageTable, number: int, rows: int) -> list[list[str]]:
+        key = table.page_key(number)
+        if self._rebuilt is None:
+            try:
+                assert self._source is not None
+                return decode_page(self._source.chunk(key), key, table.width, rows)
+            except (LedgerError, PageProblem) as exc:
+                self._rebuild(str(exc))
+        assert self._rebuilt is not None
+        rebuilt = {t.name: t for t in self._rebuilt._tables}[table.name]
+        start = number * PAGE_ROWS
+        held = [rebuilt.row(i) for i in range(start, start + rows)]
+        return [[row[c] for row in held] for c in range(table.width)]
+
+    def _read_message(self, message_id: str) -> Message:
+        if self._rebuilt is None:
+            try:
+                return self._decode_message(message_id)
+            except (LedgerError, PageProblem, msgspec.DecodeError, msgspec.ValidationError) as exc:
+                self._rebuild(str(exc))
+        assert self._rebuilt is not None
+        rebuilt = self._rebuilt
+        message = rebuilt.message(message_id)
+        self._keep(message, [rebuilt.part_tokens(p.id) for p in message.parts])
+        self._changed_at[message_id] = rebuilt._changed_at[message_id]
+        return message
+
+    def _decode_message(self, message_id: str) -> Message:
+        assert self._source is not None
+        data = self._source.chunk(message_id)
+        if data is None:
+            raise KeyError(message_id)
+        chunk = _chunk_decoder.decode(data)
+        message = chunk.message
+        if message.id != message_id or len(chunk.part_tokens) != len(message.parts):
+            raise PageProblem(f"chunk {message_id!r} holds another message or other parts")
+        if chunk.changed_seq > self.seq:
+            raise PageProblem(
+                f"chunk {message_id!r} was changed at seq {chunk.changed_seq}, after {self.seq}"
+            )
+        self._keep(message, chunk.part_tokens)
+        self._changed_at[message_id] = chunk.changed_seq
+        return message
+
+    def _keep(self, message: Message, part_tokens: list[int]) -> None:
+        """Hold the parts of ``message``, read from the snapshot."""
+        for i, (part, tokens) in enumerate(zip(message.parts, part_tokens, strict=True)):
+            dict.__setitem__(self._parts, part.id, (message, i))
+            dict.__setitem__(self.state.part_tokens, part.id, tokens)
+
+    def _listed(self, message_id: str) -> Message:
+        """A message the pages of ids list: a chunk missing for it is a damaged snapshot."""
+        try:
+            return self._messages[message_id]
+        except KeyError:
+            if self._rebuilt is not None:
+                raise
+            self._rebuild(f"the chunk of message {message_id!r} is missing")
+            return self._messages[message_id]
+
+    def _find_part(self, part_id: str) -> tuple[Message, int]:
+        parts = self._tables[1]
+        row = parts.find(part_id)
+        if row is None:
+            raise KeyError(part_id)
+        self._listed(parts.row(row)[1])
+        found = dict.get(self._parts, part_id)
+        if found is None:  # the page of ids and the message disagree
+            self._rebuild(f"part {part_id!r} is not in its message's chunk")
+            return self._rebuilt_part(part_id)
+        return found
+
+    def _rebuilt_part(self, part_id: str) -> tuple[Message, int]:
+        assert self._rebuilt is not None
+        message, i = self._rebuilt._parts[part_id]
+        return self.message(message.id), i
+
+    def _find_part_tokens(self, part_id: str) -> int:
+        self._parts[part_id]  # reads its message, and with it its parts' estimates
+        return int(dict.__getitem__(self.state.part_tokens, part_id))
+
+    def _rebuild(self, reason: str) -> None:
+        """Read from a projection rebuilt from the events up to ``seq`` from now on."""
+        assert self._source is not None
+        events = [r for r in self._source.events(reason) if r.seq <= self.seq]
+        self._rebuilt = History.rebuild(self.session_id, events, estimate=self._estimate)
 
     @property
     def index(self) -> SessionIndex:
         """The facts validation checks new events against (built from the state on first
-        use, then kept current by ``apply``)."""
+        use, then kept current by ``apply``). A restored projection's index reads each fact
+        from the message it is about when it is first asked for."""
         if self._index is None:
             self._index = self._index_from_state()
         return self._index
@@ -567,32 +777,78 @@ class History:
         if state.prefix is not None:
             index.prefix_keys[MAIN_AGENT] = state.prefix.key
         index.prefix_keys.update({a: p.key for a, p in state.agent_prefixes.items()})
-        for message in state.messages:
-            index.note(
-                MessageAdded(
-                    session_id=state.session_id,
-                    message_id=message.id,
-                    role=message.role,
-                    parent_id=message.parent_id,
-                    summary=message.summary,
-                )
-            )
-            if message.finish is not None and message.role == "assistant":
-                index.messages[message.id].finished = True
-            for part in message.parts:
-                index.note(PartAdded(session_id=state.session_id, part=part))
-            for part_id in message.stripped:
-                index.stripped[part_id] = None
         for compaction in state.compactions.values():
             index.compactions[compaction.request_message_id] = compaction.status
-        # Parts can be added to an older message later, so the last part noted is not always
-        # the greatest; ids must keep increasing.
-        index.last_part_id = max(self._parts, default="")
         for message_id in state.environment:
             index.environment[message_id] = None
         for instruction in state.instructions:
             index.instructions[(instruction.path, instruction.message_id)] = None
+        index.last_message_id = self._tables[0].last_key()
+        index.last_part_id = self._tables[1].last_key()
+        if self._lazy is not None:
+            index.messages = LoadingDict(lambda key: message_facts(self.message(key)))
+            index.parts = LoadingDict(lambda key: part_facts(self.part(key)))
+            index.calls = LoadingDict(self._call_part)
+            index.stripped = LoadingDict(self._stripped)
+            return index
+        for message in state.messages:
+            index.messages[message.id] = message_facts(message)
+            for part in message.parts:
+                index.parts[part.id] = part_facts(part)
+                if type(part) is ToolPart:
+                    index.calls[part.call_id] = part.id
+            for part_id in message.stripped:
+                index.stripped[part_id] = None
         return index
+
+    def _call_part(self, call_id: str) -> str:
+        """The part of tool call ``call_id`` (read once, for every call, from the pages)."""
+        if self._calls is None:
+            calls = self._tables[2]
+            self._calls = dict(zip(calls.column(1), calls.column(0), strict=True))
+        return self._calls[call_id]
+
+    def _stripped(self, part_id: str) -> None:
+        message, _ = self._parts[part_id]
+        if part_id not in message.stripped:
+            raise KeyError(part_id)
+
+
+class _LazyMessages(Sequence[Message]):
+    """The messages of a restored projection, in id order, each read when first asked for."""
+
+    __slots__ = ("_history",)
+
+    def __init__(self, history: History) -> None:
+        self._history = history
+
+    def __len__(self) -> int:
+        return len(self._history._tables[0])
+
+    @overload
+    def __getitem__(self, i: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Message]: ...
+
+    def __getitem__(self, i: int | slice) -> Message | list[Message]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("message index out of range")
+        return self._history._listed(self._history._tables[0].key(i % n))
+
+    def __iter__(self) -> Iterator[Message]:
+        return map(self.__getitem__, range(len(self)))
+
+    def __reversed__(self) -> Iterator[Message]:
+        return map(self.__getitem__, range(len(self) - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _with_output(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import ChainMap
 from collections.abc import Callable, Iterable, MutableMapping
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -76,6 +76,29 @@ class _PartFacts(msgspec.Struct, gc=False):
     message_id: str
     kind: str
     status: ToolStatus | None
+
+
+class _MessageLike(Protocol):
+    @property
+    def role(self) -> str: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def summary(self) -> bool: ...
+    @property
+    def finish(self) -> str | None: ...
+
+
+def message_facts(message: _MessageLike) -> _MessageFacts:
+    """What validation knows of a projected message."""
+    finished = message.finish is not None and message.role == "assistant"
+    return _MessageFacts(message.role, message.parent_id, message.summary, finished)
+
+
+def part_facts(part: Part) -> _PartFacts:
+    """What validation knows of a projected part (its current version)."""
+    status = _added_status(part) if isinstance(part, ToolPart) else None
+    return _PartFacts(part.message_id, _KINDS[type(part)], status)
 
 
 class SessionIndex:

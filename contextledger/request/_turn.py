@@ -56,12 +56,13 @@ def interrupts_turn(history: History, agent_id: str) -> bool:
 
 
 def previous_agents(history: History, agent_id: str) -> list[str]:
-    """The agents earlier user messages of ``agent_id``'s slice went to, oldest first."""
-    return [
-        m.agent
-        for m in history.messages
-        if m.role == "user" and m.agent_id == agent_id and not m.synthetic
-    ]
+    """The agent the last earlier user message of ``agent_id``'s slice went to (what
+    ``mode_reminders`` reads of them), found reading back from the newest message: none or
+    one."""
+    for m in reversed(history.messages):
+        if m.role == "user" and m.agent_id == agent_id and not m.synthetic:
+            return [m.agent]
+    return []
 
 
 def user_message_events(

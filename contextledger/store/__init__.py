@@ -16,7 +16,7 @@ from contextledger.store._errors import (
     StoreSchemaError,
 )
 from contextledger.store._memory import MemoryStore
-from contextledger.store._protocol import ANY_VERSION, EventStore, Snapshot
+from contextledger.store._protocol import ANY_VERSION, EventStore, Snapshot, SnapshotReader
 from contextledger.store._sqlite import Durability, SQLiteStore
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "SQLiteStore",
     "Snapshot",
     "SnapshotBaseError",
+    "SnapshotReader",
     "StoreArgumentError",
     "StoreBusyError",
     "StoreClosedError",

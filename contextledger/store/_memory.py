@@ -13,6 +13,7 @@ from contextledger.store._errors import ConcurrencyError, SnapshotBaseError, Sto
 from contextledger.store._protocol import (
     ANY_VERSION,
     Snapshot,
+    SnapshotReader,
     check_append,
     check_snapshot,
     check_stream_names,
@@ -154,6 +155,16 @@ class MemoryStore:
         chunks = dict(sorted(self._chunks[stream].items()))
         return Snapshot(stream, head.seq, head.schema, head.data, chunks)
 
+    async def load_snapshot_head(self, stream: str) -> Snapshot | None:
+        """See ``EventStore.load_snapshot_head``."""
+        self._check_open()
+        await trio.lowlevel.checkpoint()
+        return self._snapshots.get(stream)
+
+    def snapshot_reader(self, stream: str) -> SnapshotReader:
+        """See ``EventStore.snapshot_reader``."""
+        return _Reader(self, stream)
+
     async def delete_streams(self, streams: Sequence[str]) -> int:
         """See ``EventStore.delete_streams``."""
         self._check_open()
@@ -184,3 +195,23 @@ class MemoryStore:
         """See ``EventStore.aclose``."""
         self._closed = True
         self._committed.set()
+
+
+class _Reader:
+    """A ``SnapshotReader`` of one stream of a ``MemoryStore``."""
+
+    __slots__ = ("_store", "_stream")
+
+    def __init__(self, store: MemoryStore, stream: str) -> None:
+        self._store = store
+        self._stream = stream
+
+    def chunk(self, key: str) -> bytes | None:
+        """See ``SnapshotReader.chunk``."""
+        self._store._check_open()
+        return self._store._chunks.get(self._stream, {}).get(key)
+
+    def events(self) -> list[RecordedEvent]:
+        """See ``SnapshotReader.events``."""
+        self._store._check_open()
+        return list(self._store._streams.get(self._stream, ()))

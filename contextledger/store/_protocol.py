@@ -101,6 +101,20 @@ def snapshot_base_error(snapshot: Snapshot, stored: tuple[int, int] | None) -> s
     return None
 
 
+class SnapshotReader(Protocol):
+    """Synchronous reads of one stream's snapshot and events, for a projection that reads
+    its snapshot's chunks as it needs them (``History.restore``) while it is being read."""
+
+    def chunk(self, key: str) -> bytes | None:
+        """The chunk ``key`` of the stream's snapshot as stored now, None when there is
+        none; raises ``StoreIntegrityError`` when it does not match its checksum."""
+        ...
+
+    def events(self) -> list[RecordedEvent]:
+        """Every event of the stream, as ``EventStore.read`` gives them."""
+        ...
+
+
 class EventStore(Protocol):
     """An append-only store of event streams. All methods are trio-async."""
 
@@ -153,6 +167,16 @@ class EventStore(Protocol):
 
     async def load_snapshot(self, stream: str) -> Snapshot | None:
         """The latest snapshot of ``stream`` with every chunk, if any."""
+        ...
+
+    async def load_snapshot_head(self, stream: str) -> Snapshot | None:
+        """The latest snapshot of ``stream`` without its chunks (``chunks`` empty), if any:
+        they are read one by one through ``snapshot_reader``."""
+        ...
+
+    def snapshot_reader(self, stream: str) -> SnapshotReader:
+        """Reads of ``stream``'s snapshot chunks and events that run on the calling thread,
+        each as the store holds it at that moment."""
         ...
 
     async def delete_streams(self, streams: Sequence[str]) -> int:

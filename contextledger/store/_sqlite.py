@@ -56,6 +56,7 @@ from contextledger.store._errors import (
 from contextledger.store._protocol import (
     ANY_VERSION,
     Snapshot,
+    SnapshotReader,
     check_append,
     check_snapshot,
     check_stream_names,
@@ -73,7 +74,9 @@ from contextledger.store._schema import (
     stream_crc,
 )
 from contextledger.store._verify import (
+    CHUNK_MISMATCH,
     StreamHead,
+    chunk_ok,
     verified_chunks,
     verified_event,
     verified_snapshot,
@@ -395,6 +398,12 @@ class SQLiteStore:
         """``run`` in one read transaction of a pooled reader, on a worker thread."""
         if self._closed:
             raise StoreClosedError("the store is closed")
+        return await trio.to_thread.run_sync(self._query_here, run)
+
+    def _query_here(self, run: Callable[[apsw.Cursor], T]) -> T:
+        """``run`` in one read transaction of a pooled reader, on this thread."""
+        if self._closed:
+            raise StoreClosedError("the store is closed")
 
         def transaction(cur: apsw.Cursor) -> T:
             cur.execute("BEGIN")
@@ -405,7 +414,7 @@ class SQLiteStore:
                 with contextlib.suppress(apsw.Error):
                     cur.execute("COMMIT")
 
-        return await trio.to_thread.run_sync(self._readers.query, transaction)
+        return self._readers.query(transaction)
 
     def _head(self, cur: apsw.Cursor, stream: str) -> StreamHead | None:
         """The verified row of ``stream``, or None when there is none; a stream the index on
@@ -421,21 +430,22 @@ class SQLiteStore:
         self, stream: str, from_seq: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
         """See ``EventStore.read``. Every row is verified (``verified_stream_events``)."""
+        return await self._run_query(lambda cur: self._read(cur, stream, from_seq, limit))
 
-        def run(cur: apsw.Cursor) -> list[RecordedEvent]:
-            head = self._head(cur, stream)
-            if head is None:
-                return []
-            rows = cur.execute(
-                "SELECT position, stream, seq, v, data, crc FROM events "
-                "WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
-                (head.id, from_seq, -1 if limit is None else limit),
-            )
-            return self._codec.decode_stream(
-                stream, verified_stream_events(rows, head, from_seq, limit)
-            )
-
-        return await self._run_query(run)
+    def _read(
+        self, cur: apsw.Cursor, stream: str, from_seq: int = 1, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        head = self._head(cur, stream)
+        if head is None:
+            return []
+        rows = cur.execute(
+            "SELECT position, stream, seq, v, data, crc FROM events "
+            "WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (head.id, from_seq, -1 if limit is None else limit),
+        )
+        return self._codec.decode_stream(
+            stream, verified_stream_events(rows, head, from_seq, limit)
+        )
 
     async def read_all(
         self, from_position: int = 1, limit: int | None = None
@@ -499,19 +509,37 @@ class SQLiteStore:
         missing."""
 
         def run(cur: apsw.Cursor) -> Snapshot | None:
-            row = cur.execute(
-                "SELECT seq, schema, chunks, data, crc FROM snapshots WHERE stream = ?", (stream,)
-            ).fetchone()
-            if row is None:
+            head = self._snapshot_head(cur, stream)
+            if head is None:
                 return None
-            seq, schema, count, data = verified_snapshot(row, stream)
             rows = cur.execute(
                 "SELECT key, data, crc FROM snapshot_chunks WHERE stream = ? ORDER BY key",
                 (stream,),
             )
-            return Snapshot(stream, seq, schema, data, verified_chunks(rows, stream, count))
+            chunks = verified_chunks(rows, stream, head[2])
+            return Snapshot(stream, head[0], head[1], head[3], chunks)
 
         return await self._run_query(run)
+
+    async def load_snapshot_head(self, stream: str) -> Snapshot | None:
+        """See ``EventStore.load_snapshot_head``: one row, checksum verified."""
+
+        def run(cur: apsw.Cursor) -> Snapshot | None:
+            head = self._snapshot_head(cur, stream)
+            return None if head is None else Snapshot(stream, head[0], head[1], head[3])
+
+        return await self._run_query(run)
+
+    def _snapshot_head(self, cur: apsw.Cursor, stream: str) -> tuple[int, int, int, bytes] | None:
+        row = cur.execute(
+            "SELECT seq, schema, chunks, data, crc FROM snapshots WHERE stream = ?", (stream,)
+        ).fetchone()
+        return None if row is None else verified_snapshot(row, stream)
+
+    def snapshot_reader(self, stream: str) -> SnapshotReader:
+        """See ``EventStore.snapshot_reader``: each read is one indexed row, read on the
+        calling thread (tens of microseconds)."""
+        return _Reader(self, stream)
 
     async def check(self) -> list[Problem]:
         """Every problem in the file (``find_problems``): pages and indexes, every row's
@@ -535,3 +563,34 @@ class SQLiteStore:
             self._readers.close()
             await trio.to_thread.run_sync(self._checkpointer.close)
             self._writer.close()
+
+
+class _Reader:
+    """A ``SnapshotReader`` of one stream of a ``SQLiteStore``."""
+
+    __slots__ = ("_store", "_stream")
+
+    def __init__(self, store: SQLiteStore, stream: str) -> None:
+        self._store = store
+        self._stream = stream
+
+    def chunk(self, key: str) -> bytes | None:
+        """See ``SnapshotReader.chunk``."""
+        stream = self._stream
+
+        def run(cur: apsw.Cursor) -> bytes | None:
+            row = cur.execute(
+                "SELECT data, crc FROM snapshot_chunks WHERE stream = ? AND key = ?", (stream, key)
+            ).fetchone()
+            if row is None:
+                return None
+            if not chunk_ok(stream, key, *row):
+                raise StoreIntegrityError(stream, None, CHUNK_MISMATCH)
+            data: bytes = row[0]
+            return data
+
+        return self._store._query_here(run)
+
+    def events(self) -> list[RecordedEvent]:
+        """See ``SnapshotReader.events``."""
+        return self._store._query_here(lambda cur: self._store._read(cur, self._stream))

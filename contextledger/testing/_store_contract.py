@@ -169,6 +169,7 @@ CLOSED_CALLS: dict[str, Callable[[EventStore], Awaitable[Any]]] = {
     "streams": lambda s: s.streams(),
     "save_snapshot": lambda s: s.save_snapshot(Snapshot("s", 1, 1, b"")),
     "load_snapshot": lambda s: s.load_snapshot("s"),
+    "load_snapshot_head": lambda s: s.load_snapshot_head("s"),
     "delete_streams": lambda s: s.delete_streams(["s"]),
     "reclaim_space": lambda s: s.reclaim_space(),
 }
@@ -530,6 +531,25 @@ class StoreContract:
         chunks = {"a": b"a9", "b": b"b7", "c": b"c7"}
         assert await store.load_snapshot("s") == Snapshot("s", 9, 1, b"h9", chunks)
 
+    async def test_a_snapshot_head_loads_without_its_chunks(self, store: EventStore) -> None:
+        assert await store.load_snapshot_head("s") is None
+        await store.save_snapshot(Snapshot("s", 3, 1, b"head", {"a": b"one"}))
+
+        assert await store.load_snapshot_head("s") == Snapshot("s", 3, 1, b"head")
+
+    async def test_a_snapshot_reader_reads_each_chunk_as_stored_now_and_the_events(
+        self, store: EventStore
+    ) -> None:
+        recorded = await store.append("s", 0, notes("a", "b"))
+        reader = store.snapshot_reader("s")
+        assert reader.chunk("a") is None
+        await store.save_snapshot(Snapshot("s", 2, 1, b"h2", {"a": b"a2", "b": b"b2"}))
+        assert (reader.chunk("a"), reader.chunk("c")) == (b"a2", None)
+        await store.save_snapshot(Snapshot("s", 2, 1, b"h2", {"a": b"a3"}, base=2))
+
+        assert (reader.chunk("a"), reader.chunk("b")) == (b"a3", b"b2")
+        assert reader.events() == recorded
+
     async def test_a_snapshot_builds_on_a_later_stored_one_up_to_its_own_seq(
         self, store: EventStore
     ) -> None:
@@ -857,6 +877,17 @@ class StoreContract:
 
         with pytest.raises(StoreClosedError):
             await call(store)
+
+    async def test_a_snapshot_reader_raises_store_closed_after_aclose(
+        self, store: EventStore
+    ) -> None:
+        reader = store.snapshot_reader("s")
+        await store.aclose()
+
+        with pytest.raises(StoreClosedError):
+            reader.chunk("a")
+        with pytest.raises(StoreClosedError):
+            reader.events()
 
     async def test_aclose_twice_is_harmless(self, store: EventStore) -> None:
         await store.aclose()

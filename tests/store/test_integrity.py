@@ -187,9 +187,9 @@ async def test_a_snapshot_that_cannot_be_used_is_ignored_and_the_session_rebuilt
     saved = await store.load_snapshot("ses")
     assert saved is not None
     if seq is not None:  # the projection of a longer session than the store holds
-        history = History.from_snapshot(saved.data)
+        history = History.restore(saved.data, store.snapshot_reader("ses"))
         history.state.seq = seq
-        data = history.snapshot()
+        data = history.snapshot_head()
     assert data is not None
     await store.save_snapshot(Snapshot("ses", seq or saved.seq, saved.schema, data))
 
@@ -424,9 +424,10 @@ async def test_check_sessions_reports_a_snapshot_that_differs_from_the_replay(
     snapshot = await log.store.load_snapshot("ses")
     assert snapshot is not None
     # The projection at that seq with something no event put there.
-    history = History.from_snapshot(snapshot.data)
+    history = History.restore(snapshot.data, log.store.snapshot_reader("ses"))
     history.state.memory = "remembered from nowhere"
-    wrong = Snapshot("ses", snapshot.seq, snapshot.schema, history.snapshot())
+    head = history.snapshot_head()
+    wrong = Snapshot("ses", snapshot.seq, snapshot.schema, head, snapshot.chunks)
     await log.store.save_snapshot(wrong)
     problems = await check_sessions(log.store)
     await log.store.aclose()
