@@ -135,6 +135,7 @@ async def replay(args: argparse.Namespace) -> None:
         loaded = await SessionLog.open(store, args.session)
         if loaded.history.seq == 0:
             raise ValueError(f"no session {args.session!r} in {args.db}")
+        loaded.history.load_all()  # compared whole below, after the store closes
         recorded = await store.read(args.session, 1)
     config = Config.load(args.config) if args.config is not None else Config()
     rebuilt = History(args.session)

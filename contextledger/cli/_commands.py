@@ -51,6 +51,7 @@ async def sessions(args: argparse.Namespace) -> None:
         for stream in await store.streams():
             log = await SessionLog.open(store, stream)
             h = log.history
+            h.load_all()  # every message's tokens, while the store is open
             rows.append(
                 {
                     "session": stream,
@@ -79,6 +80,7 @@ async def _projection(store: SQLiteStore, session: str, at: int | None) -> Histo
         raise ValueError(f"--at must be a seq of 1 or more, not {at}")
     if at is None:
         projection = (await SessionLog.open(store, session)).history
+        projection.load_all()  # read before the store closes
     else:
         projection = History.rebuild(session, await store.read(session, 1, max(at, 0)))
     if projection.seq == 0:

@@ -11,6 +11,7 @@ only when it needs one of its rows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Final, Protocol, TypeVar
 
 import msgspec
@@ -116,7 +117,7 @@ class PageTable:
     def column(self, c: int) -> list[str]:
         """Column ``c`` of every row (reads every page)."""
         pages = range((self._count + PAGE_ROWS - 1) // PAGE_ROWS)
-        return [value for n in pages for value in self._page(n)[c]]
+        return list(chain.from_iterable(self._page(n)[c] for n in pages))
 
     def pages_since(self, count: int) -> dict[str, bytes]:
         """The encoded pages that changed since the table had ``count`` rows (every page
@@ -156,7 +157,7 @@ def decode_page(data: bytes | None, key: str, width: int, rows: int) -> list[lis
         raise PageProblem(f"page {key!r} does not decode: {exc}") from None
     if len(page) != width or any(len(column) < rows for column in page):
         raise PageProblem(f"page {key!r} does not hold {rows} rows of {width}")
-    return [column[:rows] for column in page]
+    return [column if len(column) == rows else column[:rows] for column in page]
 
 
 class LoadingDict(dict[K, V]):

@@ -199,7 +199,9 @@ class History:
 
     A projection restored from a snapshot (``History.restore``) starts with its head only
     and reads each message, and each page of ids, from the snapshot the first time it is
-    needed; reading it is the same as reading a projection rebuilt from the events.
+    needed; reading it is the same as reading a projection rebuilt from the events. Until
+    ``load_all``, its ``state`` holds only the messages (and ``part_tokens`` only the parts)
+    read so far, and reading more needs its store open.
     """
 
     __slots__ = (

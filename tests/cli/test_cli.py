@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 
+from contextledger.history import History
+from contextledger.ledger import SessionLog
+from contextledger.store import SQLiteStore
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 
@@ -185,3 +189,23 @@ def test_events_of_an_unknown_session_is_an_error(
     code, _, err = _run(capsys, "events", str(demo_db), "--session", "ses_missing")
     assert code == 1
     assert "no session 'ses_missing'" in err
+
+
+def test_a_session_opened_from_its_snapshot_reads_whole(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Opening reads only the snapshot's head; what the commands print needs every message.
+    async def snapshot_and_rebuild() -> History:
+        async with SQLiteStore.open(demo_db) as store:
+            log = await SessionLog.open(store, "ses_demo_001")
+            await log.save_snapshot()
+            return History.rebuild("ses_demo_001", await store.read("ses_demo_001"))
+
+    rebuilt = trio.run(snapshot_and_rebuild)
+    tokens = sum(rebuilt.part_tokens(p.id) for m in rebuilt.messages for p in m.parts)
+    code, out, _ = _run(capsys, "sessions", str(demo_db), "--json")
+    assert code == 0 and json.loads(out)[0]["tokens"] == tokens
+    code, out, _ = _run(capsys, "history", str(demo_db), "--session", "ses_demo_001", "--json")
+    assert code == 0 and len(json.loads(out)["messages"]) == len(rebuilt.messages)
+    code, _, _ = _run(capsys, "replay", str(demo_db), "--session", "ses_demo_001")
+    assert code == 0
