@@ -220,6 +220,7 @@ class History:
         "_source",
         "_structure",
         "_tables",
+        "_unlisted",
         "state",
     )
 
@@ -243,6 +244,9 @@ class History:
         # The ids in the order they came: messages; parts with their message; tool calls
         # (part id, call id).
         self._tables = (PageTable("m", 1), PageTable("p", 2), PageTable("c", 2))
+        # Parts added and not yet in the tables (nor, unless restored, messages): applying
+        # only notes them, the tables take them when next read (``_listed_tables``).
+        self._unlisted: list[Part] = []
         # A restored projection's snapshot, its messages as a lazy sequence, its calls by
         # id once asked for, and the projection rebuilt from the events when the snapshot
         # turned out to be unusable.
@@ -288,8 +292,9 @@ class History:
         holds them all (done by ``==`` and ``snapshot``); nothing for any other."""
         if self._lazy is None:
             return
-        messages = list(map(self._listed, self._tables[0].column(0)))
-        for table in self._tables[1:]:
+        tables = self._listed_tables()
+        messages = list(map(self._listed, tables[0].column(0)))
+        for table in tables[1:]:
             table.column(0)  # every page read: the tables are whole from now on
         self._lazy = None
         self._source = None
@@ -532,7 +537,8 @@ class History:
         self._messages[message.id] = message
         if self._lazy is None:
             self.state.messages.append(message)
-        self._tables[0].append((message.id,))
+        else:
+            self._tables[0].append((message.id,))
         self._changes.append(message.id)
         self._changed_at[message.id] = self._applying
 
@@ -542,9 +548,7 @@ class History:
         message.parts.append(part)
         self._touch(message)
         self.state.part_tokens[part.id] = self._tokens(part)
-        self._tables[1].append((part.id, part.message_id))
-        if type(part) is ToolPart:
-            self._tables[2].append((part.id, part.call_id))
+        self._unlisted.append(part)
 
     def _tokens(self, part: Part) -> int:
         if type(part) is not ToolPart or self._estimate is not estimate_part_tokens:
@@ -585,42 +589,48 @@ class History:
         state = _snapshot_decoder.decode(data)
         history = cls(state.session_id, estimate=estimate)
         history.state = state
-        messages, parts, calls = history._tables
         for message in state.messages:
             history._messages[message.id] = message
-            messages.append((message.id,))
             for i, part in enumerate(message.parts):
                 history._parts[part.id] = (message, i)
             if message.finish is not None:
                 history._count_finished(message)
-        # Parts and calls in id order, as they were added (parts can be added to an older
-        # message later).
-        for part_id in sorted(history._parts):
-            message, i = history._parts[part_id]
-            part = message.parts[i]
-            parts.append((part_id, message.id))
-            if type(part) is ToolPart:
-                calls.append((part_id, part.call_id))
+        # In id order, as they were added (parts can be added to an older message later).
+        parts = (part for message in state.messages for part in message.parts)
+        history._unlisted = sorted(parts, key=lambda part: part.id)
         return history
+
+    def _listed_tables(self) -> tuple[PageTable, PageTable, PageTable]:
+        """The tables of ids, with every message and part added so far."""
+        messages, parts, calls = self._tables
+        if self._lazy is None:
+            for message in self.state.messages[len(messages) :]:
+                messages.append((message.id,))
+        for part in self._unlisted:
+            parts.append((part.id, part.message_id))
+            if type(part) is ToolPart:
+                calls.append((part.id, part.call_id))
+        self._unlisted.clear()
+        return self._tables
 
     def snapshot_cursor(self) -> SnapshotCursor:
         """Where the projection stands now, for ``snapshot_chunks`` to give what changes
         after. Valid for this object only."""
-        messages, parts, calls = self._tables
+        messages, parts, calls = self._listed_tables()
         return len(self._changes), len(messages), len(parts), len(calls)
 
     def snapshot_head(self) -> bytes:
         """A snapshot's head, encoded: the projection without its messages, whose chunks
         are the messages and the pages of ids (``snapshot_chunks``)."""
         state = msgspec.structs.replace(self.state, messages=[], part_tokens={})
-        messages, parts, calls = map(len, self._tables)
+        messages, parts, calls = map(len, self._listed_tables())
         return _snapshot_encoder.encode(_Head(state, self._finished, messages, parts, calls))
 
     def snapshot_chunks(self, since: SnapshotCursor | None = None) -> dict[str, bytes]:
         """A snapshot's chunks, by key: each message changed since ``since``
         (``snapshot_cursor``; every message when None) encoded with its parts' token
         estimates, and the pages of ids that changed since."""
-        tables = self._tables
+        tables = self._listed_tables()
         if since is None:
             keys: Iterable[str] = tables[0].column(0)
             since = (0, 0, 0, 0)
@@ -684,7 +694,7 @@ class History:
             except (LedgerError, PageProblem) as exc:
                 self._rebuild(str(exc))
         assert self._rebuilt is not None
-        rebuilt = {t.name: t for t in self._rebuilt._tables}[table.name]
+        rebuilt = {t.name: t for t in self._rebuilt._listed_tables()}[table.name]
         start = number * PAGE_ROWS
         held = [rebuilt.row(i) for i in range(start, start + rows)]
         return [[row[c] for row in held] for c in range(table.width)]
@@ -736,7 +746,7 @@ class History:
             return self._messages[message_id]
 
     def _find_part(self, part_id: str) -> tuple[Message, int]:
-        parts = self._tables[1]
+        parts = self._listed_tables()[1]
         row = parts.find(part_id)
         if row is None:
             raise KeyError(part_id)
@@ -785,8 +795,9 @@ class History:
             index.environment[message_id] = None
         for instruction in state.instructions:
             index.instructions[(instruction.path, instruction.message_id)] = None
-        index.last_message_id = self._tables[0].last_key()
-        index.last_part_id = self._tables[1].last_key()
+        tables = self._listed_tables()
+        index.last_message_id = tables[0].last_key()
+        index.last_part_id = tables[1].last_key()
         if self._lazy is not None:
             index.messages = LoadingDict(lambda key: message_facts(self.message(key)))
             index.parts = LoadingDict(lambda key: part_facts(self.part(key)))
@@ -806,7 +817,7 @@ class History:
     def _call_part(self, call_id: str) -> str:
         """The part of tool call ``call_id`` (read once, for every call, from the pages)."""
         if self._calls is None:
-            calls = self._tables[2]
+            calls = self._listed_tables()[2]
             self._calls = dict(zip(calls.column(1), calls.column(0), strict=True))
         return self._calls[call_id]
 
