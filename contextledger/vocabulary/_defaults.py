@@ -106,7 +106,10 @@ SOFT_TRIM_KEEP_CHARS: Final = 1_536
 #: and OpenAI prices, summaries priced as model calls): with 0.8 / 0.6 / 512 ``default`` was
 #: above ``baseline`` in 3 of the 28 cases and dominated in none; with 0.7 / 0.6 / 512 and
 #: 0.7 / 0.6 / 1,024 above in 1 (by 0.02 %) and dominated in 1, 2-3 % cheaper at 32k; 1,024
-#: retained the most (93.9 % against 92.9 % at 32k on Anthropic prices).
+#: retained the most (93.9 % against 92.9 % at 32k on Anthropic prices). The ``cost`` mode it
+#: replaced was above in 2 and dominated in none there, at 39.5 / 3.81 USD at 32k (Anthropic /
+#: OpenAI) against 41.1 / 3.69: on Anthropic, whose cache is read only near the request's
+#: breakpoints, a trim writes the whole prompt again and rarely saves a compaction at 32k.
 #:
 #: The newest tool output never trimmed, as a share of the usable window (at most
 #: ``PRUNE_PROTECT_TOKENS``): what the current work still reads.
