@@ -98,7 +98,7 @@ TruncateDirection = Literal["head", "tail"]
 PagingTool = Literal["truncated", "always", "never"]
 EnvironmentMode = Literal["each", "latest", "none"]
 HistoricalMedia = Literal["compaction", "latest-user", "keep"]
-PruneMode = Literal["opencode", "mimo", "cost"]
+PruneMode = Literal["opencode", "mimo", "cost", "batch"]
 
 #: How a percentage is checked for syntax when the window it applies to is not known yet.
 _ANY_BASE: Final = 1_000_000
@@ -518,8 +518,9 @@ class PruneConfig(_Section, frozen=True):
     #: How the after-turn prune decides: "opencode" (clear past the protected 40,000 tokens
     #: when it frees more than 20,000), "mimo" (only once the prompt cache has expired and
     #: the context is under pressure: level 1 soft-trims, level 2 clears and strips old media
-    #: and reasoning) or "cost" (only when the saving over the expected remaining turns
-    #: exceeds the cost of rebuilding the cache from the cut).
+    #: and reasoning), "cost" (only when the saving over the expected remaining turns
+    #: exceeds the cost of rebuilding the cache from the cut) or "batch" (after every step:
+    #: soft-trim all old outputs at once when the prompt nears the window or the trim pays).
     mode: PruneMode = "opencode"
     #: MiMo ``DEFAULT_CACHE_TTL``: the prompt cache counts as cold 300 s after the last
     #: assistant message finished.

@@ -212,14 +212,15 @@ class SessionApi(ABC):
         error: MessageError | None = None,
         agent_id: str = MAIN_AGENT,
     ) -> list[Plan]:
-        """End an assistant message. When the turn is over (not ``tool-calls``, no error),
-        the after-turn prune runs; return what it did."""
+        """End an assistant message. Unless it failed, the after-step prune runs (every mode
+        prunes when the turn is over, ``batch`` also between the steps of a tool loop:
+        ``policy.decisions.prune_plans``); return what it did."""
         await self._record(
             Finish(
                 message_id=message_id, finish=finish, usage=usage, error=error, agent_id=agent_id
             )
         )
-        if finish == "tool-calls" or error is not None:
+        if error is not None:
             return []
         return await self._turn_ended(agent_id)
 

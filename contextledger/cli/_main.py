@@ -142,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     compact = sub.choices["compact"]
     compact.add_argument("--template", choices=["opencode", "continuation"], default=None)
     prune = sub.choices["prune"]
-    prune.add_argument("--mode", choices=["opencode", "mimo", "cost"], default=None)
+    prune.add_argument("--mode", choices=["opencode", "mimo", "cost", "batch"], default=None)
     prune.add_argument(
         "--level", type=int, default=None, help="pressure level (default: from the last usage)"
     )

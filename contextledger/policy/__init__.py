@@ -47,11 +47,13 @@ from contextledger.policy._overflow import (
     usable,
 )
 from contextledger.policy._prune import (
+    BatchBudget,
     Plan,
     PrunePlan,
     StripPlan,
     TrimPlan,
     plan_after_turn,
+    plan_batch,
     plan_events,
     plan_prune,
 )
@@ -64,6 +66,7 @@ from contextledger.policy._transform import (
 )
 
 __all__ = [
+    "BatchBudget",
     "CompactionPlan",
     "CompactionReason",
     "DecisionViews",
@@ -100,6 +103,7 @@ __all__ = [
     "output_budget",
     "place_marks",
     "plan_after_turn",
+    "plan_batch",
     "plan_compaction",
     "plan_events",
     "plan_prune",

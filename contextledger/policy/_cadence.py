@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import takewhile
 from typing import Final
 
@@ -145,39 +146,68 @@ def compact_early(
     return compaction_pays(view_tokens, calls_to_come=calls, economics=economics)
 
 
-def early_compaction_due(
+@dataclass(frozen=True, kw_only=True)
+class EarlyCompaction:
+    """What the economic cadence weighs for a view (``early_compaction``): its size, the
+    tokens it grows by a call, what a compaction would keep and cost, and the calls to come
+    (``calls_to_come``, called only once the threshold is passed)."""
+
+    view_tokens: int
+    growth_per_call: float
+    economics: Economics
+    calls_to_come: Callable[[], int]
+
+    def due(self, freed: int = 0) -> bool:
+        """Whether compacting the view, ``freed`` tokens smaller, pays (``compact_early``)."""
+        return compact_early(
+            self.view_tokens - freed,
+            self.growth_per_call,
+            calls_to_come=self.calls_to_come,
+            economics=self.economics,
+        )
+
+
+def early_compaction(
     history: History, view: Sequence[ModelMessage], model: Model, config: Config, *, agent_id: str
-) -> bool:
-    """Under ``compaction.cadence = "economic"``: whether ``view`` (``agent_id``'s model view
-    about to be sent to ``model``; its size the sum of its messages' estimates) has passed its
-    economic threshold and compacting it pays (``compact_early``). The tail is the tail
+) -> EarlyCompaction | None:
+    """What the economic cadence weighs for ``view`` (``agent_id``'s model view about to be
+    sent to ``model``; its size the sum of its messages' estimates): the tail is the tail
     budget; the summary as long as the newest one in the view (``SUMMARY_TOKENS`` without
-    one); the growth per call the median step of the view
-    (``step_growth``: one very large message is a jump, not the pace the view grows at); the
-    calls to come as many as the agent's finished steps so far; the prices the model's
-    (``price_for``). Always False under ``cadence = "window"``."""
+    one); the growth per call the median step of the view (``step_growth``: one very large
+    message is a jump, not the pace the view grows at); the calls to come as many as the
+    agent's finished steps so far; the prices the model's (``price_for``). None under
+    ``cadence = "window"`` or before the view's first step."""
     if config.compaction.cadence != "economic":
-        return False
+        return None
     sizes = [_message_tokens(m) for m in view]  # each message encoded once
     steps = _steps(view, sizes)
     if not steps:
-        return False
+        return None
     summary = sum(
         size
         for m, size in zip(view, sizes, strict=True)
         if _is_summary(history, m.source_id, agent_id)
     )
-    economics = Economics(
-        tail_tokens=tail_budget(usable(model, config), config.compaction),
-        summary_tokens=summary or SUMMARY_TOKENS,
-        price=price_for(model.provider_id, model.model_id),
-    )
-    return compact_early(
-        sum(sizes),
-        statistics.median(steps),
+    return EarlyCompaction(
+        view_tokens=sum(sizes),
+        growth_per_call=statistics.median(steps),
+        economics=Economics(
+            tail_tokens=tail_budget(usable(model, config), config.compaction),
+            summary_tokens=summary or SUMMARY_TOKENS,
+            price=price_for(model.provider_id, model.model_id),
+        ),
         calls_to_come=lambda: history.finished_steps(agent_id),
-        economics=economics,
     )
+
+
+def early_compaction_due(
+    history: History, view: Sequence[ModelMessage], model: Model, config: Config, *, agent_id: str
+) -> bool:
+    """Under ``compaction.cadence = "economic"``: whether ``view`` has passed its economic
+    threshold and compacting it pays (``compact_early`` of ``early_compaction``). Always
+    False under ``cadence = "window"``."""
+    early = early_compaction(history, view, model, config, agent_id=agent_id)
+    return early is not None and early.due()
 
 
 def _is_summary(history: History, message_id: str, agent_id: str) -> bool:

@@ -33,6 +33,8 @@ from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History, Message
 from contextledger.history._view import ViewOptions, in_view, model_view, view_messages
 from contextledger.policy._cadence import (
+    EarlyCompaction,
+    early_compaction,
     early_compaction_due,
     early_compaction_refused,
     estimate_view_tokens,
@@ -40,6 +42,7 @@ from contextledger.policy._cadence import (
 from contextledger.policy._compaction import EXHAUSTED_DETAIL
 from contextledger.policy._overflow import (
     PreflightMeasure,
+    compaction_limit,
     is_overflow,
     max_output_tokens,
     measure_preflight,
@@ -48,10 +51,17 @@ from contextledger.policy._overflow import (
     pressure_level,
     should_compact_preflight,
     step_overflows,
+    usable,
 )
-from contextledger.policy._prune import Plan, plan_after_turn
+from contextledger.policy._prune import NO_PRESSURE, BatchBudget, Plan, plan_after_turn
 from contextledger.prices._multipliers import price_for
-from contextledger.vocabulary._messages import ModelMessage
+from contextledger.vocabulary._defaults import (
+    BATCH_PRESSURE_SHARE,
+    BATCH_PROTECT_SHARE,
+    BATCH_RELIEF_SHARE,
+    CHARS_PER_TOKEN,
+)
+from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
 from contextledger.vocabulary._models import Model
 
 #: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;
@@ -172,9 +182,16 @@ def compaction_due(
         and answer.usage is not None
         and not _compacted_since(history, answer, agent_id)
     ):
-        if is_overflow(model, answer.usage, config):
+        usage, written = answer.usage, written_since(history, answer, agent_id)
+        if is_overflow(model, usage, config) or step_overflows(model, usage, written, config):
+            # A prune after the answer (``batch`` mode's, between the steps of a tool loop)
+            # shortened what its usage counted.
+            messages = slice_view(history, config, agent_id, view)
+            pruned = pruned_since(history, answer, messages)
+            usage = msgspec.structs.replace(usage, input=max(0, usage.input - pruned))
+        if is_overflow(model, usage, config):
             return "overflow"
-        if step_overflows(model, answer.usage, written_since(history, answer, agent_id), config):
+        if step_overflows(model, usage, written, config):
             return "preflight"
     preflight = preflight_enabled(model, config)
     if not preflight and config.compaction.cadence != "economic":
@@ -257,6 +274,25 @@ def written_since(history: History, answer: Message, agent_id: str) -> int:
     return total
 
 
+def pruned_since(history: History, answer: Message, view: Sequence[ModelMessage]) -> int:
+    """The estimated tokens (four characters each) that prunes since ``answer``'s request
+    took off the tool outputs that request held: the output characters its ``RequestSent``
+    measured less those ``view`` (the slice's model view now) holds before ``answer``. 0
+    when the slice's last request is not known (another agent's was sent since, or it
+    carries no measure)."""
+    sent = history.state.last_request
+    if sent is None or sent.agent_id != answer.agent_id or sent.measure is None:
+        return 0
+    held = sum(
+        len(content.output)
+        for message in view
+        if message.source_id < answer.id
+        for content in message.content
+        if isinstance(content, ModelToolResult)
+    )
+    return max(0, sent.measure.output_chars - held) // CHARS_PER_TOKEN
+
+
 def _cleared(part: Part) -> bool:
     """A tool output a prune cleared (sent as a placeholder)."""
     return (
@@ -306,32 +342,85 @@ def prune_plans(
     force: bool = False,
     level: int | None = None,
 ) -> list[Plan]:
-    """The prune plans for ``agent_id``'s slice after a turn, by ``prune.mode``; none unless
-    ``prune.enabled`` or ``force``.
+    """The prune plans for ``agent_id``'s slice after a step, by ``prune.mode``; none unless
+    ``prune.enabled`` or ``force``, and none between the steps of a tool loop (the slice's
+    newest message an answer that called tools) unless ``force`` or in ``batch`` mode.
 
-    The prompt the plans weigh is ``reported_prompt``; the pressure level (``mimo`` mode) is
-    that prompt's unless ``level`` is given; the cache counts as warm within the price's TTL
-    of ``last_finished_ms`` (``cost`` mode)."""
+    The prompt the plans weigh is ``reported_prompt`` (in ``batch`` mode plus what was
+    written since, ``written_since``: the next request's); the pressure level (``mimo``
+    mode) is that prompt's unless ``level`` is given; the cache counts as warm within the
+    price's TTL of ``last_finished_ms`` (``cost`` and ``batch`` modes). ``batch`` mode
+    keeps the newest ``BATCH_PROTECT_SHARE`` of the usable window of tool output (at most
+    ``prune.protect_tokens``), trims whatever it costs once the next prompt reaches
+    ``BATCH_PRESSURE_SHARE`` of the compaction limit (if that brings it down to
+    ``BATCH_RELIEF_SHARE`` of it), trims in place of an early compaction the trim makes not
+    due (``early_compaction``), and counts a saving over ``prune.expected_turns`` calls."""
     settings = config.prune
     if force:
         settings = msgspec.structs.replace(settings, enabled=True)
     if not settings.enabled:
         return []
+    batch = settings.mode == "batch"
+    if not (force or batch) and _between_steps(history, agent_id):
+        return []
     facts = slice_facts(history, config, agent_id)
     usage = reported_prompt(history, config, facts)
+    prompt = usage.prompt
+    answer = facts.answer
+    if batch and answer is not None and usage is facts.usage and not facts.compacted_since:
+        prompt += written_since(history, answer, agent_id)
     return plan_after_turn(
         facts.messages,
         config=settings,
         level=pressure_level(model, usage, config) if level is None else level,
         now_ms=now_ms,
         last_finished_ms=facts.last_finished_ms,
-        prompt_tokens=usage.prompt,
+        prompt_tokens=prompt,
         price=price_for(model.provider_id, model.model_id),
         part_tokens=(
             {p.id: history.part_tokens(p.id) for m in facts.messages for p in m.parts}
             if settings.mode == "cost"
             else None
         ),
+        batch=_batch_budget(history, model, config, agent_id) if batch else None,
+    )
+
+
+def _between_steps(history: History, agent_id: str) -> bool:
+    """Whether ``agent_id``'s newest message is an answer that called tools: its tool loop
+    goes on."""
+    for message in reversed(history.messages):
+        if message.agent_id == agent_id:
+            return message.role == "assistant" and message.finish == "tool-calls"
+    return False
+
+
+def _batch_budget(history: History, model: Model, config: Config, agent_id: str) -> BatchBudget:
+    """What ``batch`` mode weighs for ``agent_id``'s slice (see ``prune_plans``)."""
+    window = usable(model, config)
+    turns = config.prune.expected_turns
+    if not window:
+        return BatchBudget(
+            protect_tokens=config.prune.protect_tokens,
+            pressure_tokens=NO_PRESSURE,
+            relief_tokens=NO_PRESSURE,
+            turns=turns,
+        )
+    limit = compaction_limit(model, config)
+    early: list[EarlyCompaction | None] = []
+
+    def due(freed: int) -> bool:
+        if not early:  # the view is read only when a trim is weighed
+            view = slice_view(history, config, agent_id)
+            early.append(early_compaction(history, view, model, config, agent_id=agent_id))
+        return early[0] is not None and early[0].due(freed)
+
+    return BatchBudget(
+        protect_tokens=min(config.prune.protect_tokens, int(window * BATCH_PROTECT_SHARE)),
+        pressure_tokens=int(limit * BATCH_PRESSURE_SHARE),
+        relief_tokens=int(limit * BATCH_RELIEF_SHARE),
+        turns=turns,
+        compaction_due=due if config.compaction.cadence == "economic" else None,
     )
 
 

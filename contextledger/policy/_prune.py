@@ -20,6 +20,11 @@ when ``PruneConfig.enabled``):
   media and reasoning older than the last ``strip_protected_turns`` turns (``plan_strip``).
 * ``cost`` (``plan_cost``): clear the candidates when that is cheaper over the expected rest of
   the session than keeping the cached prefix (``prune_pays``).
+* ``batch`` (``plan_batch``): after every step, a tool loop's included, soft-trim every old
+  output at once (one cache break for the whole batch) when the next prompt nears the window,
+  in place of an early compaction the trim makes unnecessary, or when the trim pays over the
+  calls to come (``prune_pays``). The walk protects no turn, only the newest tool output
+  (``protect_tokens``), and stops at an output already trimmed.
 
 The post-compaction and payload-limit prunes call ``plan_prune`` with their reason and are not
 gated by ``enabled``. Nothing is ever deleted: a cleared, trimmed or stripped part stays in
@@ -28,7 +33,8 @@ the log, and only the view changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final, TypedDict
 
 import msgspec
@@ -51,6 +57,7 @@ from contextledger.events._parts import (
 )
 from contextledger.history._estimate import estimate_part_tokens
 from contextledger.history._projection import Message
+from contextledger.history._view import soft_trimmed
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
@@ -131,16 +138,22 @@ def cache_cold(now_ms: int, last_finished_ms: int | None, ttl_ms: int) -> bool:
 
 
 def _old_outputs(
-    messages: Sequence[Message], protected_tools: Sequence[str]
+    messages: Sequence[Message],
+    protected_tools: Sequence[str],
+    *,
+    protected_turns: int = PROTECTED_TURNS,
+    trimmed_to: int | None = None,
 ) -> Iterator[tuple[int, ToolPart, ToolCompleted]]:
-    """Completed outputs of unprotected tools before the protected turns, newest first, with
-    their message's index; the walk ends at a summary or at an output already cleared."""
+    """Completed outputs of unprotected tools before the ``protected_turns`` newest turns,
+    newest first, with their message's index; the walk ends at a summary or at an output
+    already cleared (or, with ``trimmed_to``, trimmed to at most that many characters at
+    each end)."""
     users = 0
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role == "user":
             users += 1
-        if users < PROTECTED_TURNS:
+        if users < protected_turns:
             continue
         if message.role == "assistant" and message.summary:
             return
@@ -149,7 +162,10 @@ def _old_outputs(
                 continue
             if part.tool in protected_tools:
                 continue
-            if part.state.compacted_ms is not None:
+            trimmed = part.state.trimmed
+            if part.state.compacted_ms is not None or (
+                trimmed_to is not None and trimmed is not None and max(trimmed) <= trimmed_to
+            ):
                 return
             yield index, part, part.state
 
@@ -386,6 +402,95 @@ def _part_tokens(part: Part, known: Mapping[str, int] | None) -> int:
     return estimate_part_tokens(part)
 
 
+# --- batch ---------------------------------------------------------------------------------
+
+
+#: A pressure no prompt reaches: ``batch`` then trims only when the trim pays.
+NO_PRESSURE: Final = 2**62
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchBudget:
+    """What the ``batch`` mode weighs beyond the prune settings: the newest tool output it
+    keeps (``protect_tokens``), the prompt at which it trims whether or not that pays
+    (``pressure_tokens``) if that brings it down to ``relief_tokens``, the calls to come it
+    counts the saving over (``turns``) and whether an early compaction is due once a trim
+    frees so many tokens (``compaction_due``, None without the economic cadence)."""
+
+    protect_tokens: int
+    pressure_tokens: int
+    relief_tokens: int
+    turns: int
+    compaction_due: Callable[[int], bool] | None = None
+
+
+def trimmed_tokens(output: str, keep: int) -> int:
+    """The tokens (``output_tokens``) a soft trim to the first and last ``keep`` characters
+    takes off ``output``; 0 when it would not shorten it."""
+    return max(0, output_tokens(output) - output_tokens(soft_trimmed(output, (keep, keep))))
+
+
+def plan_batch(
+    messages: Sequence[Message],
+    *,
+    config: PruneConfig,
+    protect_tokens: int,
+    prompt_tokens: int,
+    pressure_tokens: int,
+    relief_tokens: int,
+    warm: bool,
+    turns: int,
+    price: Price = DEFAULT_PRICE,
+    compaction_due: Callable[[int], bool] | None = None,
+) -> list[TrimPlan]:
+    """``batch`` mode: every output of the walk (no turn protected, the newest
+    ``protect_tokens`` of tool output kept, ending at an output already trimmed) that a trim
+    to its first and last ``config.trim_keep_chars`` shortens, all trimmed at once, when the
+    next prompt (``prompt_tokens``) reaches ``pressure_tokens`` and the trim brings it down to
+    ``relief_tokens`` (else a compaction is due soon whatever is trimmed); below it, when an
+    early compaction is due (``compaction_due(0)``, given how many tokens a trim frees) and
+    the trim makes it not due; else when the trim pays over ``turns`` calls (``prune_pays``,
+    the whole prompt written again). One batch is one cache break, however many outputs it
+    trims."""
+    keep = config.trim_keep_chars
+    kept = 0
+    chosen: list[tuple[str, int]] = []
+    walk = _old_outputs(messages, config.protected_tools, protected_turns=0, trimmed_to=keep)
+    for _, part, state in walk:
+        kept += output_tokens(state.output)
+        freed = trimmed_tokens(state.output, keep)
+        if kept > protect_tokens and freed > 0:
+            chosen.append((part.id, freed))
+    if not chosen:
+        return []
+    freed = sum(tokens for _, tokens in chosen)
+    if prompt_tokens >= pressure_tokens:
+        # Under pressure a trim must leave room for the calls to come, or the compaction
+        # that follows soon after would pay for a second rewrite.
+        if prompt_tokens - freed > relief_tokens:
+            return []
+    elif compaction_due is not None and compaction_due(0):
+        # An early compaction is due: trimming instead saves its summary call, unless the
+        # compaction stays due (then it would write the trimmed prompt again anyway).
+        if compaction_due(freed):
+            return []
+    else:
+        # The cut is taken at the start: a provider that reads its cache only at the
+        # request's breakpoints (Anthropic's last messages, 20 blocks back) writes everything
+        # after the system prompt again when an old output changes.
+        comparison = prune_pays(
+            prompt_tokens=prompt_tokens,
+            cut_tokens=0,
+            freed_tokens=freed,
+            warm=warm,
+            turns=turns,
+            price=price,
+        )
+        if not comparison.pays:
+            return []
+    return [TrimPlan(part_id, keep, keep) for part_id, _ in reversed(chosen)]
+
+
 # --- one entry point -------------------------------------------------------------------------
 
 
@@ -399,17 +504,21 @@ def plan_after_turn(
     prompt_tokens: int = 0,
     price: Price = DEFAULT_PRICE,
     part_tokens: Mapping[str, int] | None = None,
+    batch: BatchBudget | None = None,
 ) -> list[Plan]:
     """The "normal" prune after a turn, by ``config.mode``; nothing unless ``config.enabled``.
 
     ``messages`` are the view's history messages (``history.view.view_messages``); ``level``
     is the pressure level (``policy.overflow.pressure_level``, used by ``mimo``);
     ``last_finished_ms`` is when the last assistant message finished (None: none has).
-    ``cost`` counts the cache warm within ``price.ttl_s`` of it and uses ``prompt_tokens``,
-    ``price`` (``prices.multipliers.price_for``) and ``part_tokens`` as ``plan_cost`` does.
+    ``cost`` and ``batch`` count the cache warm within ``price.ttl_s`` of it and use
+    ``prompt_tokens``, ``price`` (``prices.multipliers.price_for``) and ``part_tokens`` as
+    ``plan_cost`` and ``plan_batch`` do; ``batch`` also ``batch`` (without it: the configured
+    protection, no pressure, ``expected_turns``).
     """
     if not config.enabled:
         return []
+    warm = not cache_cold(now_ms, last_finished_ms, price.ttl_s * 1000)
     match config.mode:
         case "opencode":
             return _clear(messages, config, "normal")
@@ -426,11 +535,32 @@ def plan_after_turn(
                 messages,
                 config=config,
                 prompt_tokens=prompt_tokens,
-                warm=not cache_cold(now_ms, last_finished_ms, price.ttl_s * 1000),
+                warm=warm,
                 price=price,
                 part_tokens=part_tokens,
             )
             return [] if plan is None else [plan]
+        case "batch":
+            budget = batch or BatchBudget(
+                protect_tokens=config.protect_tokens,
+                pressure_tokens=NO_PRESSURE,
+                relief_tokens=NO_PRESSURE,
+                turns=config.expected_turns,
+            )
+            return list(
+                plan_batch(
+                    messages,
+                    config=config,
+                    protect_tokens=budget.protect_tokens,
+                    prompt_tokens=prompt_tokens,
+                    pressure_tokens=budget.pressure_tokens,
+                    relief_tokens=budget.relief_tokens,
+                    warm=warm,
+                    turns=budget.turns,
+                    price=price,
+                    compaction_due=budget.compaction_due,
+                )
+            )
 
 
 class _Stamp(TypedDict):

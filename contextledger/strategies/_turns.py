@@ -33,7 +33,7 @@ from contextledger.policy._transform import (
     TransformContext,
     apply_transform,
 )
-from contextledger.vocabulary._defaults import ECONOMIC_OUTPUT_RESERVE
+from contextledger.vocabulary._defaults import BATCH_TRIM_KEEP_CHARS, ECONOMIC_OUTPUT_RESERVE
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
 
@@ -306,7 +306,9 @@ class DefaultStrategy(PolicyStrategy):
             preserve_recent_tokens=MIN_TAIL_TOKENS,
             output_reserve_cap=ECONOMIC_OUTPUT_RESERVE,
         )
-        return _replace_section(config, "prune", enabled=True, mode="cost")
+        return _replace_section(
+            config, "prune", enabled=True, mode="batch", trim_keep_chars=BATCH_TRIM_KEEP_CHARS
+        )
 
 
 # --- the view a strategy sends ---------------------------------------------------------------

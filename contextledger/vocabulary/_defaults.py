@@ -100,6 +100,30 @@ PRUNE_PROTECTED_TOOLS: Final = ("skill",)
 #: MiMo ``SOFT_TRIM_KEEP_HEAD/TAIL``: a soft trim keeps the first and the last 1,536
 #: characters of an output, where what ran and how it ended usually are.
 SOFT_TRIM_KEEP_CHARS: Final = 1_536
+#: The ``batch`` prune (``default``'s): between compactions, old tool outputs are soft-trimmed
+#: in batches, one cache break each, keeping the conversation and the outputs' ends. Its
+#: figures were chosen on the tuning traces (``claude-code-jsonl``: both windows, Anthropic
+#: and OpenAI prices, summaries priced as model calls): with 0.8 / 0.6 / 512 ``default`` was
+#: above ``baseline`` in 3 of the 28 cases and dominated in none; with 0.7 / 0.6 / 512 and
+#: 0.7 / 0.6 / 1,024 above in 1 (by 0.02 %) and dominated in 1, 2-3 % cheaper at 32k; 1,024
+#: retained the most (93.9 % against 92.9 % at 32k on Anthropic prices). The ``cost`` mode it
+#: replaced was above in 2 and dominated in none there, at 39.5 / 3.81 USD at 32k (Anthropic /
+#: OpenAI) against 41.1 / 3.69: on Anthropic, whose cache is read only near the request's
+#: breakpoints, a trim writes the whole prompt again and rarely saves a compaction at 32k.
+#:
+#: The newest tool output never trimmed, as a share of the usable window (at most
+#: ``PRUNE_PROTECT_TOKENS``): what the current work still reads.
+BATCH_PROTECT_SHARE: Final = 0.25
+#: The share of the compaction limit at which the next prompt has every old output trimmed
+#: whether or not the trim pays, so that a step rarely carries the prompt past the limit
+#: before a trim could keep it under ...
+BATCH_PRESSURE_SHARE: Final = 0.7
+#: ... provided the trim brings it down to this share; one that frees less is left to the
+#: compaction, which would otherwise follow soon and write the trimmed prompt again.
+BATCH_RELIEF_SHARE: Final = 0.6
+#: An old output is trimmed to its first and last this many characters (a quarter of
+#: MiMo's soft trim, ``SOFT_TRIM_KEEP_CHARS``): what ran and how it ended.
+BATCH_TRIM_KEEP_CHARS: Final = 1_024
 #: MiMo ``stripNonEssential``: media and reasoning older than the last 3 turns are stripped
 #: under pressure (level 2).
 STRIP_PROTECTED_TURNS: Final = 3

@@ -16,6 +16,7 @@ from contextledger.policy._cadence import (
     compact_early,
     compaction_cost,
     compaction_pays,
+    early_compaction,
     early_compaction_due,
     early_compaction_refused,
     economic_threshold,
@@ -171,6 +172,17 @@ def test_early_compaction_is_due_only_under_the_economic_cadence() -> None:
     assert estimate_view_tokens(view_of(b)) > 100_000
     assert _due(b, _economic())
     assert not _due(b, Config())
+
+
+def test_a_view_made_smaller_by_enough_is_no_longer_due() -> None:
+    b = session(12, output=lambda turn, tool: "z" * 40_000)
+    early = early_compaction(history(b.events), view_of(b), MODEL, _economic(), agent_id=MAIN_AGENT)
+    assert early is not None and early.due() and early.due(0) == _due(b, _economic())
+    assert not early.due(early.view_tokens - early.economics.kept_tokens)
+    assert (
+        early_compaction(history(b.events), view_of(b), MODEL, Config(), agent_id=MAIN_AGENT)
+        is None
+    )
 
 
 def test_a_small_view_is_not_compacted_early() -> None:

@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 
 from contextledger.config import CompactionConfig, Config, PruneConfig
-from contextledger.events._catalogue import MAIN_AGENT, Event, RecordedEvent
+from contextledger.events._catalogue import MAIN_AGENT, Event, RecordedEvent, RequestSent
 from contextledger.events._parts import MessageError, StepStartPart, ToolPart, Usage
 from contextledger.history._projection import History
+from contextledger.history._view import model_view, soft_trimmed
 from contextledger.policy._compaction import EXHAUSTED_DETAIL
 from contextledger.policy._decisions import (
     DecisionViews,
@@ -17,10 +18,12 @@ from contextledger.policy._decisions import (
     last_reported_prompt,
     output_cap,
     prune_plans,
+    pruned_since,
     slice_facts,
     written_since,
 )
 from contextledger.policy._overflow import usable
+from contextledger.policy._tokens import measure_messages
 from contextledger.testing._builder import SessionBuilder
 from contextledger.testing._strategies import session_events
 from contextledger.vocabulary import Model, ModelLimits
@@ -227,3 +230,56 @@ def test_opt_in_preflight_also_protects_a_step_inside_a_tool_round() -> None:
     config = Config(compaction=CompactionConfig(threshold_percent=5))
     mid_round = history(_tool_step("tool-calls", 8_000, reported=0))
     assert compaction_due(mid_round, SMALL, config, agent_id=MAIN_AGENT) == "preflight"
+
+
+def _tool_loop(steps: int, *, usage: int) -> tuple[SessionBuilder, list[str]]:
+    """One user turn whose tool loop reads a 40,000-character file a step, each request
+    recorded (``RequestSent`` with its measure) and each answer reporting ``usage`` input
+    tokens; the tool part ids."""
+    b = session(0)
+    user = b.user("read every file")
+    calls = []
+    for step in range(steps):
+        measure = measure_messages(model_view(history(b.events)))
+        b.add(
+            RequestSent,
+            provider_id="anthropic",
+            model_id="claude-sonnet-4-5",
+            prefix_hash="p",
+            body_hash=f"b{step}",
+            body_bytes=measure.chars,
+            estimated_tokens=measure.chars // 4,
+            measure=measure,
+        )
+        reply = b.assistant(user)
+        call = b.tool_call(reply, "read", {"path": f"src/file_{step}.py"})
+        b.tool_result(call, "x" * 40_000)
+        b.finish(reply, "tool-calls", usage=Usage(input=usage))
+        calls.append(call)
+    return b, calls
+
+
+def test_a_trim_after_the_answer_lowers_the_prompt_the_window_checks_read() -> None:
+    limit = usable(MODEL, Config())
+    b, calls = _tool_loop(4, usage=limit - 5_000)  # the last step's 10,000 tokens overflow
+    assert compaction_due(history(b.events), MODEL, Config(), agent_id=MAIN_AGENT) == "preflight"
+    for call in calls[:3]:
+        b.trim(call, 512, 512)  # 3 x 39,000 characters less than the answer's request held
+    h = history(b.events)
+    answer = slice_facts(h, Config(), MAIN_AGENT).answer
+    assert answer is not None
+    trimmed = len(soft_trimmed("x" * 40_000, (512, 512)))
+    assert pruned_since(h, answer, model_view(h)) == 3 * (40_000 - trimmed) // 4
+    assert compaction_due(h, MODEL, Config(), agent_id=MAIN_AGENT) is None
+
+
+def test_the_batch_prune_runs_between_the_steps_of_a_tool_loop_and_the_others_do_not() -> None:
+    b, calls = _tool_loop(8, usage=10_000)
+    h = history(b.events)
+    later = 10**13  # a cold cache: any trim pays
+    batch = Config(prune=PruneConfig(enabled=True, mode="batch", protect_tokens=20_000))
+    plans = prune_plans(h, MODEL, batch, agent_id=MAIN_AGENT, now_ms=later)
+    assert [getattr(p, "part_id", None) for p in plans] == calls[:6]
+    for mode in ("opencode", "cost"):
+        other = Config(prune=PruneConfig(enabled=True, mode=mode, protect_tokens=0))
+        assert prune_plans(h, MODEL, other, agent_id=MAIN_AGENT, now_ms=later) == []

@@ -8,7 +8,7 @@ Scenario ids name their source: ``9.2#n`` is opencode-kilo.md §9.2 (opencode's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
 import msgspec
@@ -35,7 +35,13 @@ from contextledger.events._parts import ToolCompleted, ToolPart, Usage
 from contextledger.history import History, validate_events
 from contextledger.history._projection import Message
 from contextledger.history._validation import SessionIndex
-from contextledger.history._view import CLEARED_OUTPUT, ViewOptions, model_view, view_messages
+from contextledger.history._view import (
+    CLEARED_OUTPUT,
+    ViewOptions,
+    model_view,
+    soft_trimmed,
+    view_messages,
+)
 from contextledger.policy._overflow import pressure_level
 from contextledger.policy._prune import (
     PROTECTED_TURNS,
@@ -47,6 +53,7 @@ from contextledger.policy._prune import (
     cache_cold,
     output_tokens,
     plan_after_turn,
+    plan_batch,
     plan_cost,
     plan_events,
     plan_prune,
@@ -54,6 +61,7 @@ from contextledger.policy._prune import (
     plan_tiers,
     prune_candidates,
     prune_pays,
+    trimmed_tokens,
 )
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing import check_tool_pairs, session_events
@@ -920,3 +928,129 @@ def test_no_prune_of_any_mode_or_tier_touches_the_last_two_turns_or_a_protected_
             if isinstance(part, ToolPart) and part.tool in case.config.protected_tools:
                 # Compared with the history's part: a view message may be a media-stripped copy.
                 assert after.part(part.id) == case.history.part(part.id)
+
+
+# --- batch ----------------------------------------------------------------------------------------
+
+
+def _loop(*sizes: int) -> tuple[SessionBuilder, list[str]]:
+    """One user turn whose tool loop calls bash once a step, with outputs of these many tokens
+    (oldest first); the tool part ids."""
+    b = SessionBuilder()
+    user = b.user("one long tool loop")
+    calls = []
+    for size in sizes:
+        reply = b.assistant(user)
+        call = b.tool_call(reply, "bash")
+        b.tool_result(call, _tokens(size))
+        b.finish(reply, "tool-calls")
+        calls.append(call)
+    return b, calls
+
+
+def _batch(
+    b: SessionBuilder,
+    *,
+    prompt: int,
+    protect: int = 10_000,
+    pressure: int = 100_000,
+    relief: int = 60_000,
+    warm: bool = True,
+    turns: int = 10,
+    keep: int = 512,
+    compaction_due: Callable[[int], bool] | None = None,
+) -> list[TrimPlan]:
+    return plan_batch(
+        _view(b),
+        config=PruneConfig(enabled=True, mode="batch", trim_keep_chars=keep),
+        protect_tokens=protect,
+        prompt_tokens=prompt,
+        pressure_tokens=pressure,
+        relief_tokens=relief,
+        warm=warm,
+        turns=turns,
+        price=SONNET,
+        compaction_due=compaction_due,
+    )
+
+
+def test_batch_trims_every_old_output_of_a_tool_loop_at_once_under_pressure() -> None:
+    # No turn is protected: the outputs of the loop's own older steps are trimmed, the newest
+    # 10,000 tokens of tool output are kept.
+    b, calls = _loop(20_000, 20_000, 20_000, 5_000, 5_000)
+    assert _batch(b, prompt=100_000) == [TrimPlan(c, 512, 512) for c in calls[:3]]
+
+
+def test_batch_leaves_to_the_compaction_a_trim_that_brings_too_little_relief() -> None:
+    b, _ = _loop(20_000, 5_000, 5_000)
+    assert _batch(b, prompt=100_000) == []  # 100,000 - 19,744 is over 60,000
+    assert _batch(b, prompt=100_000, relief=81_000) != []
+
+
+def test_batch_below_the_pressure_trims_only_when_the_rewrite_pays() -> None:
+    # The whole prompt is written again (Anthropic reads its cache only near its breakpoints):
+    # with a warm cache, trimming F of P pays over n calls when F (w + (n - 1) r) > P (w - r).
+    b, calls = _loop(20_000, 5_000, 5_000)
+    freed = 20_000 - output_tokens(soft_trimmed(_tokens(20_000), (512, 512)))
+    paying = int(freed * (1.25 + 9 * 0.1) / (1.25 - 0.1))
+    assert _batch(b, prompt=paying - 1) == [TrimPlan(calls[0], 512, 512)]
+    assert _batch(b, prompt=paying + 1) == []
+    assert _batch(b, prompt=paying + 1, warm=False) == [TrimPlan(calls[0], 512, 512)]
+
+
+def test_batch_trims_in_place_of_an_early_compaction_only_when_the_trim_makes_it_not_due() -> None:
+    b, calls = _loop(20_000, 5_000, 5_000)
+    freed = trimmed_tokens(_tokens(20_000), 512)
+
+    def over(limit: int) -> Callable[[int], bool]:
+        return lambda tokens: 100_000 - tokens > limit  # due while the view is over limit
+
+    spared = over(100_000 - freed)
+    assert _batch(b, prompt=50_000, compaction_due=spared) == [TrimPlan(calls[0], 512, 512)]
+    assert _batch(b, prompt=50_000, compaction_due=over(100_000 - freed - 1)) == []
+    # Not due at all: the trim must pay on its own (19,730 tokens of 50,000 do not).
+    assert _batch(b, prompt=50_000, compaction_due=over(100_000)) == []
+
+
+def test_batch_stops_at_an_output_already_trimmed_and_skips_outputs_a_trim_would_not_shorten() -> (
+    None
+):
+    b, calls = _loop(20_000, 100, 20_000, 5_000, 5_000)
+    b.trim(calls[0], 512, 512)
+    assert _batch(b, prompt=100_000, relief=100_000) == [TrimPlan(calls[2], 512, 512)]
+
+
+def test_batch_never_trims_a_protected_tool() -> None:
+    b = SessionBuilder()
+    user = b.user("read the skill")
+    for tool in ("skill", "bash", "bash"):
+        reply = b.assistant(user)
+        b.tool_result(b.tool_call(reply, tool), _tokens(20_000))
+        b.finish(reply, "tool-calls")
+    skill, bash, _ = (p.id for m in _view(b) for p in m.parts if isinstance(p, ToolPart))
+    assert _batch(b, prompt=100_000, relief=100_000, protect=20_000) == [TrimPlan(bash, 512, 512)]
+    assert skill != bash
+
+
+@PROPERTY
+@given(
+    sizes=st.lists(st.integers(0, 30_000), min_size=1, max_size=8),
+    prompt=st.integers(0, 300_000),
+    protect=st.integers(0, 60_000),
+    keep=st.integers(1, 4_000),
+)
+def test_batch_trims_only_unprotected_outputs_it_shortens(
+    sizes: list[int], prompt: int, protect: int, keep: int
+) -> None:
+    b, calls = _loop(*sizes)
+    plans = _batch(b, prompt=prompt, protect=protect, keep=keep, relief=prompt)
+    trimmed = {plan.part_id for plan in plans}
+    newest = 0
+    for call, size in reversed(list(zip(calls, sizes, strict=True))):
+        newest += output_tokens(_tokens(size))
+        if newest <= protect:
+            assert call not in trimmed
+    for plan in plans:
+        assert (plan.head_chars, plan.tail_chars) == (keep, keep)
+        size = sizes[calls.index(plan.part_id)]
+        assert trimmed_tokens(_tokens(size), keep) > 0

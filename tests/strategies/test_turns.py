@@ -38,6 +38,7 @@ from contextledger.strategies import (
     strategy_view,
 )
 from contextledger.testing import check_history, check_tool_pairs
+from contextledger.vocabulary._defaults import BATCH_TRIM_KEEP_CHARS
 from contextledger.vocabulary._models import Model, ModelLimits
 from tests.strategies._sessions import MODEL, clock, log_of, results, session
 
@@ -209,24 +210,32 @@ async def test_mimo_tiers_compact_at_the_trigger() -> None:
     assert summary
 
 
-async def test_default_prunes_only_when_it_pays_and_compacts_at_the_window() -> None:
+async def test_default_trims_old_outputs_when_it_pays_and_compacts_at_the_window() -> None:
     ours = DefaultStrategy()
     config = Config(prune=EAGER)
-    _, events = await _run(ours, session(4).events, config)
-    (cleared,) = events  # cold cache: any saving pays
-    assert isinstance(cleared, ToolOutputCleared) and cleared.reason == "cost"
+    big = session(4, output=lambda turn, tool: "q" * 6_000)
+    _, events = await _run(ours, big.events, config)
+    keep = BATCH_TRIM_KEEP_CHARS
+    assert events  # cold cache: any saving pays, and one batch trims every old output
+    assert all(
+        isinstance(e, ToolOutputTrimmed) and (e.head_chars, e.tail_chars) == (keep, keep)
+        for e in events
+    )
     limit = usable(MODEL, ours.configure(config))
     _, events = await _run(ours, session(4, usage=lambda t: _overflowing(t, limit)).events, config)
     assert CompactionCompleted in _kinds(events)
 
 
-async def test_default_keeps_a_warm_cache_when_pruning_does_not_pay() -> None:
-    log = await log_of(session(4).events)
+async def test_default_keeps_a_warm_cache_when_trimming_does_not_pay() -> None:
+    log = await log_of(session(4, output=lambda turn, tool: "q" * 6_000).events)
     before = log.history.seq
     last = log.history.messages[-1].created_ms
-    local = _local(log, DefaultStrategy(), Config(prune=EAGER), now=int(last) + 1000)
+    once = msgspec.structs.replace(EAGER, expected_turns=1)  # the rewrite never pays back
+    local = _local(log, DefaultStrategy(), Config(prune=once), now=int(last) + 1000)
     assert await local.prune(force=False) == []
     assert await _new_events(log, before) == []
+    local = _local(log, DefaultStrategy(), Config(prune=once), now=int(last) + 3_600_000)
+    assert await local.prune(force=False) != []  # a cold cache is written again anyway
 
 
 async def test_view_strategies_append_nothing_and_shape_the_view() -> None:
