@@ -4,6 +4,8 @@ older file gets checksums, and ``check`` reports every problem with where it is.
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 
 import apsw
@@ -72,6 +74,14 @@ def test_a_batch_gets_the_checksums_its_rows_get_one_by_one(
     columns = [[row[i] for row in rows] for i in range(4)]
     expected = [event_crc(stream_id, *row) for row in rows]
     assert list(event_crcs(stream_id, *columns)) == expected  # type: ignore[arg-type]
+
+
+@given(_ROW_INT, _ROW_INT, _ROW_INT, _ROW_INT, st.binary(max_size=4096))
+def test_an_event_checksum_is_the_zlib_crc_earlier_files_were_written_with(
+    stream_id: int, seq: int, position: int, v: int, data: bytes
+) -> None:
+    head = struct.pack("<qqqq", stream_id, seq, position, v)
+    assert event_crc(stream_id, seq, position, v, data) == zlib.crc32(head + data)
 
 
 @pytest.mark.parametrize(
