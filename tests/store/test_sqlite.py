@@ -44,6 +44,7 @@ from contextledger.store import (
     StoreSchemaError,
 )
 from contextledger.store._connections import file_is_read_only, store_error
+from contextledger.store._schema import split_batch
 from contextledger.store._writer import INLINE_COMMIT_BYTES
 from contextledger.testing._store_contract import TIMEOUT, note, texts
 from tests.store._rows import insert_row, raw_connection
@@ -464,7 +465,7 @@ def events_in_database_file(path: Path) -> int | None:
     try:
         conn = apsw.Connection(uri, flags=flags)
         try:
-            return int(conn.execute("SELECT count(*) FROM events").get)
+            return int(conn.execute("SELECT coalesce(sum(count), 0) FROM batches").get)
         finally:
             conn.close()
     except apsw.Error:
@@ -586,7 +587,8 @@ async def test_an_event_is_stored_under_its_current_version(db: Path) -> None:
 
         assert [r.event for r in await store.read("s")] == [event]
     conn = raw_connection(db)
-    assert conn.execute("SELECT v FROM events").get == 3
+    data, count = conn.execute("SELECT data, count FROM batches").fetchone()
+    assert split_batch(data, count) == ((3,), [msgspec.msgpack.encode(event)])
     conn.close()
 
 
@@ -692,7 +694,7 @@ async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(
     async with SQLiteStore.open(db) as store:
         await store.append("s", 0, [note("a"), note("b")])
         conn = store._readers.take()
-        rows = conn.cursor().execute("SELECT data FROM events")
+        rows = conn.cursor().execute("SELECT data FROM batches")
         next(rows)  # a statement half-way through: a read transaction is open
         store._readers.give_back(conn)
         assert not store._readers.pooled(conn)
@@ -700,7 +702,7 @@ async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(
             conn.txn_state()
         # A connection whose read ended goes back to the pool.
         pooled = store._readers.take()
-        pooled.cursor().execute("SELECT count(*) FROM events").fetchall()
+        pooled.cursor().execute("SELECT count(*) FROM batches").fetchall()
         store._readers.give_back(pooled)
         assert store._readers.pooled(pooled)
 
