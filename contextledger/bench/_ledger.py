@@ -14,7 +14,7 @@ On events shaped like the traces' (``contextledger.simulation._synthetic``), mea
   stream in order, splitting them and decoding their events. Like the store (whose
   checkpointer thread does it while the appends run), the floor copies its WAL into the
   database inside its clock, with SQLite's automatic checkpoint every
-  ``CHECKPOINT_PAGES``; ``floor_insert_uncheckpointed_per_s`` is the one transaction
+  ``CHECKPOINT_BYTES``; ``floor_insert_uncheckpointed_per_s`` is the one transaction
   without it (its WAL is copied when it closes, after the clock);
 - the peer: the ``eventsourcing`` library's ``SQLiteApplicationRecorder`` (the recorder that,
   like ours, gives every event a global position), file database in WAL, inserting the same
@@ -61,9 +61,10 @@ from contextledger.events._catalogue import Event
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.history._projection import History
 from contextledger.store import _sqlite as sqlite_store
-from contextledger.store._checkpointer import CHECKPOINT_PAGES
+from contextledger.store._checkpointer import CHECKPOINT_BYTES
 from contextledger.store._schema import (
     INSERT_BATCH,
+    PAGE_SIZE,
     TABLES,
     batch_crc,
     batch_data,
@@ -228,17 +229,19 @@ async def _ours_replay(path: str, streams: list[str]) -> float:
 def _floor_connection(
     path: str, durability: Durability = "normal", *, checkpoints: bool = True
 ) -> apsw.Connection:
-    """A connection set up as ``SQLiteStore``'s writer is: the store's schema, WAL, the same
-    ``synchronous``. The store's checkpointer copies the WAL into the database each time it
-    has grown by ``CHECKPOINT_PAGES``, on its own thread, while the appends are timed; the
-    floor does the same work the way SQLite does by default, at its commits
+    """A connection set up as ``SQLiteStore``'s writer is: the store's schema and page size,
+    WAL, the same ``synchronous``. The store's checkpointer copies the WAL into the database
+    each time it has grown by ``CHECKPOINT_BYTES``, on its own thread, while the appends are
+    timed; the floor does the same work the way SQLite does by default, at its commits
     (``wal_autocheckpoint``), unless not ``checkpoints`` (it then copies the whole WAL when
     it closes, after its clock has stopped)."""
     conn = apsw.Connection(path)
     cur = conn.cursor()
+    cur.execute(f"PRAGMA page_size={PAGE_SIZE}")  # before the file is written: WAL mode
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-    cur.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES if checkpoints else 0}")
+    pages = CHECKPOINT_BYTES // PAGE_SIZE if checkpoints else 0
+    cur.execute(f"PRAGMA wal_autocheckpoint={pages}")
     cur.execute(TABLES)
     return conn
 

@@ -49,6 +49,12 @@ from zlib_ng.zlib_ng import crc32
 from contextledger.store._errors import StoreSchemaError
 
 SCHEMA_VERSION: Final = 4
+#: The page size of a new file. A batch row of 1,000 events (about 670 kB) spans many
+#: overflow pages, and SQLite's work in writing one (the WAL frame and checksum of each page,
+#: then copying each into the database) goes by pages: at 16 KiB instead of the default 4 KiB
+#: it costs 1.4 us an event of CPU instead of 2.4 (64 KiB: 0.9, but every read of a small row
+#: then reads 64 KiB). A file keeps the page size it was created with.
+PAGE_SIZE: Final = 16_384
 
 _STREAMS: Final = """
 CREATE TABLE streams (
@@ -227,6 +233,9 @@ def check_schema(conn: apsw.Connection, path: str, create: bool, writable: bool)
     if found == SCHEMA_VERSION:
         return
     if writable and (found in _MIGRATIONS or (found == 0 and create)):
+        # Takes effect only when this creates the file (before its first write, so before
+        # the transaction); nothing for a file that exists.
+        cur.execute(f"PRAGMA page_size={PAGE_SIZE}")
         cur.execute("BEGIN IMMEDIATE")
         try:
             found = _create_or_migrate(conn, path, create)

@@ -129,7 +129,8 @@ class SQLiteStore:
         self._wal_pages = 0
         self._writer.set_wal_hook(self._on_wal)
         self._readers = ReaderPool(self.path, self._access)
-        self._checkpointer = Checkpointer(self.path, self._access)
+        (page_size,) = one(self._writer.cursor(), "PRAGMA page_size")
+        self._checkpointer = Checkpointer(self.path, self._access, page_size)
         self._commits = GroupCommit(
             self._writer,
             self.path,

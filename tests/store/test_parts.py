@@ -63,10 +63,11 @@ def test_the_pool_closes_a_connection_left_inside_a_read(db: Path) -> None:
 def test_the_checkpointer_copies_the_wal_once_it_has_grown(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_PAGES", 10)
     access = access_of(str(db), False)
     writer = open_writer(str(db), access, "normal", False)
-    checkpointer = Checkpointer(str(db), access)
+    page_size = writer.execute("PRAGMA page_size").get
+    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_BYTES", 10 * page_size)
+    checkpointer = Checkpointer(str(db), access, page_size)
     pages = []
     writer.set_wal_hook(lambda conn, name, n: pages.append(n) or apsw.SQLITE_OK)
     writer.execute("CREATE TABLE t (x BLOB)")
