@@ -7,13 +7,15 @@ On events shaped like the traces' (``contextledger.simulation._synthetic``), mea
   ``History.rebuild``: read, decode and apply), and batched appends at ``"full"`` to compare
   with the peer at equal durability;
 - the floor: apsw alone on the same schema and pragmas as the store's writer (WAL, the same
-  ``synchronous``), inserting the same rows (encoded blobs and checksums) in one transaction
-  (``executemany``), in transactions of ``BATCH`` (also at FULL), and one transaction per
-  blob; and apsw plus ``msgspec`` selecting the blobs of each stream in order and decoding
-  them into events. Like the store (whose checkpointer thread does it while the appends
-  run), the floor copies its WAL into the database inside its clock, with SQLite's
-  automatic checkpoint every ``CHECKPOINT_PAGES``; ``floor_insert_uncheckpointed_per_s``
-  is the one transaction without it (its WAL is copied when it closes, after the clock);
+  ``synchronous``), inserting the same rows, built beforehand (a batch row of ``BATCH``
+  events per append, or of one event, with its bytes and checksum), in one transaction
+  (``executemany``), in a transaction per row of ``BATCH`` (also at FULL), and in one
+  transaction per row of one event; and apsw plus ``msgspec`` selecting the rows of each
+  stream in order, splitting them and decoding their events. Like the store (whose
+  checkpointer thread does it while the appends run), the floor copies its WAL into the
+  database inside its clock, with SQLite's automatic checkpoint every
+  ``CHECKPOINT_BYTES``; ``floor_insert_uncheckpointed_per_s`` is the one transaction
+  without it (its WAL is copied when it closes, after the clock);
 - the peer: the ``eventsourcing`` library's ``SQLiteApplicationRecorder`` (the recorder that,
   like ours, gives every event a global position), file database in WAL, inserting the same
   blobs as ``StoredEvent`` states in ``insert_events`` calls of ``BATCH``. It has no
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import itertools
 import os
 import statistics
 import sys
@@ -60,8 +61,15 @@ from contextledger.events._catalogue import Event
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.history._projection import History
 from contextledger.store import _sqlite as sqlite_store
-from contextledger.store._checkpointer import CHECKPOINT_PAGES
-from contextledger.store._schema import INSERT_EVENT, TABLES, event_crc
+from contextledger.store._checkpointer import CHECKPOINT_BYTES
+from contextledger.store._schema import (
+    INSERT_BATCH,
+    PAGE_SIZE,
+    TABLES,
+    batch_crc,
+    batch_data,
+    split_batch,
+)
 from contextledger.store._sqlite import Durability, SQLiteStore
 
 #: Events of the default run and of ``--full``.
@@ -108,44 +116,70 @@ CEILINGS: Final = {
 SCALING_TARGETS: Final = {"append_rate_500k_vs_10k": 0.7}
 
 _SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
-_SELECT_DATA = "SELECT data FROM events WHERE stream = ? ORDER BY seq"
+_SELECT_DATA = "SELECT data, count FROM batches WHERE stream = ? ORDER BY seq"
 
-#: A row as the store writes it: position, stream id (the row id in ``streams``), seq,
-#: version, bytes, checksum (computed beforehand: the floor only writes).
+#: A batch row as the store writes it: its last event's position, stream id (the row id in
+#: ``streams``), its last event's seq, its number of events, bytes, checksum (computed
+#: beforehand: the floor only writes).
 Row = tuple[int, int, int, int, bytes, int]
+#: An event as the peer stores it: stream id, seq, tag, bytes.
+PeerEvent = tuple[int, int, str, bytes]
 
 
 class _Corpus:
-    """The events, per stream and as the rows the store would write."""
+    """The events, per stream, and as the rows the store would write."""
 
     def __init__(self, count: int) -> None:
         self.streams = synthetic_corpus(count, turns=TURNS)
         codec = DEFAULT_CODEC
-        self.rows: list[Row] = []
-        self.tags: list[str] = []
+        self.sizes: list[int] = []
         self.flat: list[tuple[str, int, Event]] = []
-        for stream_id, (stream, events) in enumerate(self.streams, 1):
-            for seq, event in enumerate(events, 1):
-                blob = codec.encode(event)
-                position = len(self.rows) + 1
-                crc = event_crc(stream_id, seq, position, event.v, blob)
-                self.rows.append((position, stream_id, seq, event.v, blob, crc))
-                self.tags.append(codec.tag_of(event))
-                self.flat.append((stream, seq, event))
-        self.sizes = [len(row[4]) for row in self.rows]
-        self.nbytes = sum(self.sizes)
         # Appends of BATCH events of one stream (the last of a stream may be shorter), as
-        # events for ours and as rows for the floor and the peer.
+        # events for ours, as batch rows for the floor and as events for the peer; and
+        # every event alone, a row of one, for the floor's one commit per event.
         self.batches: list[tuple[str, int, list[Event]]] = []
-        self.row_batches: list[list[Row]] = []
-        first = 0
-        for stream, events in self.streams:
+        self.rows: list[Row] = []
+        self.peer_batches: list[list[PeerEvent]] = []
+        self.single_rows: list[Row] = []
+        position = 0
+        for stream_id, (stream, events) in enumerate(self.streams, 1):
+            blobs = [codec.encode(event) for event in events]
+            versions = [event.v for event in events]
+            tags = [codec.tag_of(event) for event in events]
+            self.sizes.extend(map(len, blobs))
+            for seq, event in enumerate(events, 1):
+                self.flat.append((stream, seq, event))
+                self.single_rows.append(
+                    _row(
+                        stream_id,
+                        seq,
+                        position + seq,
+                        versions[seq - 1 : seq],
+                        blobs[seq - 1 : seq],
+                    )
+                )
             for i in range(0, len(events), BATCH):
-                self.batches.append((stream, i, events[i : i + BATCH]))
-                end = first + min(i + BATCH, len(events))
-                self.row_batches.append(self.rows[first + i : end])
-            first += len(events)
-        assert sum(map(len, self.row_batches)) == len(self.rows)
+                end = min(i + BATCH, len(events))
+                self.batches.append((stream, i, events[i:end]))
+                self.rows.append(
+                    _row(stream_id, end, position + end, versions[i:end], blobs[i:end])
+                )
+                self.peer_batches.append(
+                    [
+                        (stream_id, seq, tags[seq - 1], blobs[seq - 1])
+                        for seq in range(i + 1, end + 1)
+                    ]
+                )
+            position += len(events)
+        self.nbytes = sum(self.sizes)
+        assert sum(row[3] for row in self.rows) == len(self.single_rows) == len(self.flat)
+
+
+def _row(stream_id: int, seq: int, position: int, versions: list[int], blobs: list[bytes]) -> Row:
+    """The batch row of ``blobs`` (the last of them at ``seq`` and ``position``)."""
+    data = batch_data(versions, blobs)
+    count = len(blobs)
+    return (position, stream_id, seq, count, data, batch_crc(stream_id, seq, position, count, data))
 
 
 def _remove_db(path: str, *, keep: bool = False) -> str:
@@ -171,13 +205,9 @@ async def _ours_batched(path: str, corpus: _Corpus, durability: Durability) -> f
 
 def _without_checksums() -> contextlib.AbstractContextManager[Any]:
     """The store's checksum functions replaced by a constant, for ``checksum_overhead``:
-    a row's, a stream's, and a batch's rows' (an endless ``repeat(0)``, which costs nothing
-    per row, as the rows are zipped with it)."""
+    a batch row's and a stream row's."""
     constant = lambda *fields: 0  # noqa: E731
-    constants = lambda *columns: itertools.repeat(0)  # noqa: E731
-    return mock.patch.multiple(
-        sqlite_store, event_crc=constant, event_crcs=constants, stream_crc=constant
-    )
+    return mock.patch.multiple(sqlite_store, batch_crc=constant, stream_crc=constant)
 
 
 async def _ours_single(path: str, corpus: _Corpus, count: int) -> float:
@@ -203,17 +233,19 @@ async def _ours_replay(path: str, streams: list[str]) -> float:
 def _floor_connection(
     path: str, durability: Durability = "normal", *, checkpoints: bool = True
 ) -> apsw.Connection:
-    """A connection set up as ``SQLiteStore``'s writer is: the store's schema, WAL, the same
-    ``synchronous``. The store's checkpointer copies the WAL into the database each time it
-    has grown by ``CHECKPOINT_PAGES``, on its own thread, while the appends are timed; the
-    floor does the same work the way SQLite does by default, at its commits
+    """A connection set up as ``SQLiteStore``'s writer is: the store's schema and page size,
+    WAL, the same ``synchronous``. The store's checkpointer copies the WAL into the database
+    each time it has grown by ``CHECKPOINT_BYTES``, on its own thread, while the appends are
+    timed; the floor does the same work the way SQLite does by default, at its commits
     (``wal_autocheckpoint``), unless not ``checkpoints`` (it then copies the whole WAL when
     it closes, after its clock has stopped)."""
     conn = apsw.Connection(path)
     cur = conn.cursor()
+    cur.execute(f"PRAGMA page_size={PAGE_SIZE}")  # before the file is written: WAL mode
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
-    cur.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES if checkpoints else 0}")
+    pages = CHECKPOINT_BYTES // PAGE_SIZE if checkpoints else 0
+    cur.execute(f"PRAGMA wal_autocheckpoint={pages}")
     cur.execute(TABLES)
     return conn
 
@@ -231,7 +263,7 @@ def _floor_insert(
     start = time.perf_counter()
     for chunk in chunks:
         cur.execute("BEGIN IMMEDIATE")
-        cur.executemany(INSERT_EVENT, chunk)
+        cur.executemany(INSERT_BATCH, chunk)
         cur.execute("COMMIT")
     elapsed = time.perf_counter() - start
     conn.close()
@@ -244,7 +276,7 @@ def _floor_single(path: str, rows: list[Row]) -> float:
     start = time.perf_counter()
     for row in rows:
         cur.execute("BEGIN IMMEDIATE")
-        cur.execute(INSERT_EVENT, row)
+        cur.execute(INSERT_BATCH, row)
         cur.execute("COMMIT")
     elapsed = time.perf_counter() - start
     conn.close()
@@ -257,7 +289,11 @@ def _floor_read_decode(path: str, streams: list[str]) -> float:
     decode = msgspec.msgpack.Decoder(Event).decode
     start = time.perf_counter()
     for stream_id in range(1, len(streams) + 1):
-        events = [decode(data) for (data,) in cur.execute(_SELECT_DATA, (stream_id,))]
+        events: list[Event] = []
+        for data, count in cur.execute(_SELECT_DATA, (stream_id,)):
+            split = split_batch(data, count)
+            assert split is not None
+            events.extend(map(decode, split[1]))
         assert events
     elapsed = time.perf_counter() - start
     conn.close()
@@ -320,18 +356,18 @@ class _Peer:
             else:
                 assert value == 1, value
             assert journal.lower() == "wal", journal
-            ids = {stream: uuid.uuid5(uuid.NAMESPACE_URL, stream) for stream, _ in corpus.streams}
+            ids = [uuid.uuid5(uuid.NAMESPACE_URL, stream) for stream, _ in corpus.streams]
             batches = [
                 [
                     StoredEvent(
-                        originator_id=ids[corpus.streams[stream_id - 1][0]],
+                        originator_id=ids[stream_id - 1],
                         originator_version=seq,
-                        topic=corpus.tags[position - 1],
+                        topic=tag,
                         state=blob,
                     )
-                    for position, stream_id, seq, _, blob, _ in rows
+                    for stream_id, seq, tag, blob in events
                 ]
-                for rows in corpus.row_batches
+                for events in corpus.peer_batches
             ]
             start = time.perf_counter()
             for batch in batches:
@@ -411,13 +447,14 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         timed("floor_insert_uncheckpointed", _floor_insert(path, [corpus.rows], checkpoints=False))
         _remove_db(path)
         path = fresh("floor-batched", i)
-        timed("floor_insert_batched", _floor_insert(path, corpus.row_batches))
+        timed("floor_insert_batched", _floor_insert(path, [[row] for row in corpus.rows]))
         _remove_db(path)
         path = fresh("floor-batched-full", i)
-        timed("floor_insert_batched_full", _floor_insert(path, corpus.row_batches, "full"))
+        rows = [[row] for row in corpus.rows]
+        timed("floor_insert_batched_full", _floor_insert(path, rows, "full"))
         _remove_db(path)
         path = fresh("floor-single", i)
-        timed("floor_single", _floor_single(path, corpus.rows[:single]))
+        timed("floor_single", _floor_single(path, corpus.single_rows[:single]))
         _remove_db(path)
 
         if peer.available:
@@ -438,7 +475,7 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
             timed("peer_read_decode", peer.read_decode(peer_db, corpus))
 
     mb = corpus.nbytes / 1e6
-    n = len(corpus.rows)
+    n = len(corpus.flat)
     figures: dict[str, Any] = {
         "single_appends_per_s": rate(single, times["single"]),
         "batched_appends_per_s": rate(n, times["batched"]),

@@ -17,8 +17,9 @@ from contextledger.store._errors import StoreIntegrityError
 from contextledger.store._verify import (
     CHUNK_MISMATCH,
     StreamHead,
+    batch_start,
     chunk_ok,
-    verified_event,
+    verified_batch,
     verified_snapshot,
     verified_stream,
 )
@@ -41,24 +42,25 @@ class Problem(msgspec.Struct, frozen=True, omit_defaults=True):
 
 def find_problems(cur: apsw.Cursor) -> list[Problem]:
     """Every problem in the store ``cur`` reads: SQLite's ``integrity_check`` (pages and
-    indexes), the checksum of every stream, event and snapshot row, each event's owner, and
-    each stream's seqs (exactly 1 to its recorded version)."""
+    indexes), the checksum of every stream, batch and snapshot row, each batch's owner, and
+    each stream's seqs (exactly 1 to its recorded version, each in one batch)."""
     problems = _sqlite_problems(cur)
     heads = _stream_heads(cur, problems)
     seqs: dict[int, list[int]] = defaultdict(list)
-    for row in cur.execute("SELECT position, stream, seq, v, data, crc FROM events"):
+    for row in cur.execute("SELECT position, stream, seq, count, data, crc FROM batches"):
+        position, seq = batch_start(row)
         head = heads.get(row[1])
         if head is None:
             problems.append(
-                Problem("owner", f"stream id {row[1]} does not exist", position=row[0], seq=row[2])
+                Problem("owner", f"stream id {row[1]} does not exist", position=position, seq=seq)
             )
             continue
         try:
-            verified_event(row, head)
+            events = verified_batch(row, head)
         except StoreIntegrityError as exc:
-            problems.append(Problem("checksum", exc.reason, head.name, exc.position, row[2]))
+            problems.append(Problem("checksum", exc.reason, head.name, position, seq))
             continue
-        seqs[head.id].append(row[2])
+        seqs[head.id].extend(seq for _, seq, _, _ in events)
     for head in heads.values():
         problems.extend(_seq_problems(head, sorted(seqs[head.id])))
     problems.extend(_snapshot_problems(cur, {head.name: head for head in heads.values()}))

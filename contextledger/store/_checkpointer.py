@@ -1,14 +1,15 @@
 """The checkpointer: one long-lived thread with a connection of its own that copies the WAL
 into the database file while commits go on, so that no commit pays for it.
 
-The writer reports the WAL's size after each commit (``wal_grew``); each time it has grown
-by ``CHECKPOINT_PAGES`` the checkpointer is woken (started the first time) and runs a
-``PASSIVE`` checkpoint, which copies what it can without waiting for anyone. Under a steady
-stream of commits a passive checkpoint never copies the very last frames, so the WAL file is
-never started over and only grows: past ``WAL_RESTART_PAGES`` it first tries a ``RESTART``
-without waiting, which succeeds only in a gap between commits and then copies just the few
-frames written since the last passive round; until the gap comes it looks again every
-``RESTART_RETRY_SECONDS``, sleeping in between.
+The writer reports the WAL's size after each commit (``wal_grew``, in pages of the file's
+``page_size``); each time it has grown by ``CHECKPOINT_BYTES`` the checkpointer is woken
+(started the first time) and runs a ``PASSIVE`` checkpoint, which copies what it can without
+waiting for anyone. Under a steady stream of commits a passive checkpoint never copies the
+very last frames, so the WAL file is never started over and only grows: past
+``WAL_RESTART_BYTES`` it first tries a ``RESTART`` without waiting, which succeeds only in a
+gap between commits and then copies just the few frames written since the last passive
+round; until the gap comes it looks again every ``RESTART_RETRY_SECONDS``, sleeping in
+between.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import structlog
 
 from contextledger.store._connections import BUSY_TIMEOUT_MS, Access, open_reader
 
-#: Checkpoint each time the WAL grows by this many pages (SQLite's own default, 4 MiB).
-CHECKPOINT_PAGES: Final = 1000
-#: Past this many pages (64 MiB at 4 KiB) the checkpointer looks for a gap between commits
-#: to start the WAL over, instead of letting it grow without bound.
-WAL_RESTART_PAGES: Final = 16 * CHECKPOINT_PAGES
+#: Checkpoint each time the WAL grows by this much (SQLite's own default: 1,000 pages of
+#: 4 KiB).
+CHECKPOINT_BYTES: Final = 4_096_000
+#: Past this size the checkpointer looks for a gap between commits to start the WAL over,
+#: instead of letting it grow without bound.
+WAL_RESTART_BYTES: Final = 16 * CHECKPOINT_BYTES
 #: How often it looks for that gap while the WAL is past the limit.
 RESTART_RETRY_SECONDS: Final = 0.01
 
@@ -34,11 +36,14 @@ _log = structlog.get_logger("contextledger.store._checkpointer")
 
 
 class Checkpointer:
-    """Checkpoints the WAL of the store at ``path`` on a thread of its own."""
+    """Checkpoints the WAL of the store at ``path``, whose pages are of ``page_size`` bytes,
+    on a thread of its own."""
 
-    def __init__(self, path: str, access: Access) -> None:
+    def __init__(self, path: str, access: Access, page_size: int) -> None:
         self.path = path
         self._access = access
+        self._every = max(1, CHECKPOINT_BYTES // page_size)
+        self._restart = max(1, WAL_RESTART_BYTES // page_size)
         self._thread: threading.Thread | None = None
         self._wanted = threading.Event()
         self._closed = False
@@ -48,11 +53,11 @@ class Checkpointer:
 
     def wal_grew(self, pages: int) -> None:
         """The WAL holds ``pages`` pages after a commit: wake the thread (starting it the
-        first time) each time it has grown by ``CHECKPOINT_PAGES`` since the last wake."""
+        first time) each time it has grown by ``CHECKPOINT_BYTES`` since the last wake."""
         self.wal_pages = pages
         if pages < self._mark:  # the WAL started over
             self._mark = 0
-        if pages - self._mark >= CHECKPOINT_PAGES:
+        if pages - self._mark >= self._every:
             self._mark = pages
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -90,7 +95,7 @@ class Checkpointer:
 
     def _checkpoint(self, conn: apsw.Connection) -> None:
         try:
-            if self.wal_pages >= WAL_RESTART_PAGES:
+            if self.wal_pages >= self._restart:
                 conn.set_busy_timeout(0)
                 try:
                     conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_RESTART)

@@ -68,15 +68,26 @@ class StoreIntegrityError(StoreCorruptError):
     """A row does not read back as it was written: its checksum does not match, or it breaks
     the store's structure (a seq gap, a row of another stream, a stream shorter than its
     recorded version). ``stream`` names the stream (None when the row's stream is unknown),
-    ``position`` the event's global position (None for a stream's or a snapshot's row)."""
+    ``position`` the event's global position, or the first of the batch row's events and
+    ``last_position`` the last (None for a stream's or a snapshot's row)."""
 
-    def __init__(self, stream: str | None, position: int | None, reason: str) -> None:
+    def __init__(
+        self,
+        stream: str | None,
+        position: int | None,
+        reason: str,
+        last_position: int | None = None,
+    ) -> None:
         where = "" if stream is None else f"stream {stream!r}"
         if position is not None:
-            where = f"{where} position {position}".strip()
+            if last_position is None or last_position == position:
+                where = f"{where} position {position}".strip()
+            else:
+                where = f"{where} positions {position}-{last_position}".strip()
         super().__init__(f"{where or 'store'}: {reason}")
         self.stream = stream
         self.position = position
+        self.last_position = last_position
         self.reason = reason
 
 

@@ -64,11 +64,11 @@ from contextledger.store._protocol import (
 )
 from contextledger.store._readers import ReaderPool
 from contextledger.store._schema import (
-    INSERT_EVENT,
+    INSERT_BATCH,
     LAST_POSITION,
+    batch_crc,
+    batch_data,
     chunk_crc,
-    event_crc,
-    event_crcs,
     one,
     snapshot_crc,
     stream_crc,
@@ -77,8 +77,8 @@ from contextledger.store._verify import (
     CHUNK_MISMATCH,
     StreamHead,
     chunk_ok,
+    verified_batch,
     verified_chunks,
-    verified_event,
     verified_snapshot,
     verified_stream,
     verified_stream_events,
@@ -132,7 +132,8 @@ class SQLiteStore:
         self._wal_pages = 0
         self._writer.set_wal_hook(self._on_wal)
         self._readers = ReaderPool(self.path, self._access)
-        self._checkpointer = Checkpointer(self.path, self._access)
+        (page_size,) = one(self._writer.cursor(), "PRAGMA page_size")
+        self._checkpointer = Checkpointer(self.path, self._access, page_size)
         self._commits = GroupCommit(
             self._writer,
             self.path,
@@ -219,21 +220,15 @@ class SQLiteStore:
                 (stream_id, stream, new_version, stream_crc(stream_id, new_version, stream)),
             )
         last = self._last_position
-        positions = range(last + 1, last + 1 + len(events))
-        seqs = range(version + 1, new_version + 1)
-        if len(events) == 1:
-            v, data = batch.versions[0], batch.datas[0]
-            crc = event_crc(stream_id, version + 1, last + 1, v, data)
-            cur.execute(INSERT_EVENT, (last + 1, stream_id, version + 1, v, data, crc))
-        else:
-            crcs = event_crcs(stream_id, seqs, positions, batch.versions, batch.datas)
-            # Rows are zipped in C, their checksums computed in C: no Python runs per event.
-            rows = zip(positions, repeat(stream_id), seqs, batch.versions, batch.datas, crcs)
-            cur.executemany(INSERT_EVENT, rows)
-        # Only once every row is written: a write that fails leaves the caches as they were.
+        position = last + len(events)
+        data = batch_data(batch.versions, batch.datas)
+        crc = batch_crc(stream_id, new_version, position, len(events), data)
+        cur.execute(INSERT_BATCH, (position, stream_id, new_version, len(events), data, crc))
+        # Only once the row is written: a write that fails leaves the caches as they were.
         self._versions[stream] = (stream_id, new_version)
-        self._last_position = last + len(events)
-        return list(map(RecordedEvent, repeat(stream), seqs, positions, events))
+        self._last_position = position
+        seqs = range(version + 1, new_version + 1)
+        return list(map(RecordedEvent, repeat(stream), seqs, range(last + 1, position + 1), events))
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``: writes the head row and the chunks given, so a
@@ -304,8 +299,11 @@ class SQLiteStore:
                 if row is None:
                     continue
                 head = verified_stream(row, name)
-                cur.execute("DELETE FROM events WHERE stream = ?", (head.id,))
-                deleted += self._writer.changes()
+                (count,) = one(
+                    cur, "SELECT coalesce(sum(count), 0) FROM batches WHERE stream = ?", (head.id,)
+                )
+                cur.execute("DELETE FROM batches WHERE stream = ?", (head.id,))
+                deleted += count
                 cur.execute("DELETE FROM streams WHERE id = ?", (head.id,))
                 self._versions.pop(name, None)
             return deleted
@@ -429,7 +427,9 @@ class SQLiteStore:
     async def read(
         self, stream: str, from_seq: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """See ``EventStore.read``. Every row is verified (``verified_stream_events``)."""
+        """See ``EventStore.read``. Every row is verified (``verified_stream_events``); the
+        rows are read from the one holding ``from_seq`` (a row's ``seq`` is its last event's)
+        until enough events are read."""
         return await self._run_query(lambda cur: self._read(cur, stream, from_seq, limit))
 
     def _read(
@@ -439,9 +439,9 @@ class SQLiteStore:
         if head is None:
             return []
         rows = cur.execute(
-            "SELECT position, stream, seq, v, data, crc FROM events "
-            "WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?",
-            (head.id, from_seq, -1 if limit is None else limit),
+            "SELECT position, stream, seq, count, data, crc FROM batches "
+            "WHERE stream = ? AND seq >= ? ORDER BY seq",
+            (head.id, from_seq),
         )
         return self._codec.decode_stream(
             stream, verified_stream_events(rows, head, from_seq, limit)
@@ -450,26 +450,33 @@ class SQLiteStore:
     async def read_all(
         self, from_position: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """See ``EventStore.read_all``. Every row and its stream's row are verified."""
+        """See ``EventStore.read_all``. Every row and its stream's row are verified; the rows
+        are read from the one holding ``from_position`` (a row's ``position`` is its last
+        event's) until enough events are read."""
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
             heads: dict[Any, StreamHead] = {}
-            rows = []
+            rows: list[tuple[int, str, int, int, bytes]] = []
             for row in cur.execute(
-                "SELECT events.position, events.stream, events.seq, events.v, events.data, "
-                "events.crc, streams.id, streams.name, streams.version, streams.crc "
-                "FROM events LEFT JOIN streams ON streams.id = events.stream "
-                "WHERE events.position >= ? ORDER BY events.position LIMIT ?",
-                (from_position, -1 if limit is None else limit),
+                "SELECT batches.position, batches.stream, batches.seq, batches.count, "
+                "batches.data, batches.crc, streams.id, streams.name, streams.version, "
+                "streams.crc FROM batches LEFT JOIN streams ON streams.id = batches.stream "
+                "WHERE batches.position >= ? ORDER BY batches.position",
+                (from_position,),
             ):
+                if limit is not None and len(rows) >= limit:
+                    break
                 head = heads.get(row[1])
                 if head is None:
                     if row[6] is None:
                         raise StoreIntegrityError(None, row[0], "the row's stream does not exist")
                     head = heads[row[1]] = verified_stream(row[6:])
-                position, seq, v, data = verified_event(row[:6], head)
-                rows.append((position, head.name, seq, v, data))
-            return self._codec.decode_rows(rows)
+                rows.extend(
+                    (position, head.name, seq, v, data)
+                    for position, seq, v, data in verified_batch(row[:6], head)
+                    if position >= from_position
+                )
+            return self._codec.decode_rows(rows if limit is None else rows[:limit])
 
         return await self._run_query(run)
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
+import apsw
 import pytest
+import trio
 
 from contextledger.bench import BENCHMARKS
 from contextledger.bench import _ledger as ledger
 from contextledger.bench.__main__ import main
 from contextledger.bench._common import synthetic_corpus
 from contextledger.bench._ledger import BATCH, CEILINGS, SCALING_TARGETS, TARGETS
+from contextledger.store import SQLiteStore
 from contextledger.store import _sqlite as sqlite_store
 
 FIGURES = (
@@ -72,15 +76,29 @@ def test_json(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
 
 
 def test_the_unchecked_run_replaces_the_checksums_only_inside_it() -> None:
-    crc = sqlite_store.event_crc  # type: ignore[attr-defined]
-    crcs = sqlite_store.event_crcs  # type: ignore[attr-defined]
+    crc = sqlite_store.batch_crc  # type: ignore[attr-defined]
     with ledger._without_checksums():
-        assert sqlite_store.event_crc(1, 1, 1, 1, b"x") == 0  # type: ignore[attr-defined]
-        batch = sqlite_store.event_crcs(1, [1, 2], [1, 2], [1, 1], [b"x", b"y"])  # type: ignore[attr-defined]
-        assert list(zip(range(2), batch, strict=False)) == [(0, 0), (1, 0)]
-    assert sqlite_store.event_crc is crc  # type: ignore[attr-defined]
-    assert sqlite_store.event_crcs is crcs  # type: ignore[attr-defined]
+        assert sqlite_store.batch_crc(1, 1, 1, 1, b"x") == 0  # type: ignore[attr-defined]
+        assert sqlite_store.stream_crc(1, 1, "s") == 0  # type: ignore[attr-defined]
+    assert sqlite_store.batch_crc is crc  # type: ignore[attr-defined]
     assert crc(1, 1, 1, 1, b"x") != 0
+
+
+def test_the_floor_writes_the_rows_the_store_writes(tmp_path: Path) -> None:
+    corpus = ledger._Corpus(2500)
+    stored = tmp_path / "stored.db"
+
+    async def append() -> None:
+        async with SQLiteStore.open(stored) as store:
+            for stream, version, events in corpus.batches:
+                await store.append(stream, version, events)
+
+    trio.run(append)
+    floor = tmp_path / "floor.db"
+    ledger._floor_insert(str(floor), [corpus.rows])
+    select = "SELECT position, stream, seq, count, data, crc FROM batches ORDER BY position"
+    rows = [apsw.Connection(str(path)).execute(select).fetchall() for path in (stored, floor)]
+    assert rows[0] == rows[1] == corpus.rows
 
 
 def test_table_and_all(capsys: pytest.CaptureFixture[str]) -> None:

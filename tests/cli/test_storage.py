@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from contextledger.store._schema import split_batch
 from tests.cli.generated import run_cli, write_generated
 from tests.store._rows import insert_row, raw_connection
 
@@ -34,8 +35,13 @@ def test_check_reports_a_damaged_row_and_exits_non_zero(
     db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     conn = raw_connection(db)
-    conn.execute("UPDATE events SET data = zeroblob(length(data)) WHERE position = 4")
+    # The batch row holding position 4 (a row's position is its last event's).
+    last, count = conn.execute(
+        "SELECT position, count FROM batches WHERE position >= 4 ORDER BY position LIMIT 1"
+    ).fetchone()
+    conn.execute("UPDATE batches SET data = zeroblob(length(data)) WHERE position = ?", (last,))
     conn.close()
+    first = last - count + 1  # ses_a is the first session: its seqs are its positions
 
     code, out, _ = run_cli(capsys, "check", str(db), "--json")
     assert code == 1
@@ -43,15 +49,15 @@ def test_check_reports_a_damaged_row_and_exits_non_zero(
     assert report["ok"] is False
     assert report["problems"][0] == {
         "kind": "checksum",
-        "detail": "the event's row does not match its checksum",
+        "detail": "the batch's row does not match its checksum",
         "stream": "ses_a",
-        "position": 4,
-        "seq": 4,
+        "position": first,
+        "seq": first,
     }
 
     code, out, _ = run_cli(capsys, "check", str(db))
     assert code == 1
-    assert "checksum  ses_a   4         4" in out
+    assert f"checksum  ses_a   {first:<9} {first}" in out
 
 
 @pytest.mark.parametrize(
@@ -64,10 +70,14 @@ def test_check_reports_an_event_that_may_not_follow(
 ) -> None:
     # An event copied to the end of the first session, with a sound checksum.
     conn = raw_connection(db)
-    data, v = conn.execute(
-        "SELECT data, v FROM events WHERE stream = ? AND seq = ?", (stream_id, seq)
+    batch, count, last = conn.execute(
+        "SELECT data, count, seq FROM batches WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT 1",
+        (stream_id, seq),
     ).fetchone()
     conn.close()
+    split = split_batch(batch, count)
+    assert split is not None
+    v, data = split[0][seq - last - 1], split[1][seq - last - 1]
     position = insert_row(db, "ses_a", v, data)
 
     code, out, _ = run_cli(capsys, "check", str(db), "--json")

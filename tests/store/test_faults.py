@@ -22,6 +22,7 @@ from contextledger.events import LedgerError, MemoryPinned, RecordedEvent, Sessi
 from contextledger.history import History
 from contextledger.ledger import SessionLog, check_sessions
 from contextledger.store import EventStore, SQLiteStore
+from contextledger.store._schema import PAGE_SIZE
 from tests.store._crash_child import Writer
 
 FULL = os.environ.get("CONTEXTLEDGER_FAULTS_FULL") == "1"
@@ -113,9 +114,9 @@ async def test_a_flipped_bit_is_detected_typed_or_harmless(tmp_path: Path) -> No
 # --- a full disk ---------------------------------------------------------------------------
 
 FULL_CHILD = Path(__file__).with_name("_full_child.py")
-#: File size limits (bytes) the writer runs into: before its first snapshot, after a few,
-#: and with a larger file; odd seeds write at durability "full".
-LIMITS = [40_000, 90_000, 160_000, 300_000] * (5 if FULL else 1)
+#: File size limits the writer runs into, in pages of a new file: before its first snapshot,
+#: after a few, and with a larger file; odd seeds write at durability "full".
+LIMITS = [pages * PAGE_SIZE for pages in (10, 22, 40, 73)] * (5 if FULL else 1)
 
 
 async def test_a_full_disk_raises_store_full_error_and_half_writes_nothing(

@@ -4,6 +4,8 @@ older file gets checksums, and ``check`` reports every problem with where it is.
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 
 import apsw
@@ -23,9 +25,15 @@ from contextledger.store import (
     StoreIntegrityError,
     StoreSchemaError,
 )
-from contextledger.store._schema import SCHEMA_VERSION, event_crc, event_crcs
+from contextledger.store._schema import (
+    SCHEMA_VERSION,
+    batch_crc,
+    batch_data,
+    event_crc,
+    split_batch,
+)
 from contextledger.testing._builder import SessionBuilder
-from tests.store._rows import raw_connection
+from tests.store._rows import raw_connection, schema_3_file
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -36,12 +44,15 @@ def note(text: str, stream: str = "s") -> MemoryPinned:
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
-    """A closed store: stream ``s`` of five notes (positions 1-5), ``t`` of two (6-7)."""
+    """A closed store: stream ``s`` of five notes in three batch rows (positions 1-2, 3-4 and
+    5), ``t`` of two in one (6-7)."""
     path = tmp_path / "x.db"
 
     async def fill() -> None:
         async with SQLiteStore.open(path) as store:
-            await store.append("s", 0, [note(f"s{i}") for i in range(1, 6)])
+            await store.append("s", 0, [note("s1"), note("s2")])
+            await store.append("s", 2, [note("s3"), note("s4")])
+            await store.append("s", 4, [note("s5")])
             await store.append("t", 0, [note("t1", "t"), note("t2", "t")])
 
     trio.run(fill)
@@ -65,29 +76,42 @@ async def problems_of(path: Path) -> list[Problem]:
 _ROW_INT = st.integers(0, 2**63 - 1)
 
 
-@given(_ROW_INT, st.lists(st.tuples(_ROW_INT, _ROW_INT, _ROW_INT, st.binary()), max_size=20))
-def test_a_batch_gets_the_checksums_its_rows_get_one_by_one(
-    stream_id: int, rows: list[tuple[int, int, int, bytes]]
+@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.binary()), min_size=1, max_size=20))
+def test_a_batch_row_holds_its_events_versions_and_bytes(events: list[tuple[int, bytes]]) -> None:
+    versions, datas = [v for v, _ in events], [data for _, data in events]
+    assert split_batch(batch_data(versions, datas), len(events)) == (tuple(versions), datas)
+
+
+@given(st.binary(max_size=64), st.integers(0, 40))
+def test_bytes_that_cannot_hold_a_batch_split_to_none(data: bytes, count: int) -> None:
+    split = split_batch(data, count)
+    if split is not None:
+        assert batch_data(*split) == data and len(split[1]) == count
+
+
+@given(_ROW_INT, _ROW_INT, _ROW_INT, _ROW_INT, st.binary(max_size=4096))
+def test_a_checksum_is_zlibs_crc_over_the_row_head_and_bytes(
+    stream_id: int, seq: int, position: int, count: int, data: bytes
 ) -> None:
-    columns = [[row[i] for row in rows] for i in range(4)]
-    expected = [event_crc(stream_id, *row) for row in rows]
-    assert list(event_crcs(stream_id, *columns)) == expected  # type: ignore[arg-type]
+    head = struct.pack("<qqqq", stream_id, seq, position, count)
+    assert batch_crc(stream_id, seq, position, count, data) == zlib.crc32(head + data)
+    assert event_crc(stream_id, seq, position, count, data) == zlib.crc32(head + data)
 
 
 @pytest.mark.parametrize(
     ("what", "sql"),
     [
-        ("bytes", "UPDATE events SET data = CAST(data || x'00' AS BLOB) WHERE position = 3"),
-        ("one bit", "UPDATE events SET data = zeroblob(length(data)) WHERE position = 3"),
-        ("seq", "UPDATE events SET seq = 33 WHERE position = 3"),
-        ("version", "UPDATE events SET v = 2 WHERE position = 3"),
-        ("owner", "UPDATE events SET stream = 2 WHERE position = 3"),
-        ("type", "UPDATE events SET data = 'text' WHERE position = 3"),
-        ("checksum", "UPDATE events SET crc = crc + 1 WHERE position = 3"),
+        ("bytes", "UPDATE batches SET data = CAST(data || x'00' AS BLOB) WHERE position = 4"),
+        ("one bit", "UPDATE batches SET data = zeroblob(length(data)) WHERE position = 4"),
+        ("seq", "UPDATE batches SET seq = 33 WHERE position = 4"),
+        ("count", "UPDATE batches SET count = 1 WHERE position = 4"),
+        ("owner", "UPDATE batches SET stream = 2 WHERE position = 4"),
+        ("type", "UPDATE batches SET data = 'text' WHERE position = 4"),
+        ("checksum", "UPDATE batches SET crc = crc + 1 WHERE position = 4"),
     ],
 )
 @pytest.mark.parametrize("read", ["read", "read_all"])
-async def test_a_changed_event_row_raises_integrity_error_naming_stream_and_position(
+async def test_a_changed_batch_row_raises_integrity_error_naming_stream_and_positions(
     db: Path, what: str, sql: str, read: str
 ) -> None:
     damage(db, sql)
@@ -95,20 +119,23 @@ async def test_a_changed_event_row_raises_integrity_error_naming_stream_and_posi
         with pytest.raises(StoreIntegrityError) as caught:
             await (store.read("s") if read == "read" else store.read_all())
     # A read of "s" that no longer finds seq 3 where it belongs stops at the row after it;
-    # read_all names the stream the row now claims.
+    # read_all names the stream the row now claims; a changed count changes the range.
     moved = read == "read" and what in ("seq", "owner")
-    stream, position = ("t" if what == "owner" and not moved else "s"), (4 if moved else 3)
-    assert (caught.value.stream, caught.value.position) == (stream, position)
-    assert f"stream {stream!r} position {position}" in str(caught.value)
+    stream = "t" if what == "owner" and not moved else "s"
+    first, last = (5, 5) if moved else (4, 4) if what == "count" else (3, 4)
+    error = caught.value
+    assert (error.stream, error.position, error.last_position) == (stream, first, last)
+    where = f"position {first}" if first == last else f"positions {first}-{last}"
+    assert f"stream {stream!r} {where}" in str(error)
 
 
-@pytest.mark.parametrize("position", [3, 5], ids=["middle", "last"])
-async def test_a_deleted_event_raises_integrity_error(db: Path, position: int) -> None:
-    damage(db, "DELETE FROM events WHERE position = ?", position)
+@pytest.mark.parametrize(("row", "seq"), [(4, 3), (5, 5)], ids=["middle", "last"])
+async def test_a_deleted_batch_raises_integrity_error(db: Path, row: int, seq: int) -> None:
+    damage(db, "DELETE FROM batches WHERE position = ?", row)
     async with SQLiteStore.open(db, create=False) as store:
-        with pytest.raises(StoreIntegrityError, match=f"seq {position} .*cannot be found|seq"):
+        with pytest.raises(StoreIntegrityError, match=f"seq {seq} "):
             await store.read("s")
-        assert [r.seq for r in await store.read("s", 1, position - 1)] == list(range(1, position))
+        assert [r.seq for r in await store.read("s", 1, seq - 1)] == list(range(1, seq))
 
 
 async def test_a_changed_stream_row_raises_integrity_error(db: Path) -> None:
@@ -123,7 +150,7 @@ async def test_a_changed_stream_row_raises_integrity_error(db: Path) -> None:
 
 
 async def test_a_row_of_a_stream_that_does_not_exist_raises_integrity_error(db: Path) -> None:
-    damage(db, "UPDATE events SET stream = 9 WHERE position = 7")
+    damage(db, "UPDATE batches SET stream = 9 WHERE position = 7")
     async with SQLiteStore.open(db, create=False) as store:
         with pytest.raises(StoreIntegrityError, match="position 7"):
             await store.read_all()
@@ -132,7 +159,11 @@ async def test_a_row_of_a_stream_that_does_not_exist_raises_integrity_error(db: 
 async def test_rows_read_verified_still_upcast_and_page(db: Path) -> None:
     async with SQLiteStore.open(db, create=False) as store:
         assert [r.seq for r in await store.read("s", 2, 2)] == [2, 3]
+        assert [r.seq for r in await store.read("s", 4)] == [4, 5]
+        assert [r.seq for r in await store.read("s", 3, 1)] == [3]
         assert [r.position for r in await store.read_all(4, 3)] == [4, 5, 6]
+        assert [r.position for r in await store.read_all(7)] == [7]
+        assert [r.event.text for r in await store.read_all(2, 2)] == ["s2", "s3"]
         assert await store.read("s", 6) == []
         assert await store.stream_version("t") == 2
         assert await store.streams() == ["s", "t"]
@@ -307,7 +338,7 @@ async def test_a_schema_1_file_opens_and_gets_checksums(tmp_path: Path) -> None:
         await store.append("s", 2, [note("d")])
     conn = raw_connection(path)
     assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
-    assert conn.execute("SELECT count(*) FROM events WHERE crc IS NULL").get == 0
+    assert conn.execute("SELECT count(*) FROM batches").get == 4
     conn.close()
 
 
@@ -324,20 +355,67 @@ PRAGMA user_version = 2;
 """
 
 
-async def test_a_schema_2_file_opens_with_its_events_and_no_snapshots(db: Path) -> None:
+async def test_a_schema_2_file_opens_with_its_events_and_no_snapshots(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    schema_3_file(db, damaged=False)
     damage(db, SCHEMA_2_SNAPSHOTS)
 
     async with SQLiteStore.open(db, create=False) as store:
-        assert [r.seq for r in await store.read("s")] == [1, 2, 3, 4, 5]
+        assert [r.seq for r in await store.read("s")] == [1, 2]
         assert await store.load_snapshot("s") is None  # a cache, dropped
-        await store.save_snapshot(Snapshot("s", 5, 7, b"head", {"m": b"chunk"}))
+        await store.save_snapshot(Snapshot("s", 2, 7, b"head", {"m": b"chunk"}))
         assert await store.check() == []
     conn = raw_connection(db)
     assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
     conn.close()
 
 
-async def test_a_read_only_schema_2_file_is_refused_unchanged(db: Path) -> None:
+async def test_a_schema_3_file_gets_a_batch_row_per_event_and_keeps_its_positions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    events = schema_3_file(path, damaged=False)
+
+    async with SQLiteStore.open(path, create=False) as store:
+        recorded = await store.read_all()
+        assert [r.event for r in recorded] == events
+        assert [(r.stream, r.seq, r.position) for r in recorded] == [
+            ("s", 1, 1),
+            ("t", 1, 2),
+            ("s", 2, 3),
+        ]
+        assert [r.event for r in await store.read("s")] == [events[0], events[2]]
+        assert await store.load_snapshot("s") == Snapshot("s", 2, 7, b"head")
+        assert await store.check() == []
+        # Positions are never given twice: the next is after the last ever given, not 4.
+        (appended,) = await store.append("s", 2, [note("d")])
+        assert appended.position == 10
+    conn = raw_connection(path)
+    assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION
+    assert conn.execute("SELECT count(*) FROM batches").get == 4
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'events'").get == 0
+    conn.close()
+
+
+async def test_a_damaged_row_of_a_schema_3_file_stays_found_after_the_migration(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    schema_3_file(path, damaged=True)
+
+    async with SQLiteStore.open(path, create=False) as store:
+        with pytest.raises(StoreIntegrityError, match="stream 's' position 3"):
+            await store.read("s")
+        assert [r.seq for r in await store.read("s", 1, 1)] == [1]
+        assert await store.check() == [
+            Problem("checksum", "the batch's row does not match its checksum", "s", 3, 2),
+            Problem("seq", "seq 2 to 2 missing", "s", seq=2),
+        ]
+
+
+async def test_a_read_only_schema_2_file_is_refused_unchanged(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    schema_3_file(db, damaged=False)
     damage(db, SCHEMA_2_SNAPSHOTS)
     before = db.read_bytes()
     db.chmod(0o444)
@@ -367,33 +445,32 @@ async def test_a_sound_store_has_no_problems(db: Path) -> None:
     ("sql", "expected"),
     [
         (
-            "UPDATE events SET data = zeroblob(length(data)) WHERE position = 3",
+            "UPDATE batches SET data = zeroblob(length(data)) WHERE position = 4",
             [
-                Problem("checksum", "the event's row does not match its checksum", "s", 3, 3),
-                Problem("seq", "seq 3 missing", "s", seq=3),
+                Problem("checksum", "the batch's row does not match its checksum", "s", 3, 3),
+                Problem("seq", "seq 3 to 4 missing", "s", seq=3),
             ],
         ),
         (
-            "DELETE FROM events WHERE position = 3",
-            [Problem("seq", "seq 3 missing", "s", seq=3)],
+            "DELETE FROM batches WHERE position = 4",
+            [Problem("seq", "seq 3 to 4 missing", "s", seq=3)],
         ),
         (
-            "DELETE FROM events WHERE position IN (4, 5)",
-            [Problem("seq", "seq 4 to 5 missing", "s", seq=4)],
+            "DELETE FROM batches WHERE position IN (4, 5)",
+            [Problem("seq", "seq 3 to 5 missing", "s", seq=3)],
         ),
         (
-            "UPDATE events SET stream = 9 WHERE position = 7",
+            "UPDATE batches SET stream = 9 WHERE position = 7",
             [
-                Problem("owner", "stream id 9 does not exist", position=7, seq=2),
-                Problem("seq", "seq 2 to 2 missing", "t", seq=2),
+                Problem("owner", "stream id 9 does not exist", position=6, seq=1),
+                Problem("seq", "seq 1 to 2 missing", "t", seq=1),
             ],
         ),
         (
             "UPDATE streams SET name = 'u' WHERE name = 't'",
-            [Problem("checksum", "the stream's row does not match its checksum", "u")]
-            + [
-                Problem("owner", "stream id 2 does not exist", position=p, seq=s)
-                for p, s in ((6, 1), (7, 2))
+            [
+                Problem("checksum", "the stream's row does not match its checksum", "u"),
+                Problem("owner", "stream id 2 does not exist", position=6, seq=1),
             ],
         ),
     ],

@@ -21,6 +21,7 @@ from contextledger.store._connections import access_of, open_writer
 from contextledger.store._readers import ReaderPool
 from contextledger.store._schema import SCHEMA_VERSION
 from contextledger.store._writer import GroupCommit
+from tests.store._rows import schema_3_file
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_the_pool_reuses_a_connection_whose_read_ended(db: Path) -> None:
     first = pool.take()
     pool.give_back(first)
     assert pool.pooled(first)
-    assert pool.query(lambda cur: cur.execute("SELECT count(*) FROM events").fetchall()) == [(0,)]
+    assert pool.query(lambda cur: cur.execute("SELECT count(*) FROM batches").fetchall()) == [(0,)]
     assert pool.take() is first
     pool.close()
 
@@ -62,10 +63,11 @@ def test_the_pool_closes_a_connection_left_inside_a_read(db: Path) -> None:
 def test_the_checkpointer_copies_the_wal_once_it_has_grown(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_PAGES", 10)
     access = access_of(str(db), False)
     writer = open_writer(str(db), access, "normal", False)
-    checkpointer = Checkpointer(str(db), access)
+    page_size = writer.execute("PRAGMA page_size").get
+    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_BYTES", 10 * page_size)
+    checkpointer = Checkpointer(str(db), access, page_size)
     pages = []
     writer.set_wal_hook(lambda conn, name, n: pages.append(n) or apsw.SQLITE_OK)
     writer.execute("CREATE TABLE t (x BLOB)")
@@ -230,10 +232,7 @@ def test_writers_opening_a_new_or_old_file_at_once_create_or_migrate_it_once(
     for attempt in range(10):
         path = tmp_path / f"{schema}-{attempt}.db"
         if schema == "old":
-            writer = open_writer(str(path), access_of(str(path), True), "normal", True)
-            # Schema 2 had no snapshot chunks (its snapshots table, replaced, differs too).
-            writer.execute("DROP TABLE snapshot_chunks; PRAGMA user_version=2")
-            writer.close()
+            schema_3_file(path, damaged=False)
         assert open_at_once(path, 6) == [], f"attempt {attempt}"
         conn = apsw.Connection(str(path))
         assert conn.execute("PRAGMA user_version").get == SCHEMA_VERSION

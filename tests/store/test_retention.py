@@ -73,7 +73,7 @@ async def test_a_reclaim_waits_for_a_checkpoint_another_connection_runs(
     path = Path(store.path)
     reader = raw_connection(path)  # holds another connection's checkpoint in the middle
     reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM events").fetchall()
+    reader.execute("SELECT count(*) FROM batches").fetchall()
     checkpointing, let_go = threading.Event(), threading.Event()
 
     def wait_for_the_reader(tries: int) -> bool:

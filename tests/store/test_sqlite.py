@@ -44,9 +44,10 @@ from contextledger.store import (
     StoreSchemaError,
 )
 from contextledger.store._connections import file_is_read_only, store_error
+from contextledger.store._schema import PAGE_SIZE, split_batch
 from contextledger.store._writer import INLINE_COMMIT_BYTES
 from contextledger.testing._store_contract import TIMEOUT, note, texts
-from tests.store._rows import insert_row, raw_connection
+from tests.store._rows import insert_row, raw_connection, schema_3_file
 
 
 def big(stream: str = "big") -> MemoryPinned:
@@ -464,20 +465,20 @@ def events_in_database_file(path: Path) -> int | None:
     try:
         conn = apsw.Connection(uri, flags=flags)
         try:
-            return int(conn.execute("SELECT count(*) FROM events").get)
+            return int(conn.execute("SELECT coalesce(sum(count), 0) FROM batches").get)
         finally:
             conn.close()
     except apsw.Error:
         return None
 
 
-async def test_the_wal_is_checkpointed_once_it_passes_checkpoint_pages(
+async def test_the_wal_is_checkpointed_once_it_passes_checkpoint_bytes(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # At one page every commit passes the limit, so no commit may stay in the WAL for good:
+    # At one byte every commit passes the limit, so no commit may stay in the WAL for good:
     # whenever the appends stop, the database file itself must come to hold every event.
     # Bursts of commits racing the checkpoints, three times over.
-    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_PAGES", 1)
+    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_BYTES", 1)
     events = [note(f"{i:03d}" * 10_000) for i in range(300)]  # 30 kB each
 
     async with SQLiteStore.open(db) as store:
@@ -578,6 +579,23 @@ async def test_an_event_stored_under_an_older_version_is_upcast_on_read(
     assert recorded.event == NoteTaken(session_id="s", text="hello", author="unknown")
 
 
+async def test_a_new_file_has_large_pages_and_an_older_one_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    schema_3_file(old, damaged=False)  # written with SQLite's default pages
+    for path in (new, old):
+        async with SQLiteStore.open(path) as store:
+            await store.append("u", 0, [note("x" * 100_000, "u")])
+            assert [r.event.text for r in await store.read("u")] == ["x" * 100_000]
+    sizes = []
+    for path in (new, old):
+        conn = raw_connection(path)
+        sizes.append(conn.execute("PRAGMA page_size").get)
+        conn.close()
+    assert sizes == [PAGE_SIZE, 4096]
+
+
 async def test_an_event_is_stored_under_its_current_version(db: Path) -> None:
     event = NoteTaken(session_id="s", text="hi", author="me")
 
@@ -586,7 +604,8 @@ async def test_an_event_is_stored_under_its_current_version(db: Path) -> None:
 
         assert [r.event for r in await store.read("s")] == [event]
     conn = raw_connection(db)
-    assert conn.execute("SELECT v FROM events").get == 3
+    data, count = conn.execute("SELECT data, count FROM batches").fetchone()
+    assert split_batch(data, count) == ((3,), [msgspec.msgpack.encode(event)])
     conn.close()
 
 
@@ -692,7 +711,7 @@ async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(
     async with SQLiteStore.open(db) as store:
         await store.append("s", 0, [note("a"), note("b")])
         conn = store._readers.take()
-        rows = conn.cursor().execute("SELECT data FROM events")
+        rows = conn.cursor().execute("SELECT data FROM batches")
         next(rows)  # a statement half-way through: a read transaction is open
         store._readers.give_back(conn)
         assert not store._readers.pooled(conn)
@@ -700,7 +719,7 @@ async def test_a_connection_left_inside_a_read_transaction_is_closed_not_pooled(
             conn.txn_state()
         # A connection whose read ended goes back to the pool.
         pooled = store._readers.take()
-        pooled.cursor().execute("SELECT count(*) FROM events").fetchall()
+        pooled.cursor().execute("SELECT count(*) FROM batches").fetchall()
         store._readers.give_back(pooled)
         assert store._readers.pooled(pooled)
 
@@ -757,9 +776,9 @@ async def damaged_store(path: Path, damage: str) -> None:
     with path.open("r+b") as file:
         if damage == "truncated":
             file.truncate(size // 2)
-        else:  # a page in the middle overwritten with zeros
-            file.seek(size // 2)
-            file.write(bytes(4096))
+        else:  # a page of rows overwritten with zeros (the first pages hold the tables)
+            file.seek(size * 3 // 4 // PAGE_SIZE * PAGE_SIZE)
+            file.write(bytes(PAGE_SIZE))
 
 
 async def test_reading_a_damaged_page_raises_store_corrupt_error(db: Path) -> None:
