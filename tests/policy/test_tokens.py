@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextledger.events._catalogue import RecordedEvent
 from contextledger.history import History, part_chars
@@ -133,6 +135,12 @@ def test_pieces_are_words_digit_groups_punctuation_and_whitespace_runs(
     assert "".join(cut) == text
     assert pieces(text) == len(cut)
     assert measure_text(text) == PromptMeasure(text_chars=len(text), text_pieces=len(cut))
+
+
+@given(st.text(alphabet=st.sampled_from(' \n\tab9_-/.{}"é中')))
+def test_pieces_cut_as_the_same_pattern_without_possessive_runs_does(text: str) -> None:
+    plain = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]+|\s+")
+    assert pieces(text) == len(plain.findall(text))
 
 
 # --- calibration ---------------------------------------------------------------------------------
