@@ -77,22 +77,24 @@ class FactMemo:
     """``facts_in`` of each text, found once and kept: a replay's requests repeat the texts
     of the ones before, and replays of one trace under several strategies repeat each
     other's, so each text is read once. It holds every text it was given: keep one per
-    trace."""
+    trace. A session names the same few thousand facts over and over, so each text keeps
+    its facts as a tuple of one shared copy of each."""
 
-    __slots__ = ("_known",)
+    __slots__ = ("_copies", "_known")
 
     def __init__(self) -> None:
-        self._known: dict[str, frozenset[str]] = {}
+        self._known: dict[str, tuple[str, ...]] = {}
+        self._copies: dict[str, str] = {}
 
     def __call__(self, texts: Iterable[str]) -> set[str]:
         """The facts in ``texts``, together."""
-        known = self._known
+        known, copies = self._known, self._copies
         out: set[str] = set()
         for text in texts:
             found = known.get(text)
             if found is None:
-                found = known[text] = frozenset(facts_in(text))
-            out |= found
+                found = known[text] = tuple(copies.setdefault(f, f) for f in facts_in(text))
+            out.update(found)
         return out
 
 
