@@ -202,12 +202,16 @@ def run(options: Options) -> dict[str, Any]:
         EXTRACTIVE,
         TAIL_ONLY,
     )
-    jobs = [
-        (name, window, trace, events)
-        for name, found in sessions.items()
-        for window in WINDOWS
-        for trace, events in found
-    ]
+    # The longest sessions first, so that none is left to run alone at the end.
+    jobs = sorted(
+        (
+            (name, window, trace, events)
+            for name, found in sessions.items()
+            for window in WINDOWS
+            for trace, events in found
+        ),
+        key=lambda job: -len(job[3]),
+    )
     # Each trace is simulated on its own, so the jobs are spread over the machine's cores;
     # a new process logs as the command does (to stderr: stdout holds only the results).
     with ProcessPoolExecutor(
