@@ -131,8 +131,15 @@ EMPTY: Final = PromptMeasure()
 
 _PIECE: Final = re.compile(TOKEN_PIECE_PATTERN)
 _COMPACTION_TEXT: Final = "What did we do so far?"
+#: How many texts' piece counts are kept. A request builder measures again the view's
+#: messages from the first one that changed (a strategy that truncates old outputs changes
+#: early ones at every call), so the same texts come back call after call; a view holds a
+#: few thousand texts, and most of them are the history's own strings, which the memo only
+#: points to.
+PIECE_MEMO_TEXTS: Final = 1 << 14
 
 
+@functools.lru_cache(maxsize=PIECE_MEMO_TEXTS)
 def pieces(text: str) -> int:
     """How many pieces ``text`` is cut into (``TOKEN_PIECE_PATTERN``): words with the space
     before them, groups of up to three digits, punctuation runs, whitespace runs."""
@@ -150,12 +157,18 @@ def _texts(*texts: str) -> PromptMeasure:
     )
 
 
+def _input(tool: str, tool_input: dict[str, Any]) -> tuple[int, int]:
+    """The characters and pieces of a tool call's name and JSON input."""
+    encoded = _json.encode(tool_input)
+    return len(tool) + len(encoded), pieces(tool) + pieces(encoded.decode())
+
+
 def _tool(tool: str, tool_input: dict[str, Any], output: str, media: int = 0) -> PromptMeasure:
     """A tool call's measure: its name and JSON input, its output."""
-    encoded = _json.encode(tool_input).decode()
+    input_chars, input_pieces = _input(tool, tool_input)
     return PromptMeasure(
-        input_chars=len(tool) + len(_json.encode(tool_input)),
-        input_pieces=pieces(tool) + pieces(encoded),
+        input_chars=input_chars,
+        input_pieces=input_pieces,
         output_chars=len(output),
         output_pieces=pieces(output),
         tool_calls=1,
@@ -187,8 +200,7 @@ def measure_part(part: Part) -> PromptMeasure:
 def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
     """A model view's measure: texts and reasoning, tool calls (name plus JSON input), tool
     results (output), and every file or attachment as one media item."""
-    text = text_pieces = outputs = output_pieces = media = 0
-    calls = EMPTY
+    text = text_pieces = inputs = input_pieces = outputs = output_pieces = calls = media = 0
     for message in messages:
         for content in message.content:
             match content:
@@ -198,17 +210,23 @@ def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
                 case ModelFile():
                     media += 1
                 case ModelToolCall(tool=tool, input=tool_input):
-                    calls += _tool(tool, tool_input, "")
+                    chars, cut = _input(tool, tool_input)
+                    inputs += chars
+                    input_pieces += cut
+                    calls += 1
                 case ModelToolResult(output=output, attachments=attachments):
                     outputs += len(output)
                     output_pieces += pieces(output)
                     media += len(attachments)
-    return calls + PromptMeasure(
+    return PromptMeasure(
         text_chars=text,
-        text_pieces=text_pieces,
+        input_chars=inputs,
         output_chars=outputs,
-        output_pieces=output_pieces,
+        tool_calls=calls,
         media=media,
+        text_pieces=text_pieces,
+        input_pieces=input_pieces,
+        output_pieces=output_pieces,
     )
 
 
