@@ -49,6 +49,7 @@ from contextledger.events._catalogue import Event
 from contextledger.logging import configure_logging
 from contextledger.simulation import (
     PROVIDERS,
+    FactMemo,
     Provider,
     TraceResult,
     simulate_trace,
@@ -124,22 +125,28 @@ def _totals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _simulated(events: Sequence[Event], name: str, window: int, provider: Provider) -> TraceResult:
+def _simulated(
+    events: Sequence[Event], name: str, window: int, provider: Provider, facts: FactMemo
+) -> TraceResult:
     return simulate_trace(
         events,
         strategy_name=name.partition("/")[0],
         window=window,
         provider_family=provider,
         summarizer=VARIANTS.get(name, "model"),
+        facts=facts,
     )
 
 
 def _trace_figures(job: tuple[Sequence[Event], tuple[str, ...], int]) -> dict[str, Any]:
-    """One trace at one window: each strategy's figures per provider (a worker's job)."""
+    """One trace at one window: each strategy's figures per provider (a worker's job; its
+    simulations share one ``FactMemo``, so each text's facts are found once)."""
     events, names, window = job
+    facts = FactMemo()
     return {
         name: {
-            provider: _simulated(events, name, window, provider).summary() for provider in PROVIDERS
+            provider: _simulated(events, name, window, provider, facts).summary()
+            for provider in PROVIDERS
         }
         for name in names
     }
@@ -195,12 +202,16 @@ def run(options: Options) -> dict[str, Any]:
         EXTRACTIVE,
         TAIL_ONLY,
     )
-    jobs = [
-        (name, window, trace, events)
-        for name, found in sessions.items()
-        for window in WINDOWS
-        for trace, events in found
-    ]
+    # The longest sessions first, so that none is left to run alone at the end.
+    jobs = sorted(
+        (
+            (name, window, trace, events)
+            for name, found in sessions.items()
+            for window in WINDOWS
+            for trace, events in found
+        ),
+        key=lambda job: -len(job[3]),
+    )
     # Each trace is simulated on its own, so the jobs are spread over the machine's cores;
     # a new process logs as the command does (to stderr: stdout holds only the results).
     with ProcessPoolExecutor(

@@ -6,6 +6,7 @@ are the tables of ``contextledger.prices``.
 
 from contextledger.cachesim._blocks import (
     Block,
+    BlockMemo,
     SimRequest,
     blocks_from_request,
     prefixes,
@@ -23,6 +24,7 @@ from contextledger.cachesim._wire import blocks_from_anthropic_body, blocks_from
 
 __all__ = [
     "Block",
+    "BlockMemo",
     "PromptCache",
     "ReadGrowthErrors",
     "RequestCost",

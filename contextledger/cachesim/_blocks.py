@@ -9,12 +9,16 @@ their keys agree up to there.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Generic, Literal, TypeVar
 
 import msgspec
 
+from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._requests import CacheTTL, Request
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 Ttl = Literal["5m", "1h"]
 
@@ -100,34 +104,120 @@ def _longest(a: Ttl | None, b: Ttl) -> Ttl:
     return "1h" if "1h" in (a, b) else "5m"
 
 
-def blocks_from_request(request: Request) -> tuple[Block, ...]:
-    """The blocks of a builder ``Request``: one per tool, one per system block, one per
-    content part of each message (the message's role is part of its parts' keys). A mark on a
-    tool or system block puts a breakpoint on that block; a mark on a message puts it on the
-    message's last content part (a message without content carries none)."""
-    encode = msgspec.json.encode
+def _encoded(kind: str, item: object) -> Block:
+    """The block of one tool, system block or content part (without a breakpoint)."""
+    return block_of(kind, msgspec.json.encode(item))
+
+
+def _message_blocks(
+    message: ModelMessage, block: Callable[[str, object], Block] = _encoded
+) -> tuple[Block, ...]:
+    """The blocks of a message's content parts (without a breakpoint), each made by
+    ``block``."""
+    kind = f"message:{message.role}"
+    return tuple(block(kind, part) for part in message.content)
+
+
+def _cut(
+    request: Request,
+    block: Callable[[str, object], Block] = _encoded,
+    message_blocks: Callable[[ModelMessage], tuple[Block, ...]] = _message_blocks,
+) -> tuple[Block, ...]:
+    """The blocks of ``request`` (see ``blocks_from_request``): each tool's and system
+    block's made by ``block``, each message's by ``message_blocks``, the marks' breakpoints
+    put on them here."""
     tools = request.marked("tool")
     system = request.marked("system")
     messages = request.marked("message")
     blocks: list[Block] = []
     for i, tool in enumerate(request.tools):
         mark = tools.get(i)
-        blocks.append(block_of("tool", encode(tool), _ttl(mark.ttl) if mark else None))
+        made = block("tool", tool)
+        blocks.append(made if mark is None else _marked(made, _ttl(mark.ttl)))
     for i, text in enumerate(request.system):
         mark = system.get(i)
-        blocks.append(block_of("system", encode(text), _ttl(mark.ttl) if mark else None))
+        made = block("system", text)
+        blocks.append(made if mark is None else _marked(made, _ttl(mark.ttl)))
     for i, message in enumerate(request.messages):
-        parts = [block_of(f"message:{message.role}", encode(p)) for p in message.content]
+        parts = message_blocks(message)
         mark = messages.get(i)
         if mark is not None and parts:
             last = parts[-1]
-            parts[-1] = msgspec.structs.replace(
-                last, breakpoint=_longest(last.breakpoint, _ttl(mark.ttl))
-            )
-        blocks.extend(parts)
+            blocks.extend(parts[:-1])
+            blocks.append(_marked(last, _longest(last.breakpoint, _ttl(mark.ttl))))
+        else:
+            blocks.extend(parts)
     return tuple(blocks)
 
 
-def sim_request(request: Request, at: float, output_tokens: int = 0) -> SimRequest:
-    """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds."""
-    return SimRequest(blocks=blocks_from_request(request), at=at, output_tokens=output_tokens)
+def _marked(block: Block, ttl: Ttl) -> Block:
+    return msgspec.structs.replace(block, breakpoint=ttl)
+
+
+def blocks_from_request(request: Request) -> tuple[Block, ...]:
+    """The blocks of a builder ``Request``: one per tool, one per system block, one per
+    content part of each message (the message's role is part of its parts' keys). A mark on a
+    tool or system block puts a breakpoint on that block; a mark on a message puts it on the
+    message's last content part (a message without content carries none)."""
+    return _cut(request)
+
+
+class _Recent(Generic[K, V]):
+    """Values made for objects, kept while the objects recur: ``get`` returns the value made
+    for the very same object in the current or the last round, else makes it; ``turn`` starts
+    a new round, forgetting the objects the last one did not see."""
+
+    __slots__ = ("_last", "_now")
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[K, V]] = {}
+        self._now: dict[int, tuple[K, V]] = {}
+
+    def get(self, key: K, make: Callable[[K], V]) -> V:
+        entry = self._now.get(id(key)) or self._last.get(id(key))
+        if entry is None or entry[0] is not key:
+            entry = (key, make(key))
+        self._now[id(key)] = entry
+        return entry[1]
+
+    def turn(self) -> None:
+        self._last, self._now = self._now, {}
+
+
+class BlockMemo:
+    """``blocks_from_request`` of a session's requests in turn: a message, content part,
+    tool or system block that is the very object of one in the request before (a live view
+    hands its unchanged conversions back) keeps that one's blocks, so a request is encoded
+    and hashed for what it adds, not for its whole prompt. It holds the items of the last
+    request."""
+
+    __slots__ = ("_items", "_messages")
+
+    def __init__(self) -> None:
+        self._items: _Recent[object, tuple[str, Block]] = _Recent()
+        self._messages: _Recent[ModelMessage, tuple[Block, ...]] = _Recent()
+
+    def __call__(self, request: Request) -> tuple[Block, ...]:
+        """``blocks_from_request(request)``."""
+        items = self._items
+
+        def block(kind: str, item: object) -> Block:
+            made, found = items.get(item, lambda item: (kind, _encoded(kind, item)))
+            return found if made == kind else _encoded(kind, item)
+
+        def message_blocks(message: ModelMessage) -> tuple[Block, ...]:
+            return self._messages.get(message, lambda m: _message_blocks(m, block))
+
+        blocks = _cut(request, block, message_blocks)
+        items.turn()
+        self._messages.turn()
+        return blocks
+
+
+def sim_request(
+    request: Request, at: float, output_tokens: int = 0, *, memo: BlockMemo | None = None
+) -> SimRequest:
+    """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds; its blocks cut by
+    ``memo`` when given (the same blocks, made for what changed since its last request)."""
+    blocks = memo(request) if memo is not None else blocks_from_request(request)
+    return SimRequest(blocks=blocks, at=at, output_tokens=output_tokens)

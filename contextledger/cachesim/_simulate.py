@@ -113,6 +113,11 @@ def _cost(
     )
 
 
+def _prompt(pre: list[tuple[str, int]]) -> int:
+    """A request's prompt tokens: the count of its longest prefix, itself."""
+    return pre[-1][1] if pre else 0
+
+
 def _anthropic(
     req: SimRequest, pre: list[tuple[str, int]], cache: _Cache, price: ModelPrice
 ) -> RequestCost:
@@ -141,7 +146,7 @@ def _anthropic(
             write_1h += tokens - cursor if ttl == "1h" else 0
             cursor = tokens
         cache.store(key, now, TTL_S[ttl])
-    return _cost(price, req.prompt_tokens, read, write, write_1h, req.output_tokens)
+    return _cost(price, _prompt(pre), read, write, write_1h, req.output_tokens)
 
 
 def _implicit(
@@ -160,7 +165,7 @@ def _implicit(
             break
     for key, _ in pre:
         cache.store(key, now, ttl)
-    prompt = req.prompt_tokens
+    prompt = _prompt(pre)
     charged = price.cache_write is not None and prompt >= price.min_prefix
     write = prompt - read if charged else 0
     return _cost(price, prompt, read, write, 0, req.output_tokens)
@@ -187,7 +192,7 @@ def _deepseek(
         if tokens >= price.min_prefix:
             units.store(key, now, ttl)
     seen.update(k for k, _ in pre)
-    return _cost(price, req.prompt_tokens, read, 0, 0, req.output_tokens)
+    return _cost(price, _prompt(pre), read, 0, 0, req.output_tokens)
 
 
 class PromptCache:
@@ -259,7 +264,7 @@ def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bo
     usd = 0.0
     keys = set()
     for req, pre, repeated_later in zip(requests, pres, later, strict=True):
-        prompt = req.prompt_tokens
+        prompt = _prompt(pre)
         earlier = _shared(pre, keys)
         keys.update(k for k, _ in pre)
         usd += earlier * price.cache_read + (prompt - earlier) * price.input

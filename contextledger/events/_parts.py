@@ -60,19 +60,30 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=T
 
 class PromptMeasure(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
     """The size of (part of) a prompt by kind of content: characters of text, of tool inputs
-    and of tool outputs, tool calls and media items. Adds and subtracts field by field. The
-    token counters turn it into tokens; usage reports carry it so calibration can learn."""
+    and of tool outputs, the pieces a tokenizer's pre-split cuts each kind into (words,
+    digit groups, punctuation runs, whitespace runs: ``policy.tokens.pieces``), tool calls and
+    media items. Adds and subtracts field by field. The token counters turn it into tokens;
+    usage reports carry it so calibration can learn. Measures recorded before pieces were
+    counted have none (0)."""
 
     text_chars: int = 0
     input_chars: int = 0
     output_chars: int = 0
     tool_calls: int = 0
     media: int = 0
+    text_pieces: int = 0
+    input_pieces: int = 0
+    output_pieces: int = 0
 
     @property
     def chars(self) -> int:
         """Every character, of every kind."""
         return self.text_chars + self.input_chars + self.output_chars
+
+    @property
+    def pieces(self) -> int:
+        """Every piece, of every kind."""
+        return self.text_pieces + self.input_pieces + self.output_pieces
 
     def __add__(self, other: PromptMeasure) -> PromptMeasure:
         return PromptMeasure(
@@ -81,6 +92,9 @@ class PromptMeasure(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_de
             output_chars=self.output_chars + other.output_chars,
             tool_calls=self.tool_calls + other.tool_calls,
             media=self.media + other.media,
+            text_pieces=self.text_pieces + other.text_pieces,
+            input_pieces=self.input_pieces + other.input_pieces,
+            output_pieces=self.output_pieces + other.output_pieces,
         )
 
     def __sub__(self, other: PromptMeasure) -> PromptMeasure:
@@ -90,6 +104,9 @@ class PromptMeasure(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_de
             output_chars=self.output_chars - other.output_chars,
             tool_calls=self.tool_calls - other.tool_calls,
             media=self.media - other.media,
+            text_pieces=self.text_pieces - other.text_pieces,
+            input_pieces=self.input_pieces - other.input_pieces,
+            output_pieces=self.output_pieces - other.output_pieces,
         )
 
 

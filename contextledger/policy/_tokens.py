@@ -18,25 +18,31 @@ Three counters share one protocol (``TokenCounter``):
 
 What is counted is a ``PromptMeasure``: characters of text (and reasoning), of tool-call inputs
 (tool name plus compact JSON, as ``history.estimate.part_chars`` counts them) and of tool
-outputs, tool calls, and media items. Its total characters equal ``part_chars`` summed.
+outputs, the pieces each kind is cut into (``pieces``: words, digit groups, punctuation and
+whitespace runs, as a tokenizer's pre-split cuts them), tool calls, and media items. Its total
+characters equal ``part_chars`` summed.
 
 Why the calibration fits four numbers and not one characters-per-token ratio: measured on the
-seven Claude Code traces in ``shared/traces`` (``python -m contextledger.bench estimation``),
+seven Claude Code traces of the tuning set (``python -m contextledger.bench estimation``),
 predicting how many prompt tokens each call adds over the previous one, a single learned
 ratio (exponentially weighted, ratio of sums or median of ratios alike) is off by a median
 20% (the plain /4 estimate by 44%): short steps cost far more per character than long ones,
 because each tool round trip carries a fixed framing (the tool_use and tool_result blocks,
 and the reminders the agent appends), and JSON tool inputs, prose and tool outputs tokenise at
-different rates. A fit of tokens per character of each kind plus tokens per tool call brings
-the median to about 9.5%. The fit is weighted least squares on relative error (each pair is
-weighted by 1 / tokens gained², so a 100-token step counts as much as a 10,000-token one),
-forgets old pairs geometrically (``FORGETTING``), and is pulled by a weak ridge prior toward
-the plain estimate, which it therefore equals before the first observation.
+different rates. A fit of tokens per character of each kind plus tokens per tool call brought
+the median to 9.5%; the same fit on pieces instead of characters (``TOKEN_PIECE_PATTERN``:
+characters per token vary with the content, pieces per token hardly) to 6.6%. The fit is
+weighted least squares on relative error (each pair is weighted by 1 / tokens gained², so a
+100-token step counts as much as a 10,000-token one), forgets old pairs geometrically
+(``FORGETTING``), and is pulled by a weak ridge prior toward ``TOKENS_PER_PIECE``. Before its
+first pair it counts as the plain estimate does.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Protocol
 
@@ -59,7 +65,11 @@ from contextledger.events._parts import (
     ToolPart,
 )
 from contextledger.history._estimate import MEDIA_TOKENS
-from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
+from contextledger.vocabulary._defaults import (
+    CHARS_PER_TOKEN,
+    TOKEN_PIECE_PATTERN,
+    TOKENS_PER_PIECE,
+)
 from contextledger.vocabulary._messages import (
     ModelFile,
     ModelMessage,
@@ -73,11 +83,12 @@ from contextledger.vocabulary._requests import Request
 #: Tokens per character the plain estimate assumes for every kind of text (opencode's 1/4).
 PLAIN_RATE: Final = 1 / CHARS_PER_TOKEN
 
-#: What the calibrated rates may be, in tokens per character: 0.1 (10 characters a token:
-#: long runs of whitespace or repeated text) to 2 (half a character a token: CJK text and
-#: emoji in byte-level BPE). Outside that a fit is chasing noise, not a tokenizer.
-MIN_RATE: Final = 0.1
-MAX_RATE: Final = 2.0
+#: What the calibrated rates may be, in tokens per piece: a quarter (repeated text that a
+#: tokenizer merges) to 8 (rare words, long identifiers, a run of non-Latin script, which is
+#: one piece). Outside that a fit is chasing noise, not a tokenizer; on the tuning traces the
+#: median error is the same with 0.1 to 0.4 and 4 to 20.
+MIN_RATE: Final = 0.25
+MAX_RATE: Final = 8.0
 
 #: What the per-tool-call overhead may be, in tokens. The blocks' framing is tens of tokens
 #: and Claude Code's appended reminders about a hundred (measured: 60-190 by tool); past 1,000
@@ -89,11 +100,13 @@ MAX_OVERHEAD: Final = 1000.0
 #: work in a session drifts (reading files, then editing them, then running tests).
 FORGETTING: Final = 0.9
 
-#: Ridge weight pulling each rate toward ``PLAIN_RATE``, in the fit's units (one pair of
-#: characters of one kind adds about (characters per token)² ≈ 9): about 1/50 of one pair, so
-#: the first observation already outweighs it. Measured: a tenth or ten times both priors
-#: moves the median error by at most a point.
-PRIOR_RATE_WEIGHT: Final = 0.16
+#: Ridge weight pulling each rate toward ``TOKENS_PER_PIECE``, in the fit's units (one pair
+#: of pieces of one kind adds about (pieces per token)² ≈ 1): about 1/100 of one pair, so the
+#: first observation already outweighs it; the pull the character fit had (0.16 at about
+#: four characters a piece). On the tuning traces 0.003 to 0.03 give 6.5-6.6 %; stronger
+#: priors (0.1 to 3) gave 5.8-17 % depending on the prior rate chosen with them, a sharper
+#: optimum than the traces can vouch for.
+PRIOR_RATE_WEIGHT: Final = 0.01
 
 #: Ridge weight pulling the per-call overhead toward 0 (one step with one tool call of ~300
 #: tokens adds (1/300)² ≈ 1e-5): about a tenth of a pair.
@@ -116,36 +129,70 @@ class TokenizerUnavailable(LedgerError):
 
 EMPTY: Final = PromptMeasure()
 
+_PIECE: Final = re.compile(TOKEN_PIECE_PATTERN)
+_COMPACTION_TEXT: Final = "What did we do so far?"
+#: How many texts' piece counts are kept. A request builder measures again the view's
+#: messages from the first one that changed (a strategy that truncates old outputs changes
+#: early ones at every call), so the same texts come back call after call; a view holds a
+#: few thousand texts, and most of them are the history's own strings, which the memo only
+#: points to.
+PIECE_MEMO_TEXTS: Final = 1 << 14
+
+
+@functools.lru_cache(maxsize=PIECE_MEMO_TEXTS)
+def pieces(text: str) -> int:
+    """How many pieces ``text`` is cut into (``TOKEN_PIECE_PATTERN``): words with the space
+    before them, groups of up to three digits, punctuation runs, whitespace runs."""
+    return _PIECE.subn("", text)[1]  # counts the matches without keeping them
+
 
 def measure_text(text: str) -> PromptMeasure:
     """A plain text's measure."""
-    return PromptMeasure(text_chars=len(text))
+    return PromptMeasure(text_chars=len(text), text_pieces=pieces(text))
+
+
+def _texts(*texts: str) -> PromptMeasure:
+    return PromptMeasure(
+        text_chars=sum(len(t) for t in texts), text_pieces=sum(pieces(t) for t in texts)
+    )
+
+
+def _input(tool: str, tool_input: dict[str, Any]) -> tuple[int, int]:
+    """The characters and pieces of a tool call's name and JSON input."""
+    encoded = _json.encode(tool_input)
+    return len(tool) + len(encoded), pieces(tool) + pieces(encoded.decode())
+
+
+def _tool(tool: str, tool_input: dict[str, Any], output: str, media: int = 0) -> PromptMeasure:
+    """A tool call's measure: its name and JSON input, its output."""
+    input_chars, input_pieces = _input(tool, tool_input)
+    return PromptMeasure(
+        input_chars=input_chars,
+        input_pieces=input_pieces,
+        output_chars=len(output),
+        output_pieces=pieces(output),
+        tool_calls=1,
+        media=media,
+    )
 
 
 def measure_part(part: Part) -> PromptMeasure:
     """A history part's measure; its ``chars`` equal ``history.estimate.part_chars(part)``."""
     match part:
         case TextPart(text=text) | ReasoningPart(text=text):
-            return PromptMeasure(text_chars=len(text))
+            return measure_text(text)
         case ToolPart(state=state, tool=tool):
-            output = 0
-            media = 0
             if isinstance(state, ToolCompleted):
-                output, media = len(state.output), len(state.attachments)
-            elif isinstance(state, ToolErrored):
-                output = len(state.error) + len(state.partial_output or "")
-            return PromptMeasure(
-                input_chars=_input_chars(tool, state.input),
-                output_chars=output,
-                tool_calls=1,
-                media=media,
-            )
+                return _tool(tool, state.input, state.output, len(state.attachments))
+            if isinstance(state, ToolErrored):
+                return _tool(tool, state.input, state.error + (state.partial_output or ""))
+            return _tool(tool, state.input, "")
         case FilePart():
             return PromptMeasure(media=1)
         case SubtaskPart(prompt=prompt, description=description):
-            return PromptMeasure(text_chars=len(prompt) + len(description))
+            return _texts(prompt, description)
         case CompactionPart():
-            return PromptMeasure(text_chars=len("What did we do so far?"))
+            return measure_text(_COMPACTION_TEXT)
         case _:
             return EMPTY
 
@@ -153,35 +200,51 @@ def measure_part(part: Part) -> PromptMeasure:
 def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
     """A model view's measure: texts and reasoning, tool calls (name plus JSON input), tool
     results (output), and every file or attachment as one media item."""
-    text = inputs = outputs = calls = media = 0
+    text = text_pieces = inputs = input_pieces = outputs = output_pieces = calls = media = 0
     for message in messages:
         for content in message.content:
             match content:
                 case ModelText(text=t) | ModelReasoning(text=t):
                     text += len(t)
+                    text_pieces += pieces(t)
                 case ModelFile():
                     media += 1
                 case ModelToolCall(tool=tool, input=tool_input):
-                    inputs += _input_chars(tool, tool_input)
+                    chars, cut = _input(tool, tool_input)
+                    inputs += chars
+                    input_pieces += cut
                     calls += 1
                 case ModelToolResult(output=output, attachments=attachments):
                     outputs += len(output)
+                    output_pieces += pieces(output)
                     media += len(attachments)
     return PromptMeasure(
-        text_chars=text, input_chars=inputs, output_chars=outputs, tool_calls=calls, media=media
+        text_chars=text,
+        input_chars=inputs,
+        output_chars=outputs,
+        tool_calls=calls,
+        media=media,
+        text_pieces=text_pieces,
+        input_pieces=input_pieces,
+        output_pieces=output_pieces,
     )
 
 
 def measure_request(request: Request) -> PromptMeasure:
     """A request's prompt measure: its messages (``measure_messages``), its system blocks as
-    text and its tool definitions (compact JSON) as tool-input characters."""
-    tools = sum(len(_json.encode(tool)) for tool in request.tools)
-    system = sum(len(block) for block in request.system)
-    return measure_messages(request.messages) + PromptMeasure(text_chars=system, input_chars=tools)
+    text and its tool definitions (compact JSON) as tool input."""
+    tools = tuple(_json.encode(tool) for tool in request.tools)
+    return measure_messages(request.messages) + _fixed_measure(request.system, tools)
 
 
-def _input_chars(tool: str, tool_input: dict[str, Any]) -> int:
-    return len(tool) + len(_json.encode(tool_input))
+@functools.lru_cache(maxsize=64)
+def _fixed_measure(system: tuple[str, ...], tools: tuple[bytes, ...]) -> PromptMeasure:
+    """The measure of system blocks and encoded tool definitions. A session sends the same
+    ones with every request, so each distinct table is cut into pieces once."""
+    return _texts(*system) + PromptMeasure(
+        input_chars=sum(len(t) for t in tools),
+        input_pieces=sum(pieces(t.decode()) for t in tools),
+    )
 
 
 def _round_half_up(value: float) -> int:
@@ -236,7 +299,7 @@ class Observation(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _FEATURES: Final = 4
-_PRIOR: Final = (PLAIN_RATE, PLAIN_RATE, PLAIN_RATE, 0.0)
+_PRIOR: Final = (TOKENS_PER_PIECE, TOKENS_PER_PIECE, TOKENS_PER_PIECE, 0.0)
 _PRIOR_WEIGHTS: Final = (
     PRIOR_RATE_WEIGHT,
     PRIOR_RATE_WEIGHT,
@@ -248,32 +311,28 @@ _PRIOR_WEIGHTS: Final = (
 class Calibration(msgspec.Struct, frozen=True, kw_only=True):
     """What one (session, model) has taught about its tokenizer; immutable.
 
-    ``rates`` are tokens per character of text, of tool inputs and of tool outputs;
+    ``rates`` are tokens per piece (``pieces``) of text, of tool inputs and of tool outputs;
     ``overhead`` tokens per tool call; ``pairs`` how many consecutive-call pairs were learnt
     from. ``gram`` (4 x 4, row-major) and ``moment`` are the fit's decayed weighted sums;
     ``last`` is the previous observation, against which the next is differenced.
     """
 
-    rates: tuple[float, float, float] = (PLAIN_RATE, PLAIN_RATE, PLAIN_RATE)
+    rates: tuple[float, float, float] = (TOKENS_PER_PIECE, TOKENS_PER_PIECE, TOKENS_PER_PIECE)
     overhead: float = 0.0
     pairs: int = 0
     gram: tuple[float, ...] = (0.0,) * (_FEATURES * _FEATURES)
     moment: tuple[float, ...] = (0.0,) * _FEATURES
     last: Observation | None = None
 
-    @property
-    def chars_per_token(self) -> float:
-        """Characters per token of plain text (4.0 before any observation)."""
-        return 1 / self.rates[0]
-
 
 def calibrate(calibration: Calibration, observation: Observation) -> Calibration:
     """The calibration after ``observation``, the next API call of the same session and model.
 
     Learns from the difference with the previous call: the tokens the prompt gained (less
-    ``MEDIA_TOKENS`` per media item added) against the measure it gained. A pair where the
-    prompt shrank (a compaction, a resumed session), gained nothing, or whose measure shrank
-    teaches nothing: the observation only becomes the new baseline. Pure; the rates stay in
+    ``MEDIA_TOKENS`` per media item added) against the pieces and tool calls it gained. A pair
+    where the prompt shrank (a compaction, a resumed session), gained nothing, or whose measure
+    shrank teaches nothing, nor does one with a measure recorded before pieces were counted:
+    the observation only becomes the new baseline. Pure; the rates stay in
     ``MIN_RATE``..``MAX_RATE`` and the overhead in 0..``MAX_OVERHEAD``.
     """
     last = calibration.last
@@ -281,8 +340,9 @@ def calibrate(calibration: Calibration, observation: Observation) -> Calibration
         return msgspec.structs.replace(calibration, last=observation)
     gained = observation.measure - last.measure
     tokens = observation.prompt_tokens - last.prompt_tokens - gained.media * MEDIA_TOKENS
-    x = (gained.text_chars, gained.input_chars, gained.output_chars, gained.tool_calls)
-    if tokens <= 0 or gained.chars <= 0 or min(x) < 0:
+    x = (gained.text_pieces, gained.input_pieces, gained.output_pieces, gained.tool_calls)
+    unpieced = _unpieced(observation.measure) or _unpieced(last.measure)
+    if tokens <= 0 or gained.pieces <= 0 or min(x) < 0 or unpieced:
         return msgspec.structs.replace(calibration, last=observation)
     weight = 1.0 / (tokens * tokens)
     gram = tuple(
@@ -305,6 +365,11 @@ def calibrate(calibration: Calibration, observation: Observation) -> Calibration
         moment=moment,
         last=observation,
     )
+
+
+def _unpieced(measure: PromptMeasure) -> bool:
+    """Whether ``measure`` was recorded before pieces were counted (characters, no pieces)."""
+    return measure.chars > 0 and measure.pieces == 0
 
 
 def _ridge_solve(gram: Sequence[float], moment: Sequence[float]) -> list[float]:
@@ -333,8 +398,9 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 
 class CalibratedCounter(msgspec.Struct, frozen=True):
-    """Counts with what a ``Calibration`` learnt; exactly the plain estimate before it has
-    learnt anything. ``observe`` returns a new counter, never changes this one."""
+    """Counts with what a ``Calibration`` learnt, from the pieces of each kind; exactly the
+    plain estimate before it has learnt anything. ``observe`` returns a new counter, never
+    changes this one."""
 
     calibration: Calibration = Calibration()
 
@@ -347,16 +413,16 @@ class CalibratedCounter(msgspec.Struct, frozen=True):
         return self.count_measure(measure_text(text))
 
     def count_measure(self, measure: PromptMeasure) -> int:
-        """Tokens of a measure: each kind of character at its rate, plus the per-call
-        overhead and the media charge."""
+        """Tokens of a measure: each kind's pieces at its rate, plus the per-call overhead
+        and the media charge."""
         c = self.calibration
         if c.pairs == 0:
             return EstimateCounter().count_measure(measure)
         text_rate, input_rate, output_rate = c.rates
         tokens = (
-            measure.text_chars * text_rate
-            + measure.input_chars * input_rate
-            + measure.output_chars * output_rate
+            measure.text_pieces * text_rate
+            + measure.input_pieces * input_rate
+            + measure.output_pieces * output_rate
             + measure.tool_calls * c.overhead
         )
         return _round_half_up(tokens) + measure.media * MEDIA_TOKENS

@@ -17,7 +17,12 @@ from contextledger.simulation._replay import (
     describe_actions,
     recorded_turns,
 )
-from contextledger.simulation._retention import Retention, RetentionCounter, facts_in
+from contextledger.simulation._retention import (
+    FactMemo,
+    Retention,
+    RetentionCounter,
+    facts_in,
+)
 from contextledger.simulation._trace import (
     DEFAULT_MODELS,
     DEFAULT_STRATEGIES,
@@ -51,6 +56,7 @@ __all__ = [
     "OUTPUT_LIMIT",
     "PROVIDERS",
     "TRANSCRIPT_SUFFIXES",
+    "FactMemo",
     "LocalLog",
     "LocalSession",
     "Provider",

@@ -25,8 +25,7 @@ from itertools import islice
 from typing import Any, Final
 
 from contextledger.actors._api import SessionApi
-from contextledger.cachesim import sim_request
-from contextledger.cachesim._blocks import SimRequest
+from contextledger.cachesim import BlockMemo, SimRequest, sim_request
 from contextledger.compaction._compactor import CompactionExhausted
 from contextledger.events._catalogue import MAIN_AGENT, Event, RecordedEvent
 from contextledger.events._parts import (
@@ -261,6 +260,7 @@ class TurnReplay:
         self.context = context
         self.refused = 0
         self.trailing_pruned: tuple[Plan, ...] = ()
+        self._blocks = BlockMemo()
 
     async def calls(self) -> AsyncIterator[ReplayedCall]:
         """Replay the turns, yielding each call once its request is built and accepted."""
@@ -292,7 +292,9 @@ class TurnReplay:
         session = self.session
         for refused in range(OVERFLOW_RETRIES + 1):
             built = await session.build_request(self.inputs)
-            sim = sim_request(built.request, call.time_ms / 1000, call.output_tokens)
+            sim = sim_request(
+                built.request, call.time_ms / 1000, call.output_tokens, memo=self._blocks
+            )
             if not over_window(sim, built.request, self.context):
                 return built, sim, refused
             self.refused += 1

@@ -73,14 +73,32 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _facts(texts: Iterable[str]) -> set[str]:
-    out: set[str] = set()
-    for text in texts:
-        out |= facts_in(text)
-    return out
+class FactMemo:
+    """``facts_in`` of each text, found once and kept: a replay's requests repeat the texts
+    of the ones before, and replays of one trace under several strategies repeat each
+    other's, so each text is read once. It holds every text it was given: keep one per
+    trace. A session names the same few thousand facts over and over, so each text keeps
+    its facts as a tuple of one shared copy of each."""
+
+    __slots__ = ("_copies", "_known")
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str, ...]] = {}
+        self._copies: dict[str, str] = {}
+
+    def __call__(self, texts: Iterable[str]) -> set[str]:
+        """The facts in ``texts``, together."""
+        known, copies = self._known, self._copies
+        out: set[str] = set()
+        for text in texts:
+            found = known.get(text)
+            if found is None:
+                found = known[text] = tuple(copies.setdefault(f, f) for f in facts_in(text))
+            out.update(found)
+        return out
 
 
-def used_facts(call: RecordedCall) -> set[str]:
+def _used_facts(call: RecordedCall, facts: FactMemo) -> set[str]:
     """The facts the agent wrote at ``call``: its text and its tool inputs."""
     texts: list[str] = []
     for part in call.parts:
@@ -88,17 +106,17 @@ def used_facts(call: RecordedCall) -> set[str]:
             texts.append(part.text)
         elif isinstance(part, ToolPart):
             texts.extend(_strings(part.state.input))
-    return _facts(texts)
+    return facts(texts)
 
 
-def _call_output_facts(call: RecordedCall) -> set[str]:
+def _call_output_facts(call: RecordedCall, facts: FactMemo) -> set[str]:
     """The facts the call's tool results brought into the conversation."""
     texts = [
         str(getattr(part.state, "output", "") or getattr(part.state, "error", ""))
         for part in call.parts
         if isinstance(part, ToolPart)
     ]
-    return _facts(texts)
+    return facts(texts)
 
 
 def _message_texts(message: ModelMessage) -> Iterator[str]:
@@ -125,21 +143,24 @@ class Retention(msgspec.Struct, frozen=True):
 
 class RetentionCounter:
     """Counts retention call by call through a replay of ``turns``: ``observe(n, messages)``
-    with each call's number (from 0, in the order of ``turns``) and the messages sent."""
+    with each call's number (from 0, in the order of ``turns``) and the messages sent.
+    ``facts`` finds the facts of each text (a new one when not given; pass one to counters
+    of the same trace to read each text once)."""
 
-    def __init__(self, turns: Sequence[RecordedTurn]) -> None:
+    def __init__(self, turns: Sequence[RecordedTurn], facts: FactMemo | None = None) -> None:
+        self._facts = facts = facts or FactMemo()
         self._needed: list[set[str]] = []  # per call, the facts it needs
         last: dict[str, int] = {}  # a fact: the call at which it was last mentioned
         for turn in turns:
-            for fact in facts_in(turn.text):
+            for fact in facts((turn.text,)):
                 last[fact] = len(self._needed)
             for call in turn.calls:
                 number = len(self._needed)
-                used = used_facts(call)
+                used = _used_facts(call, facts)
                 self._needed.append(
                     {f for f in used if f in last and last[f] < number - RECENT_CALLS}
                 )
-                for fact in used | _call_output_facts(call):
+                for fact in used | _call_output_facts(call, facts):
                     last[fact] = number
         self._memo: dict[int, tuple[ModelMessage, set[str]]] = {}
         self.needed = 0
@@ -155,7 +176,7 @@ class RetentionCounter:
         for message in messages:
             known = self._memo.get(id(message))
             if known is None or known[0] is not message:
-                known = (message, _facts(_message_texts(message)))
+                known = (message, self._facts(_message_texts(message)))
             memo[id(message)] = known
             sent |= known[1]
         # Only the messages of this request are kept: a live view hands the same objects back

@@ -5,7 +5,7 @@ conversation without the context management a runtime recorded: ``raw_events``) 
 ``LocalSession`` under the strategy, as ``replay.TurnReplay`` drives any session: before each
 model call the session decides whether to compact and builds the request (Anthropic wire for
 ``anthropic``, OpenAI chat for ``openai``), and after each turn it prunes, all through the
-functions the runtime calls. The calls are then simulated with ``cachesim.simulate`` and the
+functions the runtime calls. The calls are then simulated with ``cachesim.PromptCache`` and the
 provider's price entry (``anthropic``: the trace's model, else ``claude-sonnet-4-5``;
 ``openai``: ``gpt-5``). ``simulate_paths`` does so for every session of every transcript.
 """
@@ -19,7 +19,7 @@ from typing import Final, Literal
 import msgspec
 import trio
 
-from contextledger.cachesim import lower_bound, simulate
+from contextledger.cachesim import PromptCache, lower_bound
 from contextledger.cachesim._blocks import Block, SimRequest
 from contextledger.compaction._compactor import CompactionExhausted
 from contextledger.compaction._summarizers import Summarizer
@@ -67,7 +67,7 @@ from contextledger.simulation._replay import (
     TurnReplay,
     recorded_turns,
 )
-from contextledger.simulation._retention import Retention, RetentionCounter
+from contextledger.simulation._retention import FactMemo, Retention, RetentionCounter
 from contextledger.simulation._summaries import (
     PricedSummarizer,
     SummarizerName,
@@ -389,8 +389,8 @@ def trace_result(
         [(r.at, 0, i) for i, r in enumerate(summaries)]
         + [(r.at, 1, i) for i, r in enumerate(requests)]
     )
-    sent = [summaries[i] if kind == 0 else requests[i] for _, kind, i in order]
-    priced = simulate(sent, price).requests
+    cache = PromptCache(price)
+    priced = [cache.charge(summaries[i] if kind == 0 else requests[i]) for _, kind, i in order]
     calls = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 1]
     summary_costs = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 0]
     prompts = tuple(r.prompt_tokens for r in requests)
@@ -427,6 +427,7 @@ async def simulate_trace_async(
     window: int = DEFAULT_WINDOW,
     provider_family: Provider = "anthropic",
     summarizer: SummarizerName = "extractive",
+    facts: FactMemo | None = None,
 ) -> TraceResult:
     """``simulate_trace`` inside a running trio loop."""
     if window < 1:
@@ -438,7 +439,7 @@ async def simulate_trace_async(
     model_id = priced_model(provider_family, events)
     priced = PricedSummarizer() if summarizer == "model" else None
     writer = TailOnlySummarizer() if summarizer == "tail-only" else priced
-    retention = RetentionCounter(recorded_turns(events))
+    retention = RetentionCounter(recorded_turns(events), facts)
     blocks: dict[Block, Block] = {}
     requests: list[SimRequest] = []
     actions: list[str] = []
@@ -490,12 +491,14 @@ def simulate_trace(
     window: int = DEFAULT_WINDOW,
     provider_family: Provider = "anthropic",
     summarizer: SummarizerName = "extractive",
+    facts: FactMemo | None = None,
 ) -> TraceResult:
     """Replay ``events`` under ``strategy_name`` and simulate its calls on ``provider_family``
     (see the module docstring), its compactions summarised by ``summarizer`` (``model``: each
-    summary priced as a model call; ``tail-only``: no summary, only the kept tail). Raises
-    ``StrategyError`` for an unknown strategy and ``ValueError`` for a bad window or
-    provider."""
+    summary priced as a model call; ``tail-only``: no summary, only the kept tail). ``facts``
+    finds the facts retention counts (``retention.FactMemo``; one shared by the simulations of
+    one trace reads each text once). Raises ``StrategyError`` for an unknown strategy and
+    ``ValueError`` for a bad window or provider."""
     return trio.run(
         lambda: simulate_trace_async(
             events,
@@ -503,6 +506,7 @@ def simulate_trace(
             window=window,
             provider_family=provider_family,
             summarizer=summarizer,
+            facts=facts,
         )
     )
 

@@ -3,8 +3,16 @@ from __future__ import annotations
 import math
 
 import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
 
-from contextledger.cachesim import blocks_from_request, prefixes, sim_request, simulate
+from contextledger.cachesim import (
+    BlockMemo,
+    blocks_from_request,
+    prefixes,
+    sim_request,
+    simulate,
+)
 from contextledger.cachesim._blocks import PrefixChain
 from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.prices._tables import price_for
@@ -68,3 +76,50 @@ def test_a_prefix_chain_gives_each_request_its_prefixes_sharing_what_repeats() -
     # The blocks ``longer`` repeats of ``first`` keep first's entries, not copies of them.
     assert all(a is b for a, b in zip(seen[0], seen[1], strict=False))
     assert seen[2][-1] is not seen[1][-1]
+
+
+_POOL = (
+    USER,
+    ASSISTANT,
+    ModelMessage(
+        role="user", content=(USER.content[0], ModelText(text="and more")), source_id="m3"
+    ),
+    ModelMessage(role="assistant", content=USER.content, source_id="m4"),  # a part of two roles
+    ModelMessage(role="user", content=(), source_id="m5"),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.integers(0, len(_POOL) - 1), st.booleans()), max_size=6),
+            st.lists(st.integers(0, 5), max_size=2),
+            st.booleans(),
+        ),
+        max_size=6,
+    )
+)
+def test_a_block_memo_cuts_each_request_as_blocks_from_request_does(
+    steps: list[tuple[list[tuple[int, bool]], list[int], bool]],
+) -> None:
+    # Messages repeat as the very objects or as equal copies; marks move from one to another.
+    memo = BlockMemo()
+    for chosen, marked, system_marked in steps:
+        messages = tuple(
+            _POOL[i] if same else msgspec.structs.replace(_POOL[i]) for i, same in chosen
+        )
+        marks = tuple(CacheMark(target="message", index=i, ttl="1h") for i in marked)
+        if system_marked:
+            marks += (CacheMark(target="system", index=0),)
+        request = make_request(messages, marks)
+        assert memo(request) == blocks_from_request(request)
+
+
+def test_a_block_memo_keeps_the_blocks_of_what_the_request_before_held() -> None:
+    memo = BlockMemo()
+    first = memo(make_request((USER,), ()))
+    second = memo(make_request((USER, ASSISTANT), (CacheMark(target="message", index=1),)))
+    assert all(a is b for a, b in zip(first, second[: len(first)], strict=True))
+    copy = msgspec.structs.replace(USER, content=(ModelText(text="hello " * 400),))
+    third = memo(make_request((copy,), ()))
+    assert third == first and third[-1] is not first[-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextledger.events._catalogue import RecordedEvent
 from contextledger.history import History, part_chars
@@ -28,6 +30,8 @@ from contextledger.policy._tokens import (
     calibrate,
     measure_messages,
     measure_part,
+    measure_text,
+    pieces,
 )
 from contextledger.testing._strategies import session_events
 from contextledger.vocabulary._messages import (
@@ -68,6 +72,8 @@ VIEW = [
 ]
 #: ``bash`` + ``{"cmd":"ls"}``.
 VIEW_INPUT_CHARS = 4 + 12
+#: ``bash``; ``{"``, ``cmd``, ``":"``, ``ls``, ``"}``.
+VIEW_INPUT_PIECES = 1 + 5
 
 
 # --- the plain estimate ------------------------------------------------------------------------
@@ -84,7 +90,14 @@ def test_estimate_is_characters_over_four_rounded_half_up(chars: int, tokens: in
 def test_estimate_of_a_view_counts_every_text_and_charges_media() -> None:
     measure = measure_messages(VIEW)
     assert measure == PromptMeasure(
-        text_chars=48, input_chars=VIEW_INPUT_CHARS, output_chars=100, tool_calls=1, media=2
+        text_chars=48,
+        input_chars=VIEW_INPUT_CHARS,
+        output_chars=100,
+        tool_calls=1,
+        media=2,
+        text_pieces=2,
+        input_pieces=VIEW_INPUT_PIECES,
+        output_pieces=1,
     )
     expected = round((48 + VIEW_INPUT_CHARS + 100) / 4) + 2 * MEDIA_TOKENS
     assert EstimateCounter().count_messages(VIEW) == expected
@@ -106,10 +119,34 @@ def test_part_measure_has_the_characters_the_history_counts(events: list[Any]) -
             assert measure_part(part).chars == part_chars(part)
 
 
+@pytest.mark.parametrize(
+    ("text", "cut"),
+    [
+        ("", []),
+        ("hello world", ["hello", " world"]),
+        ("x = 12345;", ["x", " =", " 123", "45", ";"]),
+        ("if (a):\n    return b", ["if", " (", "a", "):", "\n    ", "return", " b"]),
+        ('{"path": "src/app.py"}', ['{"', "path", '":', ' "', "src", "/", "app", ".", "py", '"}']),
+    ],
+)
+def test_pieces_are_words_digit_groups_punctuation_and_whitespace_runs(
+    text: str, cut: list[str]
+) -> None:
+    assert "".join(cut) == text
+    assert pieces(text) == len(cut)
+    assert measure_text(text) == PromptMeasure(text_chars=len(text), text_pieces=len(cut))
+
+
+@given(st.text(alphabet=st.sampled_from(' \n\tab9_-/.{}"é中')))
+def test_pieces_cut_as_the_same_pattern_without_possessive_runs_does(text: str) -> None:
+    plain = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]+|\s+")
+    assert pieces(text) == len(plain.findall(text))
+
+
 # --- calibration ---------------------------------------------------------------------------------
 
-#: A made-up tokenizer: tokens per character of text, tool input, tool output; per tool call.
-TRUE_RATES = (0.3, 0.5, 0.35)
+#: A made-up tokenizer: tokens per piece of text, tool input, tool output; per tool call.
+TRUE_RATES = (1.2, 1.6, 0.9)
 TRUE_OVERHEAD = 70.0
 #: The system prompt and tool table: constant, so differences never see it.
 BASE_TOKENS = 14_000
@@ -118,25 +155,38 @@ BASE_TOKENS = 14_000
 def true_tokens(m: PromptMeasure) -> int:
     return round(
         BASE_TOKENS
-        + m.text_chars * TRUE_RATES[0]
-        + m.input_chars * TRUE_RATES[1]
-        + m.output_chars * TRUE_RATES[2]
+        + m.text_pieces * TRUE_RATES[0]
+        + m.input_pieces * TRUE_RATES[1]
+        + m.output_pieces * TRUE_RATES[2]
         + m.tool_calls * TRUE_OVERHEAD
         + m.media * MEDIA_TOKENS
     )
 
 
+def sized(text: int = 0, inputs: int = 0, outputs: int = 0, calls: int = 0) -> PromptMeasure:
+    """A measure of so many pieces of each kind, at four characters a piece."""
+    return PromptMeasure(
+        text_chars=4 * text,
+        input_chars=4 * inputs,
+        output_chars=4 * outputs,
+        text_pieces=text,
+        input_pieces=inputs,
+        output_pieces=outputs,
+        tool_calls=calls,
+    )
+
+
 def growing_prompt(steps: int) -> list[Observation]:
     """A session whose prompt grows by varied steps, as a coding agent's does."""
-    measure = PromptMeasure(text_chars=500)
+    measure = sized(text=125)
     observations = []
     for i in range(steps):
         observations.append(Observation(measure=measure, prompt_tokens=true_tokens(measure)))
-        step = PromptMeasure(
-            text_chars=40 + 37 * (i % 5),
-            input_chars=[30, 800, 120, 2500, 60, 400][i % 6],
-            output_chars=[20, 3000, 400, 15000, 150][i % 5],
-            tool_calls=1 + (i % 4 == 0) + (i % 7 == 0),
+        step = sized(
+            text=10 + 9 * (i % 5),
+            inputs=[8, 200, 30, 625, 15, 100][i % 6],
+            outputs=[5, 750, 100, 3750, 38][i % 5],
+            calls=1 + (i % 4 == 0) + (i % 7 == 0),
         )
         measure = measure + step
     return observations
@@ -165,7 +215,7 @@ def test_calibration_learns_the_rates_of_a_tokenizer() -> None:
     for learnt, true in zip(calibration.rates, TRUE_RATES, strict=True):
         assert learnt == pytest.approx(true, rel=0.02)
     assert calibration.overhead == pytest.approx(TRUE_OVERHEAD, rel=0.05)
-    step = PromptMeasure(text_chars=300, input_chars=200, output_chars=5000, tool_calls=2)
+    step = sized(text=75, inputs=50, outputs=1250, calls=2)
     predicted = CalibratedCounter(calibration).count_measure(step)
     assert predicted == pytest.approx(true_tokens(step) - BASE_TOKENS, rel=0.01)
 
@@ -192,17 +242,29 @@ def test_observe_returns_a_new_counter_and_leaves_the_old_one() -> None:
 def test_a_shrinking_prompt_teaches_nothing_and_becomes_the_baseline() -> None:
     observations = growing_prompt(6)
     learnt = replay(observations)
-    compacted = Observation(measure=PromptMeasure(text_chars=900), prompt_tokens=BASE_TOKENS + 300)
+    compacted = Observation(measure=sized(text=225), prompt_tokens=BASE_TOKENS + 300)
     after = calibrate(learnt, compacted)
     assert after.pairs == learnt.pairs
     assert after.rates == learnt.rates and after.overhead == learnt.overhead
     assert after.last == compacted
 
 
-def test_a_pair_that_gained_no_characters_teaches_nothing() -> None:
-    first = Observation(measure=PromptMeasure(text_chars=100), prompt_tokens=1000)
-    same = Observation(measure=PromptMeasure(text_chars=100), prompt_tokens=1040)
+def test_a_pair_that_gained_no_pieces_teaches_nothing() -> None:
+    first = Observation(measure=sized(text=25), prompt_tokens=1000)
+    same = Observation(measure=sized(text=25), prompt_tokens=1040)
     assert calibrate(calibrate(Calibration(), first), same).pairs == 0
+
+
+def test_a_measure_recorded_before_pieces_were_counted_teaches_nothing() -> None:
+    old = [
+        Observation(
+            measure=PromptMeasure(text_chars=o.measure.chars), prompt_tokens=o.prompt_tokens
+        )
+        for o in growing_prompt(6)
+    ]
+    assert replay(old).pairs == 0
+    # Nor the pair between an old report and the first new one; the new ones teach as usual.
+    assert replay([*old, *growing_prompt(6)[3:]]).pairs == 2
 
 
 def test_media_are_charged_at_the_fixed_rate_and_not_learnt() -> None:
@@ -218,22 +280,14 @@ def test_media_are_charged_at_the_fixed_rate_and_not_learnt() -> None:
 
 def test_absurd_usage_is_clamped_to_a_sane_range() -> None:
     huge = [
-        Observation(measure=PromptMeasure(text_chars=10 * i, tool_calls=i), prompt_tokens=10**6 * i)
+        Observation(measure=sized(text=10 * i, calls=i), prompt_tokens=10**6 * i)
         for i in range(1, 6)
     ]
     calibration = replay(huge)
     assert all(MIN_RATE <= r <= MAX_RATE for r in calibration.rates)
     assert 0 <= calibration.overhead <= MAX_OVERHEAD
-    tiny = [
-        Observation(measure=PromptMeasure(output_chars=10**6 * i), prompt_tokens=i)
-        for i in range(1, 6)
-    ]
+    tiny = [Observation(measure=sized(outputs=10**6 * i), prompt_tokens=i) for i in range(1, 6)]
     assert replay(tiny).rates[2] == MIN_RATE
-
-
-def test_chars_per_token_reads_the_text_rate() -> None:
-    assert Calibration().chars_per_token == 4.0
-    assert replay(growing_prompt(40)).chars_per_token == pytest.approx(1 / 0.3, rel=0.02)
 
 
 # --- tiktoken ------------------------------------------------------------------------------------
@@ -310,7 +364,7 @@ def test_a_session_calibrates_from_its_usage_reports() -> None:
     steps = [(1000, 300), (3000, 850), (9000, 2400), (12000, 3300)]
     expected = Calibration()
     for chars, tokens in steps:
-        measure = PromptMeasure(text_chars=chars, tool_calls=chars // 1000)
+        measure = sized(text=chars // 4, calls=chars // 1000)
         b.add(
             UsageReported, message_id=reply, usage=Usage(input=tokens), measure=measure, model=model
         )
@@ -342,7 +396,7 @@ def test_usage_reports_are_learnt_the_same_all_at_once_or_as_they_arrive() -> No
             session_id="s",
             message_id="m",
             usage=Usage(input=tokens),
-            measure=PromptMeasure(text_chars=chars, output_chars=chars // 2),
+            measure=sized(text=chars // 4, outputs=chars // 8),
             model=model,
         )
         for chars, tokens in [(1000, 400), (5000, 1700), (6000, 2100), (20000, 6500)]
@@ -374,9 +428,9 @@ def test_a_request_measures_its_system_and_tool_table_beside_its_messages() -> N
     from contextledger.policy._tokens import measure_request
 
     request = _request()
-    tools = len(msgspec.json.encode(request.tools[0]))
+    tool = msgspec.json.encode(request.tools[0])
     assert measure_request(request) == measure_messages(VIEW) + PromptMeasure(
-        text_chars=40, input_chars=tools
+        text_chars=40, text_pieces=2, input_chars=len(tool), input_pieces=pieces(tool.decode())
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextledger.events._parts import TextPart, ToolCompleted, ToolPart
 from contextledger.simulation import (
+    FactMemo,
     RecordedCall,
     RecordedTurn,
     RetentionCounter,
@@ -124,3 +125,25 @@ def test_compactions_that_keep_only_the_tail_retain_no_more_than_with_a_summary(
     assert tail_only.compactions > 0 and tail_only.summarizer == "tail-only"
     assert tail_only.summary_cost == 0 and tail_only.facts_needed == summarized.facts_needed
     assert tail_only.facts_retained < summarized.facts_retained
+
+
+def test_a_fact_memo_finds_the_facts_of_each_text_once_and_as_facts_in_does() -> None:
+    memo = FactMemo()
+    texts = ["see parse_args in src/cli.py", "TypeError at 1234", "see parse_args in src/cli.py"]
+    found = memo(texts)
+    assert found == facts_in(texts[0]) | facts_in(texts[1])
+    again = memo(texts[2:])
+    assert again == facts_in(texts[2]) and again is not memo(texts[2:])  # a copy each time
+    assert memo(()) == set()
+
+
+def test_simulations_sharing_a_fact_memo_count_what_each_counts_alone() -> None:
+    events = synthetic_session("ses_ret", seed=3, turns=6)
+    memo = FactMemo()
+    for name in ("baseline", "last-4", "baseline"):
+        shared = simulate_trace(events, strategy_name=name, facts=memo)
+        alone = simulate_trace(events, strategy_name=name)
+        assert (shared.facts_needed, shared.facts_retained) == (
+            alone.facts_needed,
+            alone.facts_retained,
+        )
