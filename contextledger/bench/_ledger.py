@@ -27,6 +27,8 @@ On events shaped like the traces' (``contextledger.simulation._synthetic``), mea
 
 Every figure is the median of ``repeat`` runs, each on a fresh database file; the runs of the
 different systems are interleaved so that drift on a noisy machine hits all of them alike.
+Batched appends with and without checksums, whose times differ by less than one run's noise,
+get ``CHECKSUM_PAIRS`` runs each, taking turns.
 The corpus itself is frozen out of the garbage collector's sight (``gc.freeze``) so that its
 100,000 live events do not slow every measurement down with collections.
 """
@@ -83,6 +85,10 @@ BATCH: Final = 1000
 #: Runs per figure (the median is reported).
 REPEAT: Final = 3
 FULL_REPEAT: Final = 5
+#: Runs of batched appends with and without checksums for ``checksum_overhead``: the two
+#: differ by a few percent, less than one run's noise, so they get more runs than the rest
+#: (the first ``repeat`` of them inside the runs of every system, the others after them).
+CHECKSUM_PAIRS: Final = 9
 #: Turns per synthetic session: about 5,700 events, a long coding session.
 TURNS: Final = 40
 
@@ -418,12 +424,11 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
         gc.collect()
         return os.path.join(workdir, f"{name}-{i}.db")
 
-    replay_db = floor_db = peer_db = ""
-    for i in range(repeat):
-        # Each run writes fresh files; the last run's files are kept for the reads.
-        last = i == repeat - 1
-        # With and without checksums take turns going first, so that what the run before
-        # leaves behind (its files still being written back) hits both alike.
+    async def checksum_pair(i: int, keep: bool) -> str:
+        """Batched appends with and without checksums, taking turns going first so that what
+        the run before leaves behind (its files still being written back) hits both alike;
+        the path of the checked file, kept if ``keep``."""
+        kept = ""
         for unchecked in (False, True) if i % 2 == 0 else (True, False):
             path = fresh("ours-unchecked" if unchecked else "ours", i)
             with _without_checksums() if unchecked else contextlib.nullcontext():
@@ -432,7 +437,14 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
             if unchecked:
                 _remove_db(path)
             else:
-                replay_db = _remove_db(path, keep=last)
+                kept = _remove_db(path, keep=keep)
+        return kept
+
+    replay_db = floor_db = peer_db = ""
+    for i in range(repeat):
+        # Each run writes fresh files; the last run's files are kept for the reads.
+        last = i == repeat - 1
+        replay_db = await checksum_pair(i, last)
         path = fresh("ours-full", i)
         timed("batched_full", await _ours_batched(path, corpus, "full"))
         _remove_db(path)
@@ -465,6 +477,8 @@ async def _measure(options: Options, workdir: str) -> dict[str, Any]:
             timed("peer_insert_normal", peer.insert(path, corpus, normal=True))
             _remove_db(path)
 
+    for i in range(repeat, CHECKSUM_PAIRS):
+        await checksum_pair(i, keep=False)
     for _ in range(repeat):
         gc.collect()
         timed("replay", await _ours_replay(replay_db, streams))
