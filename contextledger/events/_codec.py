@@ -9,6 +9,7 @@ an older version (or bytes the typed decoder refuses) takes the dict-and-upcast 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import accumulate, pairwise
 from typing import Any, NamedTuple, cast
 
 import msgspec
@@ -27,12 +28,23 @@ from contextledger.events._upcasting import UPCASTERS, UpcasterRegistry
 
 
 class EncodedBatch(NamedTuple):
-    """Events encoded for storage: their schema versions and bytes (the tag is in the bytes),
-    and their total size."""
+    """Events encoded for storage: their schema versions, the length of each one's bytes, and
+    one buffer holding ``reserve`` zero bytes (room for a head its store writes) and then
+    their bytes one after the other (the tag is in the bytes)."""
 
     versions: list[int]
-    datas: list[bytes]
-    nbytes: int
+    lengths: list[int]
+    data: bytearray
+
+    @property
+    def nbytes(self) -> int:
+        """The events' bytes, without the reserved room."""
+        return sum(self.lengths)
+
+    def datas(self) -> list[bytes]:
+        """Each event's bytes, on its own."""
+        ends = list(accumulate(self.lengths, initial=len(self.data) - self.nbytes))
+        return [bytes(self.data[start:end]) for start, end in pairwise(ends)]
 
 
 class EventCodec:
@@ -120,25 +132,28 @@ class EventCodec:
         except (msgspec.DecodeError, msgspec.ValidationError, LookupError) as exc:
             raise EventDecodeError(stream, position, str(exc)) from exc
 
-    def encode_batch(self, events: Sequence[EventBase]) -> EncodedBatch:
-        """Encode ``events`` for storage: the hot path of an append, looping in C (``map``)
-        rather than Python. Raises ``EventEncodeError`` like ``encode``."""
-        if len(events) == 1:  # the common single-event append: skip the list machinery
-            (event,) = events
-            kind = type(event)
-            if kind in self._versions:
-                data = self.encode(event)
-                return EncodedBatch([self._versions[kind]], [data], len(data))
-        try:
-            versions = list(map(self._versions.__getitem__, map(type, events)))
-            datas = list(map(self._encoder.encode, events))
-        except KeyError as exc:
-            raise EventEncodeError(str(exc), "not an event type of this codec") from exc
-        except (UnicodeEncodeError, TypeError, OverflowError):
-            for event in events:
-                self.encode(event)  # raises the typed error naming the event
-            raise
-        return EncodedBatch(versions, datas, sum(map(len, datas)))
+    def encode_batch(self, events: Sequence[EventBase], reserve: int = 0) -> EncodedBatch:
+        """Encode ``events`` for storage, the hot path of an append: into one buffer after
+        ``reserve`` bytes, so that no event's bytes are a separate object to allocate and
+        copy again. Raises ``EventEncodeError`` like ``encode``."""
+        versions_of, encode_into = self._versions, self._encoder.encode_into
+        data = bytearray(reserve)
+        versions: list[int] = []
+        lengths: list[int] = []
+        start = reserve
+        for event in events:
+            version = versions_of.get(type(event))
+            if version is None:
+                raise EventEncodeError(repr(type(event)), "not an event type of this codec")
+            try:
+                encode_into(event, data, -1)
+            except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+                raise EventEncodeError(struct_tag(event), str(exc)) from exc
+            end = len(data)
+            versions.append(version)
+            lengths.append(end - start)
+            start = end
+        return EncodedBatch(versions, lengths, data)
 
     def typed_copies(self, events: Sequence[object]) -> list[Event]:
         """``events`` checked against their schemas, strictly, and returned as the copies

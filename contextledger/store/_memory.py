@@ -62,7 +62,7 @@ class MemoryStore:
         batch = codec.encode_batch(events)
         decoded = [
             codec.decode(codec.tag_of(event), v, data, stream=stream)
-            for event, v, data in zip(events, batch.versions, batch.datas, strict=True)
+            for event, v, data in zip(events, batch.versions, batch.datas(), strict=True)
         ]
         last = self._last_position
         recorded = [

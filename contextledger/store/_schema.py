@@ -46,6 +46,7 @@ import apsw
 import structlog
 from zlib_ng.zlib_ng import crc32
 
+from contextledger.events._codec import EncodedBatch
 from contextledger.store._errors import StoreSchemaError
 
 SCHEMA_VERSION: Final = 4
@@ -157,6 +158,9 @@ DROP TABLE events;
 #: are never given twice (``AUTOINCREMENT`` keeps it in ``sqlite_sequence``).
 LAST_POSITION: Final = "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'batches'"
 
+#: Bytes of a batch row's head for each of its events: its schema version and length.
+BATCH_HEAD_BYTES: Final = 8
+
 _ROW_HEAD: Final = struct.Struct("<qqqq")
 _PAIR: Final = struct.Struct("<qq")
 _TRIPLE: Final = struct.Struct("<qqq")
@@ -172,18 +176,32 @@ def event_crc(stream_id: int, seq: int, position: int, v: int, data: bytes) -> i
 def batch_data(versions: Sequence[int], datas: Sequence[bytes]) -> bytes:
     """The bytes of a batch row: each event's schema version and length (little-endian
     unsigned 32-bit), then the events' bytes one after the other."""
-    head = struct.pack(f"<{2 * len(datas)}I", *versions, *map(len, datas))
+    head = struct.pack(_batch_head(len(datas)), *versions, *map(len, datas))
     # One join: ``head + b"".join(datas)`` copies the bytes twice, 15 times as slow at 670 kB.
     return b"".join([head, *datas])
+
+
+def batch_row_data(batch: EncodedBatch) -> bytearray:
+    """The bytes of a batch row (the same as ``batch_data``'s) of events encoded with
+    ``BATCH_HEAD_BYTES`` reserved for each (``EventCodec.encode_batch``): the head is written
+    into that room, and the events' bytes are not copied again."""
+    head = _batch_head(len(batch.versions))
+    struct.pack_into(head, batch.data, 0, *batch.versions, *batch.lengths)
+    return batch.data
+
+
+def _batch_head(count: int) -> str:
+    """The ``struct`` format of the head of a batch row of ``count`` events."""
+    return f"<{2 * count}I"
 
 
 def split_batch(data: bytes, count: int) -> tuple[tuple[int, ...], list[bytes]] | None:
     """The schema versions and bytes of the ``count`` events in a batch row's ``data``, or
     None when ``data`` cannot hold them (its lengths do not add up)."""
-    head = 8 * count
+    head = BATCH_HEAD_BYTES * count
     if count < 1 or len(data) < head:
         return None
-    fields = struct.unpack_from(f"<{2 * count}I", data)
+    fields = struct.unpack_from(_batch_head(count), data)
     lengths = fields[count:]
     if head + sum(lengths) != len(data):
         return None
@@ -191,7 +209,7 @@ def split_batch(data: bytes, count: int) -> tuple[tuple[int, ...], list[bytes]] 
     return fields[:count], list(map(data.__getitem__, map(slice, ends, ends[1:])))
 
 
-def batch_crc(stream_id: int, seq: int, position: int, count: int, data: bytes) -> int:
+def batch_crc(stream_id: int, seq: int, position: int, count: int, data: bytes | bytearray) -> int:
     """The checksum of a batch row (``seq`` and ``position`` its last event's)."""
     return crc32(data, crc32(_ROW_HEAD.pack(stream_id, seq, position, count)))
 

@@ -35,7 +35,7 @@ import structlog
 import trio
 
 from contextledger.events._catalogue import Event, RecordedEvent
-from contextledger.events._codec import DEFAULT_CODEC, EncodedBatch, EventCodec
+from contextledger.events._codec import DEFAULT_CODEC, EventCodec
 from contextledger.store._checker import Problem, find_problems
 from contextledger.store._checkpointer import Checkpointer
 from contextledger.store._connections import (
@@ -64,10 +64,11 @@ from contextledger.store._protocol import (
 )
 from contextledger.store._readers import ReaderPool
 from contextledger.store._schema import (
+    BATCH_HEAD_BYTES,
     INSERT_BATCH,
     LAST_POSITION,
     batch_crc,
-    batch_data,
+    batch_row_data,
     chunk_crc,
     one,
     snapshot_crc,
@@ -177,15 +178,16 @@ class SQLiteStore:
         check_append(stream, expected_version, events)
         if not events:
             return []
-        batch = self._codec.encode_batch(events)
+        batch = self._codec.encode_batch(events, BATCH_HEAD_BYTES * len(events))
+        data = batch_row_data(batch)
         # The caller's own events come back: they encode to exactly the stored bytes. (Inside
         # untyped fields a tuple is read back as a list; use lists there for equality.)
         given = list(events)
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
-            return self._insert(cur, stream, expected_version, batch, given)
+            return self._insert(cur, stream, expected_version, data, given)
 
-        result: list[RecordedEvent] = await self._commits.submit(run, batch.nbytes)
+        result: list[RecordedEvent] = await self._commits.submit(run, len(data))
         return result
 
     def _insert(
@@ -193,7 +195,7 @@ class SQLiteStore:
         cur: apsw.Cursor,
         stream: str,
         expected: int,
-        batch: EncodedBatch,
+        data: bytearray,
         events: list[Event],
     ) -> list[RecordedEvent]:
         known = self._versions.get(stream)
@@ -221,7 +223,6 @@ class SQLiteStore:
             )
         last = self._last_position
         position = last + len(events)
-        data = batch_data(batch.versions, batch.datas)
         crc = batch_crc(stream_id, new_version, position, len(events), data)
         cur.execute(INSERT_BATCH, (position, stream_id, new_version, len(events), data, crc))
         # Only once the row is written: a write that fails leaves the caches as they were.

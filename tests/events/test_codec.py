@@ -21,6 +21,7 @@ from contextledger.events import (
     EventBase,
     EventCodec,
     EventDecodeError,
+    EventEncodeError,
     FilePart,
     FileRange,
     InputLeftOut,
@@ -293,6 +294,28 @@ def test_the_tag_is_part_of_the_encoded_bytes() -> None:
     raw = msgspec.msgpack.decode(DEFAULT_CODEC.encode(EXAMPLES[MemoryPinned]))
 
     assert raw["type"] == "memory.pinned"
+
+
+@pytest.mark.parametrize("reserve", [0, 24])
+def test_a_batch_is_encoded_into_one_buffer_as_each_event_alone(reserve: int) -> None:
+    events = list(EXAMPLES.values())
+    batch = DEFAULT_CODEC.encode_batch(events, reserve)
+    datas = [DEFAULT_CODEC.encode(event) for event in events]
+
+    assert batch.data == bytes(reserve) + b"".join(datas)
+    assert batch.datas() == datas
+    assert batch.lengths == list(map(len, datas))
+    assert batch.versions == [event.v for event in events]
+    assert batch.nbytes == sum(map(len, datas))
+
+
+def test_an_event_of_a_batch_that_cannot_be_encoded_is_named() -> None:
+    bad = MemoryPinned(session_id=S, text=object())  # type: ignore[arg-type]
+
+    with pytest.raises(EventEncodeError, match=r"memory\.pinned"):
+        DEFAULT_CODEC.encode_batch([EXAMPLES[PartAdded], bad])
+    with pytest.raises(EventEncodeError, match="not an event type"):
+        DEFAULT_CODEC.encode_batch([EXAMPLES[PartAdded], object()])  # type: ignore[list-item]
 
 
 # --- what cannot be decoded ---------------------------------------------------------------

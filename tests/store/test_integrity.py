@@ -26,9 +26,11 @@ from contextledger.store import (
     StoreSchemaError,
 )
 from contextledger.store._schema import (
+    BATCH_HEAD_BYTES,
     SCHEMA_VERSION,
     batch_crc,
     batch_data,
+    batch_row_data,
     event_crc,
     split_batch,
 )
@@ -80,6 +82,15 @@ _ROW_INT = st.integers(0, 2**63 - 1)
 def test_a_batch_row_holds_its_events_versions_and_bytes(events: list[tuple[int, bytes]]) -> None:
     versions, datas = [v for v, _ in events], [data for _, data in events]
     assert split_batch(batch_data(versions, datas), len(events)) == (tuple(versions), datas)
+
+
+@given(st.lists(st.text(max_size=300), min_size=1, max_size=20))
+def test_a_batch_row_built_in_the_encoding_buffer_is_the_same_bytes(texts: list[str]) -> None:
+    events = [note(text) for text in texts]
+    batch = DEFAULT_CODEC.encode_batch(events, BATCH_HEAD_BYTES * len(events))
+    datas = [DEFAULT_CODEC.encode(event) for event in events]
+
+    assert batch_row_data(batch) == batch_data([event.v for event in events], datas)
 
 
 @given(st.binary(max_size=64), st.integers(0, 40))
