@@ -184,9 +184,10 @@ class _Size(NamedTuple):
     wal_max_bytes: int
 
 
-async def _at_size(path: str, count: int) -> _Size:
-    """The figures of one session of ``count`` events, appended and then opened."""
-    batches = _batches(count)
+async def _at_size(path: str, batches: list[list[Event]], short: list[list[Event]]) -> _Size:
+    """The figures of one session (``_batches``), appended and then opened, with the short
+    one written beside it."""
+    count = sum(map(len, batches[:-OPENS]))
     later = batches[-OPENS:]
     batches = batches[:-OPENS]
     wal = path + "-wal"
@@ -210,9 +211,9 @@ async def _at_size(path: str, count: int) -> _Size:
         assert started is not None
         rate = (written - first) / (time.perf_counter() - started)
         seconds, nbytes = log.seconds, store.snapshot_bytes
-        short = await SessionLog.open(store, "short")
-        for batch in _batches(SHORT_EVENTS, "short"):
-            await short.append(batch)
+        short_log = await SessionLog.open(store, "short")
+        for batch in short:
+            await short_log.append(batch)
     opens: list[tuple[float, float, float, float]] = []
     for batch in later:
         async with SQLiteStore.open(path) as reopened:
@@ -255,10 +256,13 @@ async def measure(
     big = large or (FULL_LARGE_EVENTS if full else DEFAULT_LARGE_EVENTS)
     small = min(SMALL_EVENTS, big)
     runs: dict[str, list[_Size]] = {"small": [], "large": []}
+    # The sessions are made once: every run appends the same (frozen) events.
+    sessions = {"small": _batches(small), "large": _batches(big)}
+    short = _batches(SHORT_EVENTS, "short")
     for i in range(repeat):
-        for name, size in (("small", small), ("large", big)):
+        for name in runs:
             path = os.path.join(workdir, f"long-{name}-{i}.db")
-            runs[name].append(await _at_size(path, size))
+            runs[name].append(await _at_size(path, sessions[name], short))
     at_small, at_large = (
         _Size(*(statistics.median(x) for x in zip(*runs[name], strict=True)))
         for name in ("small", "large")

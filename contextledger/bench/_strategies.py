@@ -51,6 +51,7 @@ from contextledger.simulation import (
     PROVIDERS,
     FactMemo,
     Provider,
+    SummaryMemo,
     TraceResult,
     simulate_trace,
     trace_sessions,
@@ -126,7 +127,11 @@ def _totals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _simulated(
-    events: Sequence[Event], name: str, window: int, provider: Provider, facts: FactMemo
+    events: Sequence[Event],
+    name: str,
+    window: int,
+    provider: Provider,
+    memos: tuple[FactMemo, SummaryMemo],
 ) -> TraceResult:
     return simulate_trace(
         events,
@@ -134,18 +139,20 @@ def _simulated(
         window=window,
         provider_family=provider,
         summarizer=VARIANTS.get(name, "model"),
-        facts=facts,
+        facts=memos[0],
+        summary_memo=memos[1],
     )
 
 
 def _trace_figures(job: tuple[Sequence[Event], tuple[str, ...], int]) -> dict[str, Any]:
     """One trace at one window: each strategy's figures per provider (a worker's job; its
-    simulations share one ``FactMemo``, so each text's facts are found once)."""
+    simulations share one ``FactMemo`` and one ``SummaryMemo``, so each text's facts are found
+    once and each summary is written once)."""
     events, names, window = job
-    facts = FactMemo()
+    memos = (FactMemo(), SummaryMemo())
     return {
         name: {
-            provider: _simulated(events, name, window, provider, facts).summary()
+            provider: _simulated(events, name, window, provider, memos).summary()
             for provider in PROVIDERS
         }
         for name in names

@@ -23,6 +23,7 @@ from contextledger.simulation._retention import (
     RetentionCounter,
     facts_in,
 )
+from contextledger.simulation._summaries import SummaryMemo
 from contextledger.simulation._trace import (
     DEFAULT_MODELS,
     DEFAULT_STRATEGIES,
@@ -66,6 +67,7 @@ __all__ = [
     "ReplayedCall",
     "Retention",
     "RetentionCounter",
+    "SummaryMemo",
     "TraceResult",
     "TurnReplay",
     "TurnViews",

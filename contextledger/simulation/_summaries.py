@@ -11,14 +11,18 @@ call whose request needed the compaction, in order with the session's own calls.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Final, Literal
+
+import msgspec
 
 from contextledger.cachesim import sim_request
 from contextledger.cachesim._blocks import SimRequest
 from contextledger.compaction._summarizers import (
     SUMMARY_OUTPUT_TOKENS,
     ExtractiveSummarizer,
+    Summarizer,
     SummaryInput,
     summary_request,
 )
@@ -47,14 +51,40 @@ class SummaryCall:
         return sim_request(self.request, at, self.output_tokens)
 
 
+_ENCODER: Final = msgspec.msgpack.Encoder()
+
+
+class SummaryMemo:
+    """The extractive summarizer, each summary written once: the replays of one trace under
+    several strategies and providers compact the same heads again and again. A summary is
+    kept under a digest of all it depends on (the head, the template, the previous summary
+    and the output limit); keep one memo per trace."""
+
+    max_input_tokens: int | None = None
+
+    def __init__(self) -> None:
+        self._writer = ExtractiveSummarizer()
+        self._known: dict[bytes, str] = {}
+
+    async def summarize(self, task: SummaryInput) -> str:
+        """The extractive summary of ``task``, written unless it was written before."""
+        facts = (task.head, task.template, task.previous_summary, task.max_output_tokens)
+        key = hashlib.sha256(_ENCODER.encode(facts)).digest()
+        text = self._known.get(key)
+        if text is None:
+            text = self._known[key] = await self._writer.summarize(task)
+        return text
+
+
 class PricedSummarizer:
-    """A model summarizer whose model is simulated (see the module docstring)."""
+    """A model summarizer whose model is simulated (see the module docstring); ``extractive``
+    writes the answers (a new ``ExtractiveSummarizer`` by default)."""
 
     #: Like ``ModelSummarizer``: one call reads at most the window of the model compacted for.
     max_input_tokens: int | None = 0
 
-    def __init__(self) -> None:
-        self._extractive = ExtractiveSummarizer()
+    def __init__(self, extractive: Summarizer | None = None) -> None:
+        self._extractive = extractive or ExtractiveSummarizer()
         self.calls: list[SummaryCall] = []
 
     async def summarize(self, task: SummaryInput) -> str:

@@ -71,6 +71,7 @@ from contextledger.simulation._retention import FactMemo, Retention, RetentionCo
 from contextledger.simulation._summaries import (
     PricedSummarizer,
     SummarizerName,
+    SummaryMemo,
     TailOnlySummarizer,
 )
 from contextledger.strategies import Strategy, strategy
@@ -428,6 +429,7 @@ async def simulate_trace_async(
     provider_family: Provider = "anthropic",
     summarizer: SummarizerName = "extractive",
     facts: FactMemo | None = None,
+    summary_memo: SummaryMemo | None = None,
 ) -> TraceResult:
     """``simulate_trace`` inside a running trio loop."""
     if window < 1:
@@ -437,8 +439,9 @@ async def simulate_trace_async(
     chosen = strategy(strategy_name)
     events = raw_events(events)
     model_id = priced_model(provider_family, events)
-    priced = PricedSummarizer() if summarizer == "model" else None
-    writer = TailOnlySummarizer() if summarizer == "tail-only" else priced
+    extractive = summary_memo or SummaryMemo()
+    priced = PricedSummarizer(extractive) if summarizer == "model" else None
+    writer = TailOnlySummarizer() if summarizer == "tail-only" else priced or extractive
     retention = RetentionCounter(recorded_turns(events), facts)
     blocks: dict[Block, Block] = {}
     requests: list[SimRequest] = []
@@ -492,13 +495,15 @@ def simulate_trace(
     provider_family: Provider = "anthropic",
     summarizer: SummarizerName = "extractive",
     facts: FactMemo | None = None,
+    summary_memo: SummaryMemo | None = None,
 ) -> TraceResult:
     """Replay ``events`` under ``strategy_name`` and simulate its calls on ``provider_family``
     (see the module docstring), its compactions summarised by ``summarizer`` (``model``: each
     summary priced as a model call; ``tail-only``: no summary, only the kept tail). ``facts``
     finds the facts retention counts (``retention.FactMemo``; one shared by the simulations of
-    one trace reads each text once). Raises ``StrategyError`` for an unknown strategy and
-    ``ValueError`` for a bad window or provider."""
+    one trace reads each text once) and ``summary_memo`` writes the extractive summaries
+    (``SummaryMemo``; one shared likewise writes each summary once). Raises
+    ``StrategyError`` for an unknown strategy and ``ValueError`` for a bad window or provider."""
     return trio.run(
         lambda: simulate_trace_async(
             events,
@@ -507,6 +512,7 @@ def simulate_trace(
             provider_family=provider_family,
             summarizer=summarizer,
             facts=facts,
+            summary_memo=summary_memo,
         )
     )
 
