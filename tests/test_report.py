@@ -100,6 +100,7 @@ def _result(**changes: Any) -> TraceResult:
         billed_input_cost=0.75,
         peak_prompt=30,
         lower_bound=0.5,
+        calls_lower_bound=0.5,
     )
     return msgspec.structs.replace(base, **changes)
 

@@ -109,7 +109,12 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     """One session under one strategy and provider: per call, the prompt tokens, the
     uncached, cache-written and cache-read tokens, the input cost (USD) and what the strategy
     did before it (``actions``, empty when nothing); the billed input cost (USD), the peak
-    prompt, the lower bound (USD) and the cost over the lower bound. ``failed_at`` is the call
+    prompt, the lower bound (USD) and the cost over the lower bound. ``lower_bound`` is the
+    least the session's requests could cost, its summary calls included: the input side of
+    ``cachesim.lower_bound`` over the calls and the summary calls in time order, plus the
+    summaries' output tokens (``cost`` counts both); ``calls_lower_bound`` is the same over the
+    calls alone, so ``cost_vs_calls_lower_bound`` also charges each summary call's whole cost
+    as excess. ``failed_at`` is the call
     (from 1) the strategy could not make: it was still over the window after
     ``compaction.max_attempts`` compactions (``CompactionExhausted``, as a runtime raises), so
     the replay stopped there and the figures cover the calls before it; None when every call
@@ -135,6 +140,7 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     billed_input_cost: float
     peak_prompt: int
     lower_bound: float
+    calls_lower_bound: float
     failed_at: int | None = None
     over_window_calls: int = 0
     compactions: int = 0
@@ -164,8 +170,13 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def cost_vs_lower_bound(self) -> float | None:
-        """``cost / lower_bound`` (summaries included); None when the lower bound is zero."""
+        """``cost / lower_bound``, summaries in both; None when the lower bound is zero."""
         return self.cost / self.lower_bound if self.lower_bound else None
+
+    @property
+    def cost_vs_calls_lower_bound(self) -> float | None:
+        """``cost / calls_lower_bound``: summaries in the cost only; None when it is zero."""
+        return self.cost / self.calls_lower_bound if self.calls_lower_bound else None
 
     def summary(self) -> dict[str, float | int | str | None]:
         """The headline figures, as ``simulate --json`` prints them."""
@@ -174,6 +185,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
             "peak_prompt": self.peak_prompt,
             "lower_bound": self.lower_bound,
             "cost_vs_lower_bound": self.cost_vs_lower_bound,
+            "calls_lower_bound": self.calls_lower_bound,
+            "cost_vs_calls_lower_bound": self.cost_vs_calls_lower_bound,
             "calls": self.calls,
             "failed_at": self.failed_at,
             "over_window_calls": self.over_window_calls,
@@ -390,8 +403,9 @@ def trace_result(
         [(r.at, 0, i) for i, r in enumerate(summaries)]
         + [(r.at, 1, i) for i, r in enumerate(requests)]
     )
+    sent = [summaries[i] if kind == 0 else requests[i] for _, kind, i in order]
     cache = PromptCache(price)
-    priced = [cache.charge(summaries[i] if kind == 0 else requests[i]) for _, kind, i in order]
+    priced = [cache.charge(r) for r in sent]
     calls = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 1]
     summary_costs = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 0]
     prompts = tuple(r.prompt_tokens for r in requests)
@@ -407,7 +421,9 @@ def trace_result(
         actions=tuple(actions),
         billed_input_cost=sum(r.input_cost for r in calls),
         peak_prompt=max(prompts, default=0),
-        lower_bound=lower_bound(requests, price, output=False),
+        lower_bound=lower_bound(sent, price, output=False)
+        + sum(r.output_tokens for r in summaries) * price.output / 1e6,
+        calls_lower_bound=lower_bound(requests, price, output=False),
         failed_at=failed_at,
         over_window_calls=over_window_calls,
         compactions=compactions,

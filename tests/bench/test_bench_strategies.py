@@ -88,6 +88,7 @@ def test_above_baseline_and_dominated_follow_their_definitions() -> None:
             "retention": retention,
             "failed_at": failed,
             "cost_vs_lower_bound": 1.0,
+            "cost_vs_calls_lower_bound": 1.0 + cost,
             "over_window_calls": 0,
         }
 
@@ -110,6 +111,8 @@ def test_above_baseline_and_dominated_follow_their_definitions() -> None:
     assert verdict["above_baseline"] == ["dear"]
     assert verdict["dominated"] == ["beaten"]
     assert verdict["cheaper_than_pi"] == ["cheap", "beaten", "beaten-by-a-failure"]
+    assert verdict["max_cost_vs_lower_bound"] == 1.0
+    assert verdict["max_cost_vs_calls_lower_bound"] == 2.5
 
 
 def test_without_traces_it_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

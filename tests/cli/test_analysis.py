@@ -285,6 +285,8 @@ def test_simulate_json_has_the_figures_per_trace_strategy_and_provider(
         "peak_prompt",
         "lower_bound",
         "cost_vs_lower_bound",
+        "calls_lower_bound",
+        "cost_vs_calls_lower_bound",
         "calls",
         "failed_at",
         "over_window_calls",

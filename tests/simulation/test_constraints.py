@@ -9,6 +9,7 @@ import pytest
 
 from contextledger.cachesim import sim_request
 from contextledger.events._parts import ModelRef
+from contextledger.prices._tables import price_for
 from contextledger.simulation import simulate_trace, trace_result
 from contextledger.simulation._replay import over_window
 from contextledger.simulation._synthetic import synthetic_session
@@ -74,8 +75,12 @@ def test_model_summaries_are_priced_like_any_call(name: str) -> None:
     assert paid.summary_input_tokens > 0 and paid.summary_output_tokens > 0
     assert paid.summary_cost > 0
     assert paid.cost == pytest.approx(paid.billed_input_cost + paid.summary_cost)
-    assert paid.cost_vs_lower_bound is not None and free.cost_vs_lower_bound is not None
-    assert paid.cost_vs_lower_bound > free.cost_vs_lower_bound
+    # The bound covers the same requests as the cost: the paid run's adds its summary calls,
+    # still below what they cost; without a summary call the two bounds are one.
+    assert free.calls_lower_bound == free.lower_bound
+    assert paid.calls_lower_bound < paid.lower_bound <= paid.cost
+    assert paid.cost_vs_calls_lower_bound is not None and free.cost_vs_lower_bound is not None
+    assert paid.cost_vs_calls_lower_bound > free.cost_vs_lower_bound
 
 
 def test_a_summary_is_priced_before_the_call_that_waited_for_it() -> None:
@@ -86,4 +91,8 @@ def test_a_summary_is_priced_before_the_call_that_waited_for_it() -> None:
     both = trace_result("s", "anthropic", "claude-sonnet-4-5", [call], [""], summaries=[summary])
     assert both.summary_calls == 1 and both.summary_output_tokens == 500
     assert both.summary_cost > 0
+    assert both.calls_lower_bound == pytest.approx(alone.lower_bound)
+    summary_output = 500 * price_for("claude-sonnet-4-5", "anthropic").output / 1e6
+    assert both.lower_bound >= both.calls_lower_bound + summary_output
+    assert both.lower_bound <= both.cost
     assert both.prompt_tokens == alone.prompt_tokens
