@@ -14,7 +14,7 @@ never half visible: the view is exactly what it was before, or the compacted one
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
@@ -52,10 +52,16 @@ from contextledger.policy._compaction import (
     rollback_reason,
     text_tokens,
 )
-from contextledger.policy._decisions import CompactionReason, after_compaction, output_cap
+from contextledger.policy._decisions import (
+    CompactionReason,
+    after_compaction,
+    last_reported_prompt,
+    output_cap,
+)
 from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._prune import plan_prune
 from contextledger.policy._templates import TEMPLATES, summary_prompt
+from contextledger.policy._tokens import measure_messages
 from contextledger.policy._transcript import conversation_request, render_manifest, wrap_summary
 from contextledger.providers._errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary._messages import ModelMessage
@@ -296,28 +302,36 @@ class _Run:
     def _input(
         self, plan: CompactionPlan, transcript: str, prompt: str, whole: bool
     ) -> SummaryInput:
-        """A summary request. ``whole``: the view as the session sent it, through the head's
-        last message (an earlier compaction's prompt and summary before the head included, and
-        after an overflow the request to be replayed when steps of its turn follow it), with
-        the session's pinned system, tools and cache breakpoints, so a model summarizer reads
-        the session's prompt cache for all of it."""
+        """A summary request. ``whole``: the view as the session sent it (an earlier
+        compaction's prompt and summary included) through the head's last message, or further,
+        through the last message of the session's last successful request (``_sent``) when
+        that is later: the verbatim tail it held goes too, as ``kept`` messages, so the
+        request's prefix is that request's. Its cache breakpoints are the session's pinned
+        system and tools' and those the session's policy puts on that request's messages, none
+        after them: a model summarizer reads the session's prompt cache for all it held and
+        writes no prefix that no later request would read."""
         history = self.log.history
         head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
         prefix = history.pinned_prefix(self.agent_id)
         messages: tuple[ModelMessage, ...] = ()
+        sent = kept = 0
         if whole:
             ref = self._model_ref()
             view = model_view(
                 history, ViewOptions.from_config(self.config, ref, agent_id=self.agent_id)
             )
-            messages = _view_through(view, set(plan.head_ids))
+            heads = _through(view, frozenset(plan.head_ids))
+            if heads:
+                sent = self._sent(view)
+                messages = tuple(view[: max(heads, sent)])
+                kept = len(messages) - heads
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
         marks = place_marks(
             self.config.request.cache_policy(),
             tools=len(tools),
             system_blocks=len(system),
-            messages=messages,
+            messages=messages[:sent],
         )
         return SummaryInput(
             session_id=self.log.session_id,
@@ -331,12 +345,41 @@ class _Run:
             tools=tools,
             messages=messages,
             marks=marks,
+            sent=sent,
+            kept=kept,
         )
+
+    def _sent(self, view: Sequence[ModelMessage]) -> int:
+        """How many leading messages of ``view`` the session's last request sent, as it sent
+        them: that request succeeded (the pinned prefix advanced to its last message), no
+        compaction completed since, and its tool outputs, calls and media are what ``view``
+        holds up to there (no prune changed them since). 0 otherwise: no cached prompt of the
+        session's is known to be a prefix of a request opening with ``view``."""
+        history = self.log.history
+        request = history.state.last_request
+        prefix = history.pinned_prefix(self.agent_id)
+        if (
+            request is None
+            or request.agent_id != self.agent_id
+            or request.measure is None
+            or prefix is None
+            or prefix.advanced_to != request.last_message_id
+            or last_reported_prompt(history, self.agent_id) is None
+        ):
+            return 0
+        count = _through(view, {request.last_message_id})
+        held, measured = measure_messages(view[:count]), request.measure
+        same = (held.output_chars, held.tool_calls, held.media) == (
+            measured.output_chars,
+            measured.tool_calls,
+            measured.media,
+        )
+        return count if same else 0
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         if not plan.chunks or self.summarizer.max_input_tokens is None:
-            task = self._fitted(self._input(plan, plan.transcript, plan.prompt, whole=True))
-            return await self.summarizer.summarize(_previous_above(plan, task))
+            task = self._input(plan, plan.transcript, plan.prompt, whole=True)
+            return await self.summarizer.summarize(self._fitted(_previous_above(plan, task), task))
         prompts = [plan.chunk_request(index) for index in range(len(plan.chunks))]
         partials = await self._partials(plan, prompts)
         return await self._merged(plan, [p for p in partials if p.strip()])
@@ -396,8 +439,15 @@ class _Run:
 
     def _tokens(self, task: SummaryInput) -> int:
         """The estimated prompt of the request a model summarizer sends for ``task``: its
-        messages, system blocks and tool table (``measure_preflight``, normalized)."""
+        messages, system blocks and tool table (``measure_preflight``, normalized). When it
+        opens with what the session's last successful request sent, that part is the prompt
+        the provider counted for the request (``last_reported_prompt``: never less, as its
+        view can only have lost tokens since), and only the rest is estimated."""
         request = summary_request(task, model=self._model_ref(), max_output_tokens=1)
+        reported = last_reported_prompt(self.log.history, self.agent_id)
+        if task.sent and reported is not None:
+            rest = request.messages[task.sent - len(task.messages) - 1 :]
+            return reported + measure_preflight(rest, self.config).normalized
         measure = measure_preflight(
             request.messages, self.config, tools=request.tools, system=request.system
         )
@@ -406,16 +456,17 @@ class _Run:
     def _fits(self, task: SummaryInput) -> bool:
         return self._tokens(task) + CHUNK_OUTPUT_TOKENS <= self._window()
 
-    def _fitted(self, task: SummaryInput) -> SummaryInput:
-        """``task`` made to fit a summarizer that reads a window: the head goes as its
-        transcript (outputs cut) instead of its messages when the request with them would
-        not fit; then the task asks for no more output than the window leaves beside it
-        (``policy.decisions.output_cap``)."""
+    def _fitted(self, task: SummaryInput, bare: SummaryInput | None = None) -> SummaryInput:
+        """``task`` made to fit a summarizer that reads a window: when its prompt with its
+        messages would be larger than the window (its answer goes in the room the compaction
+        reserve keeps beside it), ``bare`` (by default ``task``) goes without them, the head
+        as its transcript (outputs cut); then the task asks for no more output than the
+        window leaves beside its prompt (``policy.decisions.output_cap``)."""
         if self.summarizer.max_input_tokens is None:
             prompt = text_tokens(len(conversation_request(task.transcript, task.prompt)))
         else:
-            if task.messages and not self._fits(task):
-                task = msgspec.structs.replace(task, messages=())
+            if task.messages and self._tokens(task) > self._window():
+                task = msgspec.structs.replace(bare or task, messages=(), sent=0, kept=0)
             prompt = self._tokens(task)
         room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt)
         return msgspec.structs.replace(task, max_output_tokens=room)
@@ -589,11 +640,10 @@ def _previous_above(plan: CompactionPlan, task: SummaryInput) -> SummaryInput:
     return msgspec.structs.replace(task, prompt=prompt)
 
 
-def _view_through(view: Sequence[ModelMessage], head: set[str]) -> tuple[ModelMessage, ...]:
-    """``view`` up to and including the last message of a ``head`` message (by source id):
-    the prefix the session's last request opened with. Empty when no message is the head's."""
-    last = max((i for i, m in enumerate(view) if m.source_id in head), default=-1)
-    return tuple(view[: last + 1])
+def _through(view: Sequence[ModelMessage], sources: Container[str | None]) -> int:
+    """How many messages of ``view`` lead up to and include the last one built from one of
+    ``sources`` (by source id); 0 when none is."""
+    return max((i + 1 for i, m in enumerate(view) if m.source_id in sources), default=0)
 
 
 def _cleared_count(recorded: list[RecordedEvent]) -> int:

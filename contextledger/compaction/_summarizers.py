@@ -8,12 +8,14 @@
   fact supersedes it (the same file listed again, the same command run again, the same todo
   with a new status, a newer request), so a second compaction keeps the facts of the first.
 * ``ModelSummarizer`` asks a model through the provider HTTP client. Its request repeats the
-  session's pinned system blocks and tool table (with ``tool_choice`` ``"none"``) and the head
-  as the session sent it, so its prefix is the session's and reads the session's prompt cache.
+  session's pinned system blocks and tool table (with ``tool_choice`` ``"none"``) and its view
+  as the session last sent it, so its prefix is the session's last request's and reads the
+  session's prompt cache; the instruction at the end names the messages to summarise.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -44,7 +46,12 @@ from contextledger.policy._compaction import text_tokens
 from contextledger.policy._templates import NONE, SummaryTemplate, missing_sections, render_summary
 from contextledger.providers._http import ProviderClient
 from contextledger.vocabulary._defaults import SUMMARY_MAX_TOKENS
-from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._messages import (
+    ModelMessage,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 from contextledger.vocabulary._requests import CacheMark, Request
 
 _log = structlog.get_logger(__name__)
@@ -66,8 +73,11 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     ``head`` is the history to summarise and ``transcript`` its serialisation (made by the
     planner); ``prompt`` the instruction (``summary_prompt``). ``system``, ``tools`` and
     ``marks`` are the session's pinned prefix and its cache breakpoints (indices into
-    ``system``, ``tools`` and ``messages``); ``messages`` the head as model messages (media
-    stripped, outputs cut), empty for a caller without a view.
+    ``system``, ``tools`` and ``messages``); ``messages`` the session's view through the head
+    as model messages (media stripped, outputs cut), empty for a caller without a view. Its
+    first ``sent`` messages are those the session's last request sent, as it sent them (its
+    prompt cache holds them; 0 when none is known to); its last ``kept`` messages are not to
+    be summarised: the verbatim tail, sent because that request held them.
     """
 
     session_id: str
@@ -81,6 +91,8 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     tools: tuple[ToolSchema, ...] = ()
     messages: tuple[ModelMessage, ...] = ()
     marks: tuple[CacheMark, ...] = ()
+    sent: int = 0
+    kept: int = 0
     max_output_tokens: int | None = None
 
 
@@ -536,13 +548,21 @@ SUMMARY_OUTPUT_TOKENS: Final = 13_107
 PROMPT_SOURCE: Final = "summary-prompt"
 #: Sent before a head that starts with the model's message.
 HEAD_OPENING: Final = "The conversation to summarise follows."
+#: Added to the instruction when the request's messages end with the verbatim tail.
+KEPT_NOTE: Final = (
+    "The last {count} messages above, from the {role} message that opens with {opening}, stay "
+    "in the conversation word for word after the summary: summarise only what comes before "
+    "them."
+)
+#: How much of the first kept message ``KEPT_NOTE`` quotes.
+OPENING_CHARS: Final = 80
 
 
 class ModelSummarizer:
     """Asks a model for the summary through ``client``.
 
     The request is the session's: its pinned system blocks and tool table, its cache marks,
-    the head as model messages, then the instruction as the last user message, with
+    its view as last sent, then the instruction as the last user message, with
     ``tool_choice="none"`` (the tools stay in the table so the prefix is byte-identical with
     the session's requests and reads their prompt cache). ``model`` is used when the task
     names none; ``max_input_tokens`` is what one call can read (0, the default: the window
@@ -587,16 +607,20 @@ def summary_request(
     task: SummaryInput, *, model: ModelRef | None = None, max_output_tokens: int
 ) -> Request:
     """The request a model summarizer sends for ``task``: the session's pinned system blocks,
-    tool table and cache marks, the head as model messages, then the instruction as the last
-    user message, ``tool_choice="none"``. Without ``task.messages`` the transcript (when there
-    is one: a chunk's prompt carries its own) and the instruction go as one user message, and
-    message marks are dropped. It asks for ``max_output_tokens``, or less when the task says
-    so (``task.max_output_tokens``: a chunk's cap, or the room the window leaves). ``task.model``
+    tool table and cache marks, the task's messages, then the instruction as the last user
+    message (saying which messages are kept, ``KEPT_NOTE``, when ``task.kept``),
+    ``tool_choice="none"``. Without ``task.messages`` the transcript (when there is one: a
+    chunk's prompt carries its own) and the instruction go as one user message, and message
+    marks are dropped. It asks for ``max_output_tokens``, or less when the task says so
+    (``task.max_output_tokens``: a chunk's cap, or the room the window leaves). ``task.model``
     wins over ``model``; raises ``ValueError`` when neither names one."""
     chosen = task.model or model
     if chosen is None:
         raise ValueError("a summary request needs a model: give one to it or in the task")
-    prompt = ModelText(text=task.prompt, synthetic=True)
+    instruction = task.prompt
+    if task.messages and task.kept:
+        instruction += "\n\n" + _kept_note(task.messages[-task.kept :])
+    prompt = ModelText(text=instruction, synthetic=True)
     if task.messages:
         head, marks = task.messages, task.marks
         if head[0].role != "user":
@@ -623,6 +647,27 @@ def summary_request(
         max_output_tokens=min(task.max_output_tokens or max_output_tokens, max_output_tokens),
         tool_choice="none",
     )
+
+
+def _kept_note(kept: Sequence[ModelMessage]) -> str:
+    """``KEPT_NOTE`` for the ``kept`` messages that end a summary request: how many, and
+    how the first opens (its text, cut to ``OPENING_CHARS`` characters, or its tool)."""
+    first = kept[0]
+    role = {"user": "user's", "assistant": "assistant's", "tool": "tool result"}[first.role]
+    opening = "(no text)"
+    for part in first.content:
+        if isinstance(part, ModelText) and part.text.strip():
+            text = " ".join(part.text.split())
+            cut = text if len(text) <= OPENING_CHARS else text[:OPENING_CHARS] + "…"
+            opening = json.dumps(cut, ensure_ascii=False)
+            break
+        if isinstance(part, ModelToolCall):
+            opening = f"a call of the `{part.tool}` tool"
+            break
+        if isinstance(part, ModelToolResult):
+            opening = f"the result of the `{part.tool}` tool"
+            break
+    return KEPT_NOTE.format(count=len(kept), role=role, opening=opening)
 
 
 def _user(*content: ModelText) -> ModelMessage:
