@@ -62,10 +62,16 @@ from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._prune import plan_prune
 from contextledger.policy._templates import TEMPLATES, summary_prompt
 from contextledger.policy._tokens import measure_messages
-from contextledger.policy._transcript import conversation_request, render_manifest, wrap_summary
+from contextledger.policy._transcript import (
+    conversation_request,
+    render_manifest,
+    serialize_head,
+    wrap_summary,
+)
 from contextledger.providers._errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
+from contextledger.vocabulary._requests import CacheMark
 
 _log = structlog.get_logger(__name__)
 
@@ -327,12 +333,6 @@ class _Run:
                 kept = len(messages) - heads
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
-        marks = place_marks(
-            self.config.request.cache_policy(),
-            tools=len(tools),
-            system_blocks=len(system),
-            messages=messages[:sent],
-        )
         return SummaryInput(
             session_id=self.log.session_id,
             head=head,
@@ -344,10 +344,18 @@ class _Run:
             system=system,
             tools=tools,
             messages=messages,
-            marks=marks,
+            marks=self._marks(len(tools), len(system), messages[:sent]),
             sent=sent,
             kept=kept,
         )
+
+    def _marks(
+        self, tools: int, system: int, sent: Sequence[ModelMessage]
+    ) -> tuple[CacheMark, ...]:
+        """The breakpoints of a summary request: those the session's policy puts on its tools,
+        system blocks and ``sent`` messages (what its requests sent and cached), none later."""
+        policy = self.config.request.cache_policy()
+        return place_marks(policy, tools=tools, system_blocks=system, messages=sent)
 
     def _sent(self, view: Sequence[ModelMessage]) -> int:
         """How many leading messages of ``view`` the session's last request sent, as it sent
@@ -377,9 +385,13 @@ class _Run:
         return count if same else 0
 
     async def _summarize(self, plan: CompactionPlan) -> str:
-        if not plan.chunks or self.summarizer.max_input_tokens is None:
-            task = self._input(plan, plan.transcript, plan.prompt, whole=True)
-            return await self.summarizer.summarize(self._fitted(_previous_above(plan, task), task))
+        """The summary: of one request (``_fitted``) unless the planner cut the head into
+        chunks and that request holds no messages (a head as text too large for one call),
+        else of the chunks, merged."""
+        whole = self._input(plan, plan.transcript, plan.prompt, whole=True)
+        task = self._fitted(_previous_above(plan, whole), whole)
+        if not plan.chunks or self.summarizer.max_input_tokens is None or task.messages:
+            return await self.summarizer.summarize(task)
         prompts = [plan.chunk_request(index) for index in range(len(plan.chunks))]
         partials = await self._partials(plan, prompts)
         return await self._merged(plan, [p for p in partials if p.strip()])
@@ -440,18 +452,18 @@ class _Run:
     def _tokens(self, task: SummaryInput) -> int:
         """The estimated prompt of the request a model summarizer sends for ``task``: its
         messages, system blocks and tool table (``measure_preflight``, normalized). When it
-        opens with what the session's last successful request sent, that part is the prompt
-        the provider counted for the request (``last_reported_prompt``: never less, as its
-        view can only have lost tokens since), and only the rest is estimated."""
+        opens with what the session's last successful request sent, that part is at most the
+        prompt the provider counted for that request (``last_reported_prompt``: its view can
+        only have lost tokens since), and only the rest is estimated: the least of the two."""
         request = summary_request(task, model=self._model_ref(), max_output_tokens=1)
-        reported = last_reported_prompt(self.log.history, self.agent_id)
-        if task.sent and reported is not None:
-            rest = request.messages[task.sent - len(task.messages) - 1 :]
-            return reported + measure_preflight(rest, self.config).normalized
         measure = measure_preflight(
             request.messages, self.config, tools=request.tools, system=request.system
         )
-        return measure.normalized
+        reported = last_reported_prompt(self.log.history, self.agent_id)
+        if not task.sent or reported is None:
+            return measure.normalized
+        rest = request.messages[task.sent - len(task.messages) - 1 :]
+        return min(measure.normalized, reported + measure_preflight(rest, self.config).normalized)
 
     def _fits(self, task: SummaryInput) -> bool:
         return self._tokens(task) + CHUNK_OUTPUT_TOKENS <= self._window()
@@ -459,17 +471,42 @@ class _Run:
     def _fitted(self, task: SummaryInput, bare: SummaryInput | None = None) -> SummaryInput:
         """``task`` made to fit a summarizer that reads a window: when its prompt with its
         messages would be larger than the window (its answer goes in the room the compaction
-        reserve keeps beside it), ``bare`` (by default ``task``) goes without them, the head
-        as its transcript (outputs cut); then the task asks for no more output than the
-        window leaves beside its prompt (``policy.decisions.output_cap``)."""
+        reserve keeps beside it), the messages the session's last request sent go with the
+        rest of the head as a transcript (outputs cut), or else ``bare`` (by default ``task``)
+        goes without messages, the whole head as its transcript; then the task asks for no
+        more output than the window leaves beside its prompt (``policy.decisions.output_cap``)."""
         if self.summarizer.max_input_tokens is None:
             prompt = text_tokens(len(conversation_request(task.transcript, task.prompt)))
         else:
-            if task.messages and self._tokens(task) > self._window():
-                task = msgspec.structs.replace(bare or task, messages=(), sent=0, kept=0)
+            window = self._window()
+            if task.messages and self._tokens(task) > window:
+                cut = self._cut(task)
+                if cut is None or self._tokens(cut) > window:
+                    cut = msgspec.structs.replace(bare or task, messages=(), sent=0, kept=0)
+                task = cut
             prompt = self._tokens(task)
         room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt)
         return msgspec.structs.replace(task, max_output_tokens=room)
+
+    def _cut(self, task: SummaryInput) -> SummaryInput | None:
+        """``task`` with fewer messages, all sent by the session's last request: when the head
+        ends within them, the messages through the head's end (the kept tail left out, the
+        breakpoints placed on what is left: where an earlier request of the session ended);
+        when it ends after them, those messages, the head's part after them as ``rest`` (a
+        transcript, outputs cut). None when that request sent none of them."""
+        if not task.sent:
+            return None
+        if task.kept:
+            messages = task.messages[: -task.kept]
+            tools, system = len(task.tools), len(task.system)
+            marks = self._marks(tools, system, messages)
+            return msgspec.structs.replace(
+                task, messages=messages, marks=marks, sent=len(messages), kept=0
+            )
+        later = {m.source_id for m in task.messages[task.sent :]}
+        rest = [m for m in task.head if m.id in later]
+        text = serialize_head(rest, tool_output_chars=self.config.view.summary_tool_output_chars)
+        return msgspec.structs.replace(task, messages=task.messages[: task.sent], rest=text)
 
     def _stored_text(self, plan: CompactionPlan, summary: str, has_tail: bool) -> str:
         """What the summary message says: the summary; under the continuation template,

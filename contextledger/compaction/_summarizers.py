@@ -77,7 +77,9 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     as model messages (media stripped, outputs cut), empty for a caller without a view. Its
     first ``sent`` messages are those the session's last request sent, as it sent them (its
     prompt cache holds them; 0 when none is known to); its last ``kept`` messages are not to
-    be summarised: the verbatim tail, sent because that request held them.
+    be summarised: the verbatim tail, sent because that request held them. ``rest`` is the
+    head's part after ``messages`` as a transcript (outputs cut), when the request could not
+    hold it as messages.
     """
 
     session_id: str
@@ -93,6 +95,7 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     marks: tuple[CacheMark, ...] = ()
     sent: int = 0
     kept: int = 0
+    rest: str = ""
     max_output_tokens: int | None = None
 
 
@@ -554,6 +557,8 @@ KEPT_NOTE: Final = (
     "in the conversation word for word after the summary: summarise only what comes before "
     "them."
 )
+#: Opens the transcript of the head's part a request could not hold as messages.
+REST_OPENING: Final = "The conversation above continues:"
 #: How much of the first kept message ``KEPT_NOTE`` quotes.
 OPENING_CHARS: Final = 80
 
@@ -608,12 +613,13 @@ def summary_request(
 ) -> Request:
     """The request a model summarizer sends for ``task``: the session's pinned system blocks,
     tool table and cache marks, the task's messages, then the instruction as the last user
-    message (saying which messages are kept, ``KEPT_NOTE``, when ``task.kept``),
-    ``tool_choice="none"``. Without ``task.messages`` the transcript (when there is one: a
-    chunk's prompt carries its own) and the instruction go as one user message, and message
-    marks are dropped. It asks for ``max_output_tokens``, or less when the task says so
-    (``task.max_output_tokens``: a chunk's cap, or the room the window leaves). ``task.model``
-    wins over ``model``; raises ``ValueError`` when neither names one."""
+    message (saying which messages are kept, ``KEPT_NOTE``, when ``task.kept``; after
+    ``task.rest`` under ``REST_OPENING`` when there is one), ``tool_choice="none"``. Without
+    ``task.messages`` the transcript (when there is one: a chunk's prompt carries its own) and
+    the instruction go as one user message, and message marks are dropped. It asks for
+    ``max_output_tokens``, or less when the task says so (``task.max_output_tokens``: a
+    chunk's cap, or the room the window leaves). ``task.model`` wins over ``model``; raises
+    ``ValueError`` when neither names one."""
     chosen = task.model or model
     if chosen is None:
         raise ValueError("a summary request needs a model: give one to it or in the task")
@@ -625,14 +631,17 @@ def summary_request(
         head, marks = task.messages, task.marks
         if head[0].role != "user":
             # Providers want a user message first (Bedrock and Anthropic refuse otherwise);
-            # a later compaction's head starts where the previous summary left off, often with
-            # the model's message. The message marks move one on.
+            # a view may open with the model's message. The message marks move one on.
             head = (_user(ModelText(text=HEAD_OPENING, synthetic=True)), *head)
             marks = tuple(
                 msgspec.structs.replace(m, index=m.index + 1) if m.target == "message" else m
                 for m in marks
             )
-        messages = (*head, _user(prompt))
+        rest = f"{REST_OPENING}\n<conversation>\n{task.rest}\n</conversation>"
+        messages = (
+            *head,
+            _user(ModelText(text=rest, synthetic=True), prompt) if task.rest else _user(prompt),
+        )
     else:
         transcript = ModelText(text=task.transcript, synthetic=True)
         messages = (_user(transcript, prompt) if task.transcript else _user(prompt),)

@@ -25,8 +25,10 @@ from contextledger.compaction._facts import (
 )
 from contextledger.compaction._summarizers import (
     HEAD_OPENING,
+    KEPT_NOTE,
     MAX_COMMANDS,
     MAX_FILES,
+    REST_OPENING,
     SECTION_CARRIED,
     ExtractiveSummarizer,
     ModelSummarizer,
@@ -52,7 +54,12 @@ from contextledger.policy._templates import (
 )
 from contextledger.providers._http import ProviderClient
 from contextledger.providers._registry import WIRE_FORMATS
-from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._messages import (
+    ModelMessage,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 from contextledger.vocabulary._requests import CacheMark, Request
 from tests.compaction.test_facts import claude_code_session, messages, opencode_session
 from tests.providers.fixtures import golden_request
@@ -606,3 +613,45 @@ def test_a_head_starting_with_the_models_message_is_opened_by_a_user_message() -
         msgspec.structs.replace(task, messages=(follow,), marks=()), max_output_tokens=1_000
     )
     assert [m.role for m in opened.messages] == ["user", "user"]  # a user head is left as it is
+
+
+def test_the_instruction_names_the_kept_messages_and_follows_the_rest_of_the_head() -> None:
+    user = ModelMessage(role="user", content=(ModelText(text="Fix  the\nparser."),), source_id="m1")
+    call = ModelMessage(
+        role="assistant",
+        content=(ModelToolCall(call_id="c1", tool="bash", input={"command": "pytest"}),),
+        source_id="m2",
+    )
+    result = ModelMessage(
+        role="tool",
+        content=(ModelToolResult(call_id="c1", tool="bash", output="3 passed"),),
+        source_id="m2",
+    )
+    model = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
+    kept = task([], messages=(user, call, result), kept=2, model=model)
+    (*sent, instruction) = summary_request(kept, max_output_tokens=1_000).messages
+    assert sent == [user, call, result]
+    assert instruction.content == (
+        ModelText(
+            text=PROMPT
+            + "\n\n"
+            + KEPT_NOTE.format(count=2, role="assistant's", opening="a call of the `bash` tool"),
+            synthetic=True,
+        ),
+    )
+    first_kept = msgspec.structs.replace(kept, kept=3)
+    note = summary_request(first_kept, max_output_tokens=1_000).messages[-1].content[0]
+    assert (
+        isinstance(note, ModelText)
+        and 'user\'s message that opens with "Fix the parser."' in note.text
+    )
+    rest = msgspec.structs.replace(kept, kept=0, rest="[User]: And the lexer.")
+    (*sent, last) = summary_request(rest, max_output_tokens=1_000).messages
+    assert sent == [user, call, result]
+    assert last.content == (
+        ModelText(
+            text=f"{REST_OPENING}\n<conversation>\n[User]: And the lexer.\n</conversation>",
+            synthetic=True,
+        ),
+        ModelText(text=PROMPT, synthetic=True),
+    )

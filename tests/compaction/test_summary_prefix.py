@@ -1,0 +1,185 @@
+"""A model summarizer's request reads the session's prompt cache: it opens, byte for byte on
+the wire, with the session's last request, and in a simulation most of its input is read from
+the cache, with nothing written that no later call reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextledger.cachesim import PromptCache, SimRequest
+from contextledger.compaction._summarizers import KEPT_NOTE, REST_OPENING
+from contextledger.events._catalogue import SessionStarted
+from contextledger.events._parts import ModelRef, ToolSchema, Usage
+from contextledger.history._projection import History
+from contextledger.prices._tables import price_for
+from contextledger.providers._registry import WIRE_FORMATS
+from contextledger.request._builder import BuiltRequest, RequestInputs
+from contextledger.request._system import SystemSegments
+from contextledger.simulation import LocalLog, LocalSession, raw_events, strategy_steps
+from contextledger.simulation._summaries import PricedSummarizer
+from contextledger.simulation._synthetic import synthetic_session
+from contextledger.strategies import strategy
+from contextledger.testing import check_tool_pairs
+from contextledger.vocabulary import Model, ModelLimits
+from contextledger.vocabulary._messages import ModelText
+
+REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
+INPUTS = RequestInputs(
+    model=REF,
+    segments=SystemSegments(prompt="Fix what the user asks. " * 40, environment="<env/>"),
+    tools=(
+        ToolSchema(name="bash", description="Run a command.", input_schema={"type": "object"}),
+        ToolSchema(name="read", description="Read a file.", input_schema={"type": "object"}),
+    ),
+)
+
+
+def _model(context: int) -> Model:
+    return Model(
+        provider_id="anthropic",
+        model_id="claude-sonnet-4-5",
+        limits=ModelLimits(context=context, output=context // 4),
+    )
+
+
+async def _session(
+    wire: str, turns: int, context: int = 200_000
+) -> tuple[LocalSession, PricedSummarizer, BuiltRequest | None]:
+    """A session of ``turns`` answered requests (each answer a tool call and its output);
+    its summarizer, and its last request."""
+    ticks = iter(range(1_767_225_600_000, 1_767_225_600_000 + 10**8, 1_000))
+    log = LocalLog(History("ses_prefix"))
+    await log.append([SessionStarted(session_id="ses_prefix", time_ms=next(ticks))])
+    summarizer = PricedSummarizer()
+    session = LocalSession(
+        log,
+        strategy("runtime"),
+        model=_model(context),
+        wire=WIRE_FORMATS[wire](),
+        clock=lambda: next(ticks),
+        summarizer=summarizer,
+    )
+    built: BuiltRequest | None = None
+    for turn in range(turns):
+        user = await session.add_user(f"Step {turn}: read src/mod_{turn}.py and fix it.")
+        built = await session.build_request(INPUTS)
+        output = f"def f_{turn}():\n    return {turn}\n" * 60
+        await session.record_assistant(
+            user,
+            text=f"Reading module {turn}.",
+            tool_calls=[("read", {"path": f"src/mod_{turn}.py"}, output)],
+            usage=Usage(input=built.estimated_tokens, output=40),
+        )
+    return session, summarizer, built
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai-chat"])
+async def test_the_summary_request_opens_with_the_last_request_byte_for_byte(wire: str) -> None:
+    session, summarizer, last = await _session(wire, turns=6)
+    assert last is not None
+    result = await session.compact()
+    assert result.outcome == "completed" and result.tail_start_id is not None
+    (call,) = summarizer.calls
+    request = call.request
+    sent = last.encoded
+    body = WIRE_FORMATS[wire]().encode(request).body
+    # Everything the last request sent before its closing fields, breakpoints included.
+    assert body.startswith(sent.body[: sent.messages_end])
+    assert request.messages[: len(last.request.messages)] == last.request.messages
+    if wire == "anthropic":  # OpenAI's chat format has no breakpoints: its cache is automatic
+        assert request.marks == last.request.marks
+    # Only the instruction follows, and it names the kept tail, which opens with the
+    # user's message of the first kept turn.
+    (instruction,) = request.messages[len(last.request.messages) :]
+    (text,) = instruction.content
+    assert isinstance(text, ModelText) and "Create a new anchored summary" in text.text
+    first_kept = next(
+        i for i, m in enumerate(request.messages) if m.source_id == result.tail_start_id
+    )
+    kept = len(request.messages) - 1 - first_kept
+    assert kept > 0 and KEPT_NOTE.split("{count}")[0] + f"{kept} messages" in text.text
+    opening = request.messages[first_kept].content[0]
+    assert isinstance(opening, ModelText) and opening.text.startswith("Step ")
+    assert f'user\'s message that opens with "{opening.text}"' in text.text
+    assert request.messages[0].role == "user"
+    check_tool_pairs(request.messages[:-1])
+
+
+async def test_a_head_past_the_last_request_goes_as_text_after_it_when_it_would_not_fit() -> None:
+    """Steps since the last request too large for the window with the session's prompt:
+    the summary request still opens with that prompt, and carries the head's part after it as
+    a transcript (outputs cut)."""
+    session, summarizer, last = await _session("anthropic", turns=3, context=16_000)
+    assert last is not None
+    user = await session.add_user("Step 3: read the generated parsers.")
+    for n in range(8):
+        await session.record_assistant(
+            user,
+            text="Reading one.",
+            tool_calls=[("read", {"path": f"gen_{n}.py"}, "x = 1\n" * 1_400)],
+        )
+    result = await session.compact()
+    assert result.outcome == "completed"
+    (call,) = summarizer.calls
+    request = call.request
+    assert request.messages[:-1] == last.request.messages
+    rest = request.messages[-1].content[0]
+    assert isinstance(rest, ModelText) and rest.text.startswith(REST_OPENING)
+    # The answer to the last request is the head's, its output cut; the later steps are kept.
+    assert "[Assistant]: Reading module 2." in rest.text and "characters truncated" in rest.text
+    assert "gen_7.py" not in rest.text
+
+
+async def test_after_a_compaction_and_no_request_since_no_message_breakpoint_is_written() -> None:
+    """No request was sent since the last compaction: the session's cached prompt opens with
+    the head that compaction summarised, which no request will send again."""
+    session, summarizer, _ = await _session("anthropic", turns=6)
+    await session.compact()
+    for turn in range(6, 10):
+        user = await session.add_user(f"Step {turn}: fix it.")
+        await session.record_assistant(user, text="Done.", tool_calls=[("bash", {}, "ok")])
+    await session.compact()
+    first, second = summarizer.calls
+    assert {m.target for m in first.request.marks} == {"tool", "system", "message"}
+    assert {m.target for m in second.request.marks} == {"tool", "system"}
+
+
+def _priced(
+    requests: list[SimRequest], summaries: list[tuple[int, SimRequest]], provider: str
+) -> list[tuple[int, int, int]]:
+    """Each summary call's prompt, cache-read and cache-written tokens, every call charged in
+    the order it was sent (a summary right before the session call it was written for)."""
+    model = "claude-sonnet-4-5" if provider == "anthropic" else "gpt-5"
+    cache = PromptCache(price_for(model, provider))
+    counts = []
+    for k, request in enumerate(requests):
+        for summary in (s for j, s in summaries if j == k):
+            cost = cache.charge(summary)
+            counts.append((summary.prompt_tokens, cost.cache_read, cost.cache_write))
+        cache.charge(request)
+    return counts
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_in_a_simulation_a_summary_call_reads_most_of_its_input_from_the_cache(
+    provider: str,
+) -> None:
+    events = raw_events(synthetic_session("ses_cache", seed=5, turns=12))
+    summarizer = PricedSummarizer()
+    requests: list[SimRequest] = []
+    summaries: list[tuple[int, SimRequest]] = []
+    steps = strategy_steps(
+        events, strategy("default"), provider=provider, window=32_000, summarizer=summarizer
+    )
+    async for call in steps:
+        written = summarizer.calls[len(summaries) :]
+        summaries.extend((len(requests), c.sim(call.sim.at)) for c in written)
+        requests.append(call.sim)
+    counts = _priced(requests, summaries, provider)
+    assert len(counts) >= 3
+    prompt = sum(p for p, _, _ in counts)
+    read = sum(r for _, r, _ in counts)
+    assert read >= 0.75 * prompt, counts
+    if provider == "anthropic":
+        # A breakpoint after the prefix the session cached would write what no call reads.
+        assert sum(w for _, _, w in counts) <= 0.05 * prompt, counts
