@@ -469,19 +469,18 @@ class _Run:
         return self._tokens(task) + CHUNK_OUTPUT_TOKENS <= self._window()
 
     def _fitted(self, task: SummaryInput, bare: SummaryInput | None = None) -> SummaryInput:
-        """``task`` made to fit a summarizer that reads a window: when its prompt with its
-        messages would be larger than the window (its answer goes in the room the compaction
-        reserve keeps beside it), the messages the session's last request sent go with the
-        rest of the head as a transcript (outputs cut), or else ``bare`` (by default ``task``)
-        goes without messages, the whole head as its transcript; then the task asks for no
-        more output than the window leaves beside its prompt (``policy.decisions.output_cap``)."""
+        """``task`` made to fit a summarizer that reads a window: when the request with its
+        messages would not fit (``_fits``: with ``CHUNK_OUTPUT_TOKENS`` for the answer, so the
+        summary gets the room it gets as a transcript), fewer of them (``_cut``), or else
+        ``bare`` (by default ``task``) without messages, the whole head as its transcript;
+        then the task asks for no more output than the window leaves beside its prompt
+        (``policy.decisions.output_cap``)."""
         if self.summarizer.max_input_tokens is None:
             prompt = text_tokens(len(conversation_request(task.transcript, task.prompt)))
         else:
-            window = self._window()
-            if task.messages and self._tokens(task) > window:
+            if task.messages and not self._fits(task):
                 cut = self._cut(task)
-                if cut is None or self._tokens(cut) > window:
+                if cut is None or not self._fits(cut):
                     cut = msgspec.structs.replace(bare or task, messages=(), sent=0, kept=0)
                 task = cut
             prompt = self._tokens(task)
@@ -490,10 +489,11 @@ class _Run:
 
     def _cut(self, task: SummaryInput) -> SummaryInput | None:
         """``task`` with fewer messages, all sent by the session's last request: when the head
-        ends within them, the messages through the head's end (the kept tail left out, the
-        breakpoints placed on what is left: where an earlier request of the session ended);
-        when it ends after them, those messages, the head's part after them as ``rest`` (a
-        transcript, outputs cut). None when that request sent none of them."""
+        ends within them, the messages through the head's end (the kept tail left out; the
+        breakpoints placed on what is left, where an earlier step's request ended and most
+        often still has its prompt cached); when it ends after them, those messages, the
+        head's part after them as ``rest`` (a transcript, outputs cut). None when that request
+        sent none of them."""
         if not task.sent:
             return None
         if task.kept:

@@ -2,11 +2,11 @@
 
 ``PricedSummarizer`` stands in for ``ModelSummarizer`` in a replay. Each summary it is asked
 for is recorded as the request ``ModelSummarizer`` would send (``summary_request``: the
-session's pinned prefix and cache marks, the head as sent, the instruction) with the tokens
-of its answer; the answer itself is the extractive summary of the same head, so the replay
-goes on as it would with the extractive summarizer while every summary call is counted. The
-simulation prices each call through the prompt-cache simulator, at the time of the session
-call whose request needed the compaction, in order with the session's own calls.
+session's last request as it was sent, its cache marks and none after, then the instruction)
+with the tokens of its answer; the answer itself is the extractive summary of the same head,
+so the replay goes on as it would with the extractive summarizer while every summary call is
+counted. The simulation prices each call through the prompt-cache simulator, at the time of
+the session call whose request needed the compaction, in order with the session's own calls.
 """
 
 from __future__ import annotations
