@@ -73,8 +73,9 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     ``head`` is the history to summarise and ``transcript`` its serialisation (made by the
     planner); ``prompt`` the instruction (``summary_prompt``). ``system``, ``tools`` and
     ``marks`` are the session's pinned prefix and its cache breakpoints (indices into
-    ``system``, ``tools`` and ``messages``); ``messages`` the session's view through the head
-    as model messages (media stripped, outputs cut), empty for a caller without a view. Its
+    ``system``, ``tools`` and ``messages``); ``messages`` the session's view as its last
+    request sent it, through that request's last message or the head's, whichever is later
+    (media stripped, outputs cut), empty for a caller without a view. Its
     first ``sent`` messages are those the session's last request sent, as it sent them (its
     prompt cache holds them; 0 when none is known to); its last ``kept`` messages are not to
     be summarised: the verbatim tail, sent because that request held them. ``rest`` is the
