@@ -8,8 +8,8 @@ import pytest
 
 from contextledger.cachesim import PromptCache, SimRequest
 from contextledger.compaction._summarizers import KEPT_NOTE, REST_OPENING
-from contextledger.events._catalogue import SessionStarted
-from contextledger.events._parts import ModelRef, ToolSchema, Usage
+from contextledger.events._catalogue import SessionStarted, ToolOutputCleared
+from contextledger.events._parts import ModelRef, ToolPart, ToolSchema, Usage
 from contextledger.history._projection import History
 from contextledger.prices._tables import price_for
 from contextledger.providers._registry import WIRE_FORMATS
@@ -183,3 +183,18 @@ async def test_in_a_simulation_a_summary_call_reads_most_of_its_input_from_the_c
     if provider == "anthropic":
         # A breakpoint after the prefix the session cached would write what no call reads.
         assert sum(w for _, _, w in counts) <= 0.05 * prompt, counts
+
+
+async def test_after_a_prune_since_the_last_request_no_message_breakpoint_is_written() -> None:
+    """A prune changed an output the last request sent: its cached prompt is no prefix of the
+    view any more, and a breakpoint on the view would write a prompt no request reads."""
+    session, summarizer, _ = await _session("anthropic", turns=6)
+    history = await session.history()
+    (oldest, *_) = (p.id for m in history.messages for p in m.parts if isinstance(p, ToolPart))
+    cleared = ToolOutputCleared(
+        session_id="ses_prefix", time_ms=1_767_300_000_000, part_ids=(oldest,), reason="normal"
+    )
+    await session.log.append([cleared])
+    await session.compact()
+    (call,) = summarizer.calls
+    assert {m.target for m in call.request.marks} == {"tool", "system"}
