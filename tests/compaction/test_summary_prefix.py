@@ -4,13 +4,17 @@ the cache, with nothing written that no later call reads."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from contextledger.cachesim import PromptCache, SimRequest
+from contextledger.compaction import _compactor as compactor
 from contextledger.compaction._summarizers import KEPT_NOTE, REST_OPENING
 from contextledger.events._catalogue import SessionStarted, ToolOutputCleared
 from contextledger.events._parts import ModelRef, ToolPart, ToolSchema, Usage
 from contextledger.history._projection import History
+from contextledger.policy._compaction import CompactionPlan, plan_compaction
 from contextledger.prices._tables import price_for
 from contextledger.providers._registry import WIRE_FORMATS
 from contextledger.request._builder import BuiltRequest, RequestInputs
@@ -198,3 +202,32 @@ async def test_after_a_prune_since_the_last_request_no_message_breakpoint_is_wri
     await session.compact()
     (call,) = summarizer.calls
     assert {m.target for m in call.request.marks} == {"tool", "system"}
+
+
+async def test_a_head_too_long_as_text_goes_in_one_request_when_its_messages_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The planner cuts a head into chunks by its transcript's length (four characters a
+    token, inflated); a request opening with the session's cached prompt is sized by the
+    provider's count of that prompt, and when it fits, the head is summarised in it alone."""
+    summarizer = PricedSummarizer()
+    plans: list[tuple[int, int]] = []  # per compaction: its chunks, the summary calls before
+
+    def planned(*args: Any, **kwargs: Any) -> CompactionPlan:
+        plan = plan_compaction(*args, **kwargs)
+        plans.append((len(plan.chunks), len(summarizer.calls)))
+        return plan
+
+    monkeypatch.setattr(compactor, "plan_compaction", planned)
+    events = raw_events(synthetic_session("ses_chunks", seed=5, turns=12))
+    steps = strategy_steps(events, strategy("default"), window=16_000, summarizer=summarizer)
+    async for _ in steps:
+        pass
+    ends = [before for _, before in plans[1:]] + [len(summarizer.calls)]
+    chunked = [
+        summarizer.calls[before:end]
+        for (chunks, before), end in zip(plans, ends, strict=True)
+        if chunks
+    ]
+    single = [calls for calls in chunked if len(calls) == 1]
+    assert single and all(calls[0].request.messages[:-1] for calls in single)
