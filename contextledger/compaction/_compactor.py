@@ -61,7 +61,6 @@ from contextledger.policy._decisions import (
 from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._prune import plan_prune
 from contextledger.policy._templates import TEMPLATES, summary_prompt
-from contextledger.policy._tokens import measure_messages
 from contextledger.policy._transcript import (
     conversation_request,
     render_manifest,
@@ -69,7 +68,12 @@ from contextledger.policy._transcript import (
     wrap_summary,
 )
 from contextledger.providers._errors import ContextOverflowError, ProviderError
-from contextledger.vocabulary._messages import ModelMessage
+from contextledger.vocabulary._messages import (
+    ModelFile,
+    ModelMessage,
+    ModelToolCall,
+    ModelToolResult,
+)
 from contextledger.vocabulary._models import Model
 from contextledger.vocabulary._requests import CacheMark
 
@@ -376,12 +380,8 @@ class _Run:
         ):
             return 0
         count = _through(view, {request.last_message_id})
-        held, measured = measure_messages(view[:count]), request.measure
-        same = (held.output_chars, held.tool_calls, held.media) == (
-            measured.output_chars,
-            measured.tool_calls,
-            measured.media,
-        )
+        measured = request.measure
+        same = _held(view[:count]) == (measured.output_chars, measured.tool_calls, measured.media)
         return count if same else 0
 
     async def _summarize(self, plan: CompactionPlan) -> str:
@@ -675,6 +675,23 @@ def _previous_above(plan: CompactionPlan, task: SummaryInput) -> SummaryInput:
     template = TEMPLATES[plan.template]
     prompt = summary_prompt(template, plan.previous_summary, previous_above=True)
     return msgspec.structs.replace(task, prompt=prompt)
+
+
+def _held(messages: Sequence[ModelMessage]) -> tuple[int, int, int]:
+    """The tool output characters, tool calls and media items of ``messages``, as
+    ``policy.tokens.measure_messages`` counts them (without cutting texts into pieces, which
+    takes tens of milliseconds on a long view)."""
+    outputs = calls = media = 0
+    for message in messages:
+        for content in message.content:
+            if isinstance(content, ModelToolResult):
+                outputs += len(content.output)
+                media += len(content.attachments)
+            elif isinstance(content, ModelToolCall):
+                calls += 1
+            elif isinstance(content, ModelFile):
+                media += 1
+    return outputs, calls, media
 
 
 def _through(view: Sequence[ModelMessage], sources: Container[str | None]) -> int:

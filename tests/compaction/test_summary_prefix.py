@@ -11,10 +11,12 @@ import pytest
 from contextledger.cachesim import PromptCache, SimRequest
 from contextledger.compaction import _compactor as compactor
 from contextledger.compaction._summarizers import KEPT_NOTE, REST_OPENING
-from contextledger.events._catalogue import SessionStarted, ToolOutputCleared
+from contextledger.events._catalogue import RecordedEvent, SessionStarted, ToolOutputCleared
 from contextledger.events._parts import ModelRef, ToolPart, ToolSchema, Usage
 from contextledger.history._projection import History
+from contextledger.history._view import model_view
 from contextledger.policy._compaction import CompactionPlan, plan_compaction
+from contextledger.policy._tokens import measure_messages
 from contextledger.prices._tables import price_for
 from contextledger.providers._registry import WIRE_FORMATS
 from contextledger.request._builder import BuiltRequest, RequestInputs
@@ -25,7 +27,7 @@ from contextledger.simulation._synthetic import synthetic_session
 from contextledger.strategies import strategy
 from contextledger.testing import check_tool_pairs
 from contextledger.vocabulary import Model, ModelLimits
-from contextledger.vocabulary._messages import ModelText
+from contextledger.vocabulary._messages import ModelText, ModelToolResult
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 INPUTS = RequestInputs(
@@ -231,3 +233,16 @@ async def test_a_head_too_long_as_text_goes_in_one_request_when_its_messages_fit
     ]
     single = [calls for calls in chunked if len(calls) == 1]
     assert single and all(calls[0].request.messages[:-1] for calls in single)
+
+
+def test_what_a_view_holds_is_counted_as_a_request_measure_counts_it() -> None:
+    events = synthetic_session("ses_held", seed=3, turns=6)
+    history = History.rebuild(
+        "ses_held", [RecordedEvent("ses_held", i, i, e) for i, e in enumerate(events, 1)]
+    )
+    view = model_view(history)
+    assert any(isinstance(c, ModelToolResult) for m in view for c in m.content)
+    for end in range(0, len(view) + 1, 7):
+        measure = measure_messages(view[:end])
+        counted = (measure.output_chars, measure.tool_calls, measure.media)
+        assert compactor._held(view[:end]) == counted
