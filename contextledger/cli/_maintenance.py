@@ -76,10 +76,6 @@ def _view_size(history: History, config: Config, agent: str) -> dict[str, int]:
     return {"view_messages": len(view), "estimated_tokens": tokens}
 
 
-def _slice(agent: str) -> str | None:
-    return None if agent == "main" else agent
-
-
 # --- compact ----------------------------------------------------------------------------------
 
 
@@ -150,7 +146,7 @@ def _dry_plan(history: History, model: Model, config: Config, agent: str) -> Com
         request.message_id,
         config=config,
         usable_tokens=usable(model, config),
-        agent_id=_slice(agent),
+        agent_id=agent,
     )
 
 
@@ -185,9 +181,10 @@ def _print_plan(session: str, plan: CompactionPlan, before: dict[str, int], as_j
 
 async def prune(args: argparse.Namespace) -> None:
     """Prune ``args.session`` by the configured (or ``--mode``) rule (``--dry-run``: plan
-    only). Asking for it turns the after-turn prune on for this run."""
+    only), as ``SessionHandle.prune`` does: even when the after-turn prune is off, and in the
+    middle of a tool loop."""
     config = _config(args)
-    settings = msgspec.structs.replace(config.prune, enabled=True)
+    settings = config.prune
     if args.mode is not None:
         settings = msgspec.structs.replace(settings, mode=args.mode)
     async with SQLiteStore.open(args.db, create=False) as store:
@@ -202,7 +199,9 @@ async def prune(args: argparse.Namespace) -> None:
             else slice_pressure(history, model, config, agent_id=args.agent)
         )
         now = _now_ms()
-        plans = prune_plans(history, model, config, agent_id=args.agent, now_ms=now, level=level)
+        plans = prune_plans(
+            history, model, config, agent_id=args.agent, now_ms=now, force=True, level=level
+        )
         if plans and not args.dry_run:
             await log.append(
                 plan_events(plans, session_id=log.session_id, time_ms=now, agent_id=args.agent)
