@@ -353,7 +353,9 @@ class _CoreSession:
         size."""
         history = self.log.history
         system = system_for(history, INPUTS.segments)
-        if compaction_due(history, MODEL, self.config, agent_id=MAIN_AGENT, system=system):
+        if compaction_due(
+            history, MODEL, self.config, agent_id=MAIN_AGENT, system=system, tools=INPUTS.tools
+        ):
             raise RuntimeError("the benchmark's sessions never reach the compaction limit")
         built = await prepare_request(self.log, self.builder, INPUTS, time_ms=self.clock())
         return len(built.encoded.body)

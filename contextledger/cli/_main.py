@@ -53,6 +53,7 @@ from contextledger.events._errors import LedgerError
 from contextledger.history._truncate import PAGE_LINES
 from contextledger.importers import EXPORT_FORMATS
 from contextledger.logging import LEVELS, configure_logging
+from contextledger.simulation import DEFAULT_WINDOW
 from contextledger.vocabulary import TemplateName
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
 
@@ -134,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--model", default=None, help="provider/model to size for (default: the session's)"
         )
-        command.add_argument("--context", type=int, default=200_000, help="window in tokens")
+        command.add_argument("--context", type=int, default=DEFAULT_WINDOW, help="window in tokens")
         command.add_argument(
             "--output", type=int, default=OUTPUT_TOKEN_MAX, help="output limit in tokens"
         )
