@@ -4,6 +4,7 @@ with the top-level names alone."""
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import contextledger as cl
 PACKAGES = [
     "contextledger",
     "contextledger.actors",
+    "contextledger.bench",
     "contextledger.cachesim",
     "contextledger.cli",
     "contextledger.compaction",
@@ -34,6 +36,18 @@ PACKAGES = [
     "contextledger.testing.loopback",
     "contextledger.vocabulary",
 ]
+
+
+def test_every_package_and_public_module_is_checked() -> None:
+    root = Path(cl.__file__).parent
+    packages = {
+        ".".join(("contextledger", *init.parent.relative_to(root).parts))
+        for init in root.rglob("__init__.py")
+    }
+    modules = {
+        f"contextledger.{path.stem}" for path in root.glob("*.py") if not path.name.startswith("_")
+    }
+    assert set(PACKAGES) == packages | modules - {"contextledger.__main__"}
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -81,3 +95,33 @@ def test_every_module_inside_a_package_is_named_internal() -> None:
         if path.parent != root and not path.name.startswith("_")
     ]
     assert public == []
+
+
+def _doc_imports() -> list[tuple[str, str, str]]:
+    """Every ``from contextledger... import ...`` in the docs and the README: (file and line,
+    module, name)."""
+    root = Path(cl.__file__).parents[1]
+    found = []
+    for path in [*sorted((root / "docs").glob("*.md")), root / "README.md"]:
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"from (contextledger[\w.]*) import (\([^)]*\)|[^\n]*)", text):
+            where = f"{path.name}:{text.count(chr(10), 0, match.start()) + 1}"
+            for name in match[2].strip("()").replace("\n", " ").split(","):
+                if name.strip():
+                    found.append((where, match[1], name.split(" as ")[0].strip()))
+    return found
+
+
+def test_the_docs_import_what_they_name_from_the_public_surface() -> None:
+    """Every name a doc imports exists where it imports it from, and a doc reaches into an
+    internal module only for a name its package does not export."""
+    assert _doc_imports(), "the docs import nothing: the pattern no longer matches them"
+    missing, past_the_api = [], []
+    for where, module, name in _doc_imports():
+        if not hasattr(importlib.import_module(module), name):
+            missing.append((where, module, name))
+        public = ".".join(p for p in module.split(".") if not p.startswith("_"))
+        if public != module and name in importlib.import_module(public).__all__:
+            past_the_api.append((where, f"{module} -> {public}", name))
+    assert missing == []
+    assert past_the_api == []
