@@ -97,18 +97,25 @@ def test_every_module_inside_a_package_is_named_internal() -> None:
     assert public == []
 
 
-def _doc_imports() -> list[tuple[str, str, str]]:
-    """Every ``from contextledger... import ...`` in the docs and the README: (file and line,
-    module, name)."""
+def _docs() -> list[tuple[str, str]]:
     root = Path(cl.__file__).parents[1]
+    paths = [*sorted((root / "docs").glob("*.md")), root / "README.md"]
+    return [(path.name, path.read_text(encoding="utf-8")) for path in paths]
+
+
+def _doc_imports() -> list[tuple[str, str, str]]:
+    """Every name the docs and the README import, by ``from contextledger... import ...``
+    or as a dotted ``contextledger.package._module.name``: (file and line, module, name)."""
     found = []
-    for path in [*sorted((root / "docs").glob("*.md")), root / "README.md"]:
-        text = path.read_text(encoding="utf-8")
+    for name, text in _docs():
         for match in re.finditer(r"from (contextledger[\w.]*) import (\([^)]*\)|[^\n]*)", text):
-            where = f"{path.name}:{text.count(chr(10), 0, match.start()) + 1}"
-            for name in match[2].strip("()").replace("\n", " ").split(","):
-                if name.strip():
-                    found.append((where, match[1], name.split(" as ")[0].strip()))
+            where = f"{name}:{text.count(chr(10), 0, match.start()) + 1}"
+            for imported in match[2].strip("()").replace("\n", " ").split(","):
+                if imported.strip():
+                    found.append((where, match[1], imported.split(" as ")[0].strip()))
+        for match in re.finditer(r"`(contextledger(?:\.\w+)*\._\w+)\.(\w+)`", text):
+            where = f"{name}:{text.count(chr(10), 0, match.start()) + 1}"
+            found.append((where, match[1], match[2]))
     return found
 
 
