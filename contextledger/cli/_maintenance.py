@@ -18,10 +18,10 @@ from contextledger.events._catalogue import CompactionRequested, RecordedEvent
 from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import ModelRef
 from contextledger.history._projection import History
-from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
+from contextledger.policy._cadence import estimate_view_tokens
 from contextledger.policy._compaction import CompactionPlan, plan_compaction
-from contextledger.policy._decisions import prune_plans, slice_pressure
+from contextledger.policy._decisions import prune_plans, slice_pressure, slice_view
 from contextledger.policy._overflow import usable
 from contextledger.policy._prune import (
     Plan,
@@ -31,7 +31,6 @@ from contextledger.policy._prune import (
     plan_events,
 )
 from contextledger.store._sqlite import SQLiteStore
-from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary._models import Model, ModelLimits
 
 
@@ -70,10 +69,10 @@ async def _log(store: SQLiteStore, session: str) -> SessionLog:
 
 
 def _view_size(history: History, config: Config, agent: str) -> dict[str, int]:
-    """The model view's size: messages, and tokens at four characters each of its JSON."""
-    view = model_view(history, ViewOptions.from_config(config, agent_id=agent))
-    tokens = len(msgspec.json.encode(view)) // CHARS_PER_TOKEN
-    return {"view_messages": len(view), "estimated_tokens": tokens}
+    """The size of the agent's model view as the decisions read it: messages, and tokens at
+    four characters each of its JSON (``estimate_view_tokens``)."""
+    view = slice_view(history, config, agent)
+    return {"view_messages": len(view), "estimated_tokens": estimate_view_tokens(view)}
 
 
 # --- compact ----------------------------------------------------------------------------------

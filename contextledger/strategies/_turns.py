@@ -23,7 +23,6 @@ from contextledger.events._catalogue import MAIN_AGENT
 from contextledger.events._parts import ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History
-from contextledger.history._view import ViewOptions, model_view
 from contextledger.policy._cadence import estimate_view_tokens
 from contextledger.policy._compaction import MIN_TAIL_TOKENS, is_real_user
 from contextledger.policy._decisions import CompactionReason, compaction_due, slice_view
@@ -67,10 +66,6 @@ class Strategy(Protocol):
         is already ``configure``d), or None; ``view``, when given, is the caller's
         ``policy.decisions.DecisionViews`` view of the slice."""
         ...
-
-
-def _view(history: History, config: Config, agent_id: str) -> list[ModelMessage]:
-    return model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
 
 
 def pi_overflow(config: Config) -> Config:
@@ -334,7 +329,7 @@ def strategy_view(
     """The model view under ``strategy``: ``model_view`` with its configuration, then its
     transform (checked by ``apply_transform``)."""
     config = strategy.configure(config)
-    view = _view(history, config, agent_id)
+    view = list(slice_view(history, config, agent_id))
     if strategy.transform is None:
         return view
     context = transform_context(history, model, config)
