@@ -17,7 +17,7 @@ never reached: no compaction runs).
 * **core**: the same events through ``SessionLog`` (``user_message_events``, the assistant's
   events built directly, one append per runtime command) and ``prepare_request`` with a
   ``RequestBuilder`` per session, plus the decision the runtime makes before each request
-  (``policy.decisions.compaction_due``).
+  (``policy._decisions.compaction_due``).
 
 Before every model step (the user's message, each assistant message) a session waits for a
 simulated model answering after 1 to 6 simulated seconds (``Timeline``): the waits take no

@@ -1,6 +1,6 @@
 """``simulate_scaling``: how the simulation's time and memory grow with the session.
 
-A generated coding session (``simulation.synthetic``) of about N messages is simulated under
+A generated coding session (``simulation._synthetic``) of about N messages is simulated under
 ``default`` at a 200,000-token window on Anthropic prices (``simulate_trace``, extractive
 summarizer), at each size in turn, smallest first; each run's wall time and the process's peak
 resident memory after it (``ru_maxrss``: the sizes run in increasing order, so the peak after

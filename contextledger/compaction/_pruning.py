@@ -1,4 +1,4 @@
-"""Running a prune: the thin shell around ``policy.decisions.prune_plans``.
+"""Running a prune: the thin shell around ``policy._decisions.prune_plans``.
 
 ``prune`` reads the clock once, asks the decision layer which plans to carry out for an agent's
 slice and appends their events in one batch. The runtime's ``Pruner`` actor and the
