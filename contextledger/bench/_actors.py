@@ -315,7 +315,11 @@ class _CoreSession:
         self.clock = clock
         self.config = config
         self.builder = RequestBuilder(
-            wire_format(WIRE), config, usable_tokens=usable(MODEL, config), model=MODEL
+            wire_format(WIRE),
+            config,
+            agent_id=MAIN_AGENT,  # as the runtime's builder: the main agent's slice
+            usable_tokens=usable(MODEL, config),
+            model=MODEL,
         )
         self._messages = IdGenerator("msg")
         self._parts = IdGenerator("prt")
