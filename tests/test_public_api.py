@@ -132,3 +132,29 @@ def test_the_docs_import_what_they_name_from_the_public_surface() -> None:
             past_the_api.append((where, f"{module} -> {public}", name))
     assert missing == []
     assert past_the_api == []
+
+
+def test_the_internal_modules_the_docs_name_exist() -> None:
+    """A doc that says where something lives (``policy._decisions.compaction_due``) names a
+    module, and a name in it, that exist."""
+    root = Path(cl.__file__).parent
+    packages = {init.parent.name for init in root.rglob("__init__.py") if init.parent != root}
+    named, missing = 0, []
+    for doc, text in _docs():
+        pattern = r"`(?:contextledger\.)?([a-z_]+)\.(_[a-z_]+)((?:\.\w+)*)`"
+        for match in re.finditer(pattern, text):
+            if match[1] not in packages:
+                continue
+            named += 1
+            try:
+                found: object = importlib.import_module(f"contextledger.{match[1]}.{match[2]}")
+            except ImportError:
+                missing.append((doc, match[0]))
+                continue
+            for attribute in filter(None, match[3].split(".")):
+                if not hasattr(found, attribute):
+                    missing.append((doc, match[0]))
+                    break
+                found = getattr(found, attribute)
+    assert named > 0
+    assert missing == []
