@@ -314,7 +314,7 @@ class CompactionConfig(_Section, frozen=True):
     #: MiMo: compact at this share of the effective window: a decimal in (0, 1] or "75%".
     #: 0.9 leaves 10 % for the next turn's growth. Used by the ``mimo`` variant.
     trigger_ratio: float | str = DEFAULT_TRIGGER_RATIO
-    #: Which usable-window rule decides overflow (see ``policy.overflow``). "mimo": it is
+    #: Which usable-window rule decides overflow (see ``policy._overflow``). "mimo": it is
     #: symmetric for models with and without an input limit and never collapses to 0 on small
     #: windows; "kilo" and "opencode" reproduce those projects exactly.
     overflow_variant: OverflowVariant = "mimo"
@@ -348,7 +348,7 @@ class CompactionConfig(_Section, frozen=True):
     attempts_per: Literal["turn", "step"] = "step"
     #: When to compact: "window" (opencode, Kilo, MiMo: when the usable window is reached) or
     #: "economic" (also earlier, once the view passes the size at which compacting costs less
-    #: per call than reading the grown prefix from the cache; ``policy.cadence``).
+    #: per call than reading the grown prefix from the cache; ``policy._cadence``).
     cadence: Literal["window", "economic"] = "window"
     #: Ours: before each request, also compact when the latest reported usage plus what was
     #: written since (a tool step's results) would reach the compaction limit, so a tool loop
@@ -446,7 +446,7 @@ class TokensConfig(_Section, frozen=True):
     #: "estimate" (characters / 4, opencode ``Token.estimate``: needs nothing and is what the
     #: reference agents use); "calibrated" (fitted to the usage a provider reports, about 10 %
     #: median error on real traces against 44 % for the estimate); "tiktoken" (exact for
-    #: OpenAI encodings; needs the ``tokens`` extra). See ``policy.tokens.counter_for``.
+    #: OpenAI encodings; needs the ``tokens`` extra). See ``policy._tokens.counter_for``.
     counter: TokenCounter = "estimate"
     #: opencode / Kilo / pi: about 4 characters per token.
     chars_per_token: Positive = CHARS_PER_TOKEN
@@ -455,7 +455,7 @@ class TokensConfig(_Section, frozen=True):
 
 
 class ViewConfig(_Section, frozen=True):
-    """What a request carries of the history (``history.view.ViewOptions``)."""
+    """What a request carries of the history (``history._view.ViewOptions``)."""
 
     _name: ClassVar[str] = "view"
 
@@ -471,7 +471,7 @@ class ViewConfig(_Section, frozen=True):
     #: summary needs what a tool did, not all it printed).
     summary_tool_output_chars: Positive = SUMMARY_TOOL_OUTPUT_CHARS
     #: A view transform (pi's ``transformContext``) named as ``"module.path:function"``: the
-    #: request builder applies it to the view before encoding (``policy.transform``). None:
+    #: request builder applies it to the view before encoding (``policy._transform``). None:
     #: the view is sent as it is.
     transform: str | None = None
 

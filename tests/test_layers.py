@@ -1,4 +1,5 @@
-"""The package's layering: no import of the package hides under ``if TYPE_CHECKING:``.
+"""The package's layering: no import of the package hides under ``if TYPE_CHECKING:``, and
+the architecture doc states the layers the contract enforces.
 
 The layers themselves are import-linter contracts in ``pyproject.toml`` (``make test`` runs
 ``lint-imports``); those count type-checking imports too, and this keeps them visible.
@@ -7,6 +8,8 @@ The layers themselves are import-linter contracts in ``pyproject.toml`` (``make 
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 import contextledger
@@ -35,3 +38,16 @@ def test_no_package_import_hides_under_type_checking() -> None:
         if (imports := _type_checking_imports(ast.parse(path.read_text())))
     }
     assert hidden == {}
+
+
+def test_the_architecture_doc_states_the_layers_the_contract_enforces() -> None:
+    """``docs/architecture.md``'s layer table, bottom to top, is the import-linter ``layers``
+    contract of ``pyproject.toml``, top to bottom (``__main__`` is stated with ``cli``)."""
+    root = PACKAGE.parent
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in contracts["contracts"] if c["id"] == "layers"]
+    enforced = [set(layer.split(" | ")) for layer in reversed(layers) if layer != "__main__"]
+    doc = (root / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| \d+ \| ([^|]+) \|", doc, flags=re.MULTILINE)
+    stated = [set(re.findall(r"`([a-z_]+)`", row.split("(")[0])) for row in rows]
+    assert stated == enforced

@@ -214,7 +214,7 @@ class SessionApi(ABC):
     ) -> list[Plan]:
         """End an assistant message. Unless it failed, the after-step prune runs (every mode
         prunes when the turn is over, ``batch`` also between the steps of a tool loop:
-        ``policy.decisions.prune_plans``); return what it did."""
+        ``policy._decisions.prune_plans``); return what it did."""
         await self._record(
             Finish(
                 message_id=message_id, finish=finish, usage=usage, error=error, agent_id=agent_id

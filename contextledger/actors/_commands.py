@@ -1,5 +1,5 @@
 """The typed commands a ``Session`` actor accepts besides the recording commands
-(``request.recording``). Each is answered by the reply its docstring names; a command that
+(``request._recording``). Each is answered by the reply its docstring names; a command that
 cannot apply (an unknown message, an invalid event) is answered by the error, raised in the
 caller, and nothing is written."""
 

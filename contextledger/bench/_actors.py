@@ -17,7 +17,7 @@ never reached: no compaction runs).
 * **core**: the same events through ``SessionLog`` (``user_message_events``, the assistant's
   events built directly, one append per runtime command) and ``prepare_request`` with a
   ``RequestBuilder`` per session, plus the decision the runtime makes before each request
-  (``policy.decisions.compaction_due``).
+  (``policy._decisions.compaction_due``).
 
 Before every model step (the user's message, each assistant message) a session waits for a
 simulated model answering after 1 to 6 simulated seconds (``Timeline``): the waits take no
@@ -315,7 +315,11 @@ class _CoreSession:
         self.clock = clock
         self.config = config
         self.builder = RequestBuilder(
-            wire_format(WIRE), config, usable_tokens=usable(MODEL, config), model=MODEL
+            wire_format(WIRE),
+            config,
+            agent_id=MAIN_AGENT,  # as the runtime's builder: the main agent's slice
+            usable_tokens=usable(MODEL, config),
+            model=MODEL,
         )
         self._messages = IdGenerator("msg")
         self._parts = IdGenerator("prt")
@@ -353,7 +357,9 @@ class _CoreSession:
         size."""
         history = self.log.history
         system = system_for(history, INPUTS.segments)
-        if compaction_due(history, MODEL, self.config, agent_id=MAIN_AGENT, system=system):
+        if compaction_due(
+            history, MODEL, self.config, agent_id=MAIN_AGENT, system=system, tools=INPUTS.tools
+        ):
             raise RuntimeError("the benchmark's sessions never reach the compaction limit")
         built = await prepare_request(self.log, self.builder, INPUTS, time_ms=self.clock())
         return len(built.encoded.body)

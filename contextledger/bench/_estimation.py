@@ -4,7 +4,7 @@ On every Claude Code transcript of each trace set (``bench._sets``: ``tune``, th
 ``claude-code-jsonl`` of ``shared/traces``, or of ``--traces PATH``, and ``test``,
 ``claude-code-more``): import it, replay its main thread through the ``History``
 projection, and at each API call take the prompt's measure
-(``policy.tokens.PromptMeasure``: characters of text, tool inputs and tool outputs, tool
+(``policy._tokens.PromptMeasure``: characters of text, tool inputs and tool outputs, tool
 calls, media). For each pair of consecutive calls, the provider's figure is the
 change in prompt tokens (input + cache read + cache write); each method predicts it from the
 measure the history gained in between (the previous call's output, the tool results, new user

@@ -3,9 +3,9 @@
 Every transcript in the traces folder (every format the importers read; every run or
 session of a multi-session file) is replayed with a 32,000-token window (``--full``: also
 64,000) by the simulation (``simulation.strategy_steps``: its recorded turns in a
-``LocalSession``, which decides through ``policy.decisions`` as the runtime does and compacts
+``LocalSession``, which decides through ``policy._decisions`` as the runtime does and compacts
 with the ``ExtractiveSummarizer``, no model). For each compaction,
-the *needed* facts are the exact strings (``compaction.facts.exact_strings``: file paths,
+the *needed* facts are the exact strings (``compaction._facts.exact_strings``: file paths,
 error lines, commands, identifiers) of the compacted head that the rest of the session uses
 again: that the user or the assistant writes, or the assistant passes to a tool, later on. A
 fact is *retained* when it appears in the summary or in the kept tail. Tool outputs that
@@ -25,7 +25,7 @@ traces; target >= 0.90), ``retention_overall``, ``compactions``, ``target_met``,
 (replays that failed), and the same five with the suffix ``_economic``.
 
 The same replays are also scored by the definition that does not use the summarizer's
-extractor (``simulation.retention``: the facts the agent uses again after the newest few
+extractor (``simulation._retention``: the facts the agent uses again after the newest few
 calls, held by the request it was sent): ``facts_needed`` and ``independent_retention`` per
 trace, ``independent_min`` (over the replays that compacted) and ``independent_overall``
 (and ``_economic``).

@@ -1,6 +1,6 @@
 """``simulate_scaling``: how the simulation's time and memory grow with the session.
 
-A generated coding session (``simulation.synthetic``) of about N messages is simulated under
+A generated coding session (``simulation._synthetic``) of about N messages is simulated under
 ``default`` at a 200,000-token window on Anthropic prices (``simulate_trace``, extractive
 summarizer), at each size in turn, smallest first; each run's wall time and the process's peak
 resident memory after it (``ru_maxrss``: the sizes run in increasing order, so the peak after
@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from contextledger.bench._common import Options, table
 from contextledger.events._catalogue import Event, MessageAdded
-from contextledger.simulation import simulate_trace
+from contextledger.simulation import DEFAULT_WINDOW, simulate_trace
 from contextledger.simulation._synthetic import synthetic_session
 
 SIZES: Final = (1_000, 4_000, 16_000)
@@ -53,7 +53,7 @@ def run(options: Options) -> dict[str, Any]:
     for size in sizes:
         events = _session(size)
         started = time.perf_counter()
-        result = simulate_trace(events, strategy_name="default", window=200_000)
+        result = simulate_trace(events, strategy_name="default", window=DEFAULT_WINDOW)
         seconds = time.perf_counter() - started
         runs.append(
             {

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from contextledger.bench._common import Options, median, ratio, table
+from contextledger.config import Config
 from contextledger.events._catalogue import Event, MessageAdded, RecordedEvent
 from contextledger.events._parts import ModelRef
 from contextledger.history._live_view import LiveView
@@ -136,7 +137,7 @@ def _trim_peer(view: list[ModelMessage]) -> dict[str, Any]:
 
 def run(options: Options) -> dict[str, Any]:
     """Measure and return the figures (see the module docstring)."""
-    view_options = ViewOptions(model=MODEL)
+    view_options = ViewOptions.from_config(Config(), MODEL)  # what the runtime sends
     n = options.events
     # ``--events N`` (smoke runs) scales every size down, keeping three distinct sizes.
     sizes = (max(5, n // 50), max(10, n // 10), max(20, n // 5)) if n else SIZES

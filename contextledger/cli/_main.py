@@ -33,7 +33,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import trio
 
@@ -48,10 +48,13 @@ from contextledger.cli import _reporting as reporting
 from contextledger.cli import _storage as storage
 from contextledger.cli._demo import demo as demo_command
 from contextledger.cli._demo_session import DEMO_SEED, DEMO_TURNS, DEMO_WINDOW
+from contextledger.config import PruneMode
 from contextledger.events._errors import LedgerError
 from contextledger.history._truncate import PAGE_LINES
 from contextledger.importers import EXPORT_FORMATS
 from contextledger.logging import LEVELS, configure_logging
+from contextledger.simulation import DEFAULT_WINDOW
+from contextledger.vocabulary import TemplateName
 from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
 
 #: Commands that replay strategies over a whole session (and ``view --strategy``): the
@@ -132,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--model", default=None, help="provider/model to size for (default: the session's)"
         )
-        command.add_argument("--context", type=int, default=200_000, help="window in tokens")
+        command.add_argument("--context", type=int, default=DEFAULT_WINDOW, help="window in tokens")
         command.add_argument(
             "--output", type=int, default=OUTPUT_TOKEN_MAX, help="output limit in tokens"
         )
@@ -140,9 +143,9 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
         command.add_argument("--json", action="store_true")
     compact = sub.choices["compact"]
-    compact.add_argument("--template", choices=["opencode", "continuation"], default=None)
+    compact.add_argument("--template", choices=get_args(TemplateName), default=None)
     prune = sub.choices["prune"]
-    prune.add_argument("--mode", choices=["opencode", "mimo", "cost", "batch"], default=None)
+    prune.add_argument("--mode", choices=get_args(PruneMode), default=None)
     prune.add_argument(
         "--level", type=int, default=None, help="pressure level (default: from the last usage)"
     )

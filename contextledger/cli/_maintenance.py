@@ -18,10 +18,10 @@ from contextledger.events._catalogue import CompactionRequested, RecordedEvent
 from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import ModelRef
 from contextledger.history._projection import History
-from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import SessionLog
+from contextledger.policy._cadence import estimate_view_tokens
 from contextledger.policy._compaction import CompactionPlan, plan_compaction
-from contextledger.policy._decisions import prune_plans, slice_pressure
+from contextledger.policy._decisions import prune_plans, slice_pressure, slice_view
 from contextledger.policy._overflow import usable
 from contextledger.policy._prune import (
     Plan,
@@ -31,7 +31,6 @@ from contextledger.policy._prune import (
     plan_events,
 )
 from contextledger.store._sqlite import SQLiteStore
-from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary._models import Model, ModelLimits
 
 
@@ -70,14 +69,10 @@ async def _log(store: SQLiteStore, session: str) -> SessionLog:
 
 
 def _view_size(history: History, config: Config, agent: str) -> dict[str, int]:
-    """The model view's size: messages, and tokens at four characters each of its JSON."""
-    view = model_view(history, ViewOptions.from_config(config, agent_id=agent))
-    tokens = len(msgspec.json.encode(view)) // CHARS_PER_TOKEN
-    return {"view_messages": len(view), "estimated_tokens": tokens}
-
-
-def _slice(agent: str) -> str | None:
-    return None if agent == "main" else agent
+    """The size of the agent's model view as the decisions read it: messages, and tokens at
+    four characters each of its JSON (``estimate_view_tokens``)."""
+    view = slice_view(history, config, agent)
+    return {"view_messages": len(view), "estimated_tokens": estimate_view_tokens(view)}
 
 
 # --- compact ----------------------------------------------------------------------------------
@@ -150,7 +145,7 @@ def _dry_plan(history: History, model: Model, config: Config, agent: str) -> Com
         request.message_id,
         config=config,
         usable_tokens=usable(model, config),
-        agent_id=_slice(agent),
+        agent_id=agent,
     )
 
 
@@ -185,9 +180,10 @@ def _print_plan(session: str, plan: CompactionPlan, before: dict[str, int], as_j
 
 async def prune(args: argparse.Namespace) -> None:
     """Prune ``args.session`` by the configured (or ``--mode``) rule (``--dry-run``: plan
-    only). Asking for it turns the after-turn prune on for this run."""
+    only), as ``SessionHandle.prune`` does: even when the after-turn prune is off, and in the
+    middle of a tool loop."""
     config = _config(args)
-    settings = msgspec.structs.replace(config.prune, enabled=True)
+    settings = config.prune
     if args.mode is not None:
         settings = msgspec.structs.replace(settings, mode=args.mode)
     async with SQLiteStore.open(args.db, create=False) as store:
@@ -202,7 +198,9 @@ async def prune(args: argparse.Namespace) -> None:
             else slice_pressure(history, model, config, agent_id=args.agent)
         )
         now = _now_ms()
-        plans = prune_plans(history, model, config, agent_id=args.agent, now_ms=now, level=level)
+        plans = prune_plans(
+            history, model, config, agent_id=args.agent, now_ms=now, force=True, level=level
+        )
         if plans and not args.dry_run:
             await log.append(
                 plan_events(plans, session_id=log.session_id, time_ms=now, agent_id=args.agent)

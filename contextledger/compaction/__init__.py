@@ -8,6 +8,7 @@ from contextledger.compaction._compactor import (
     CompactionResult,
     compact,
     compact_while_due,
+    request_compaction,
 )
 from contextledger.compaction._facts import (
     CommandRun,
@@ -49,6 +50,7 @@ __all__ = [
     "extract_facts",
     "extractive_summary",
     "prune",
+    "request_compaction",
     "response_text",
     "walk_facts",
 ]

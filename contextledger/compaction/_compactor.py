@@ -1,7 +1,7 @@
 """Running a compaction: the thin shell around the planner and a summarizer.
 
 ``compact`` asks for a compaction (``CompactionRequested``) unless one is open, plans it
-(``policy.compaction.plan_compaction``), opens the summary message, has the summarizer write
+(``policy._compaction.plan_compaction``), opens the summary message, has the summarizer write
 the summary (in chunks, a few at a time, when the head is too large for one call), and then
 either completes it in one batch (the summary text, its finish, ``CompactionCompleted``, and
 the placeholders for oversized results that arrived meanwhile) or rolls it back
@@ -474,7 +474,7 @@ class _Run:
         summary gets the room it gets as a transcript), fewer of them (``_cut``), or else
         ``bare`` (by default ``task``) without messages, the whole head as its transcript;
         then the task asks for no more output than the window leaves beside its prompt
-        (``policy.decisions.output_cap``)."""
+        (``policy._decisions.output_cap``)."""
         if self.summarizer.max_input_tokens is None:
             prompt = text_tokens(len(conversation_request(task.transcript, task.prompt)))
         else:

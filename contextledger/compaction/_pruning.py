@@ -1,8 +1,9 @@
-"""Running a prune: the thin shell around ``policy.decisions.prune_plans``.
+"""Running a prune: the thin shell around ``policy._decisions.prune_plans``.
 
 ``prune`` reads the clock once, asks the decision layer which plans to carry out for an agent's
-slice and appends their events in one batch. The runtime's ``Pruner`` actor, the simulation's
-local sessions and the CLI's ``prune`` all prune through it.
+slice and appends their events in one batch. The runtime's ``Pruner`` actor and the
+simulation's local sessions prune through it; the CLI's ``prune`` asks ``prune_plans`` itself,
+so that a dry run can show the plans without writing them.
 """
 
 from __future__ import annotations

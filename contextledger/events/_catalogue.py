@@ -2,7 +2,7 @@
 
 Each event is a frozen msgspec Struct in one tagged union (``Event``), named in the past
 tense. ``VERSION`` is the event type's schema version; the store records it beside each
-event, and events stored under an older version are upcast on read (``events.upcasting``).
+event, and events stored under an older version are upcast on read (``events._upcasting``).
 Never change the meaning of a released version: add a version and an upcaster.
 
 The store wraps each event in a ``RecordedEvent`` with its stream, per-stream ``seq`` and

@@ -164,7 +164,7 @@ class EventCodec:
         ``time_ms`` are caught, before anything is written. Raises ``InvalidEvent`` naming
         the first bad event's index in ``events`` and its field (``part.text``); a ``dict``
         given for a struct, and an object that is not an event of this codec, are refused
-        the same way (see ``events.strict``). A well-typed batch (the common case) is
+        the same way (see ``events._strict``). A well-typed batch (the common case) is
         encoded, decoded and encoded again in C (``map``); only a batch whose copies do not
         encode to the same bytes is looked at event by event.
         """

@@ -61,7 +61,7 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=T
 class PromptMeasure(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
     """The size of (part of) a prompt by kind of content: characters of text, of tool inputs
     and of tool outputs, the pieces a tokenizer's pre-split cuts each kind into (words,
-    digit groups, punctuation runs, whitespace runs: ``policy.tokens.pieces``), tool calls and
+    digit groups, punctuation runs, whitespace runs: ``policy._tokens.pieces``), tool calls and
     media items. Adds and subtracts field by field. The token counters turn it into tokens;
     usage reports carry it so calibration can learn. Measures recorded before pieces were
     counted have none (0)."""

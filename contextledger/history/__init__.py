@@ -1,9 +1,10 @@
 """History: the projection of a session's events, and the model view built on it.
 
 ``History`` folds events into a projection; ``model_view(history, ViewOptions(...))`` is what
-the model is sent, and ``LiveView`` keeps that view up to date incrementally. Tool-output
-truncation and paging (``read_tool_output``, the ``PAGING_TOOL`` definition) live in
-``contextledger.history._truncate``.
+the model is sent (``view_messages`` the history messages it is made of, ``tool_pairs_ok``
+its pairing check), and ``LiveView`` keeps that view up to date incrementally. Tool-output
+truncation and paging: ``truncate_tool_output``, ``read_tool_output`` and the ``PAGING_TOOL``
+definition.
 """
 
 from contextledger.history._estimate import estimate_part_tokens, part_chars
@@ -23,9 +24,17 @@ from contextledger.history._truncate import (
     OutputPage,
     ToolOutputUnavailable,
     read_tool_output,
+    truncate_for_view,
+    truncate_tool_output,
 )
 from contextledger.history._validation import SessionIndex, validate_events
-from contextledger.history._view import ViewOptions, interrupted_calls, model_view
+from contextledger.history._view import (
+    ViewOptions,
+    interrupted_calls,
+    model_view,
+    tool_pairs_ok,
+    view_messages,
+)
 
 __all__ = [
     "PAGING_TOOL",
@@ -47,5 +56,9 @@ __all__ = [
     "model_view",
     "part_chars",
     "read_tool_output",
+    "tool_pairs_ok",
+    "truncate_for_view",
+    "truncate_tool_output",
     "validate_events",
+    "view_messages",
 ]

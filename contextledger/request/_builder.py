@@ -214,7 +214,7 @@ class RequestBuilder:
     ) -> None:
         """``transform`` (else the one ``config.view.transform`` names) is applied to every
         view before encoding, told ``usable_tokens`` (0: unknown) in its context. With
-        ``model`` (its limits), every request asks for ``policy.decisions.output_cap``
+        ``model`` (its limits), every request asks for ``policy._decisions.output_cap``
         output tokens; without, for what its inputs ask."""
         self._model = model
         self._wire = wire

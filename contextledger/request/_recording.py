@@ -73,7 +73,7 @@ class Command(msgspec.Struct, frozen=True, kw_only=True):
 
 def checked(command: C) -> C:
     """``command`` with every argument checked against its declared type, strictly
-    (``events.strict``); raises ``InvalidCommand`` naming the first that does not match."""
+    (``events._strict``); raises ``InvalidCommand`` naming the first that does not match."""
     try:
         return strict_copy(command)
     except WrongType as exc:

@@ -4,7 +4,8 @@
 trace's recorded turns; ``LocalSession`` is a session run in-process under a strategy, on
 a ``LocalLog`` (a log without a store);
 ``simulate_trace`` and ``simulate_paths`` price a strategy's calls with the prompt-cache
-simulator. See ``docs/strategies.md``.
+simulator; ``synthetic_session`` generates sessions shaped like real Claude Code sessions.
+See ``docs/strategies.md``.
 """
 
 from contextledger.simulation._local import LocalLog, LocalSession
@@ -24,6 +25,7 @@ from contextledger.simulation._retention import (
     facts_in,
 )
 from contextledger.simulation._summaries import SummaryMemo
+from contextledger.simulation._synthetic import iter_synthetic_session, synthetic_session
 from contextledger.simulation._trace import (
     DEFAULT_MODELS,
     DEFAULT_STRATEGIES,
@@ -74,6 +76,7 @@ __all__ = [
     "describe_actions",
     "diff_views",
     "facts_in",
+    "iter_synthetic_session",
     "priced_model",
     "raw_events",
     "recorded_turns",
@@ -84,6 +87,7 @@ __all__ = [
     "simulate_trace_async",
     "sized_model",
     "strategy_steps",
+    "synthetic_session",
     "trace_result",
     "trace_sessions",
     "transcripts",

@@ -2,9 +2,9 @@
 
 It is what the simulation replays a trace with: the runtime's session without the actors.
 It records through the same ``Recorder``, decides through the strategy (whose policy
-strategies call ``policy.decisions``, exactly as the runtime does), compacts with
-``compaction.compact``, prunes with ``compaction.pruning.prune`` and builds with
-``request.prepare.prepare_request``, in the order the runtime's ``SessionHandle`` does. So a
+strategies call ``policy._decisions``, exactly as the runtime does), compacts with
+``compaction.compact``, prunes with ``compaction._pruning.prune`` and builds with
+``request._prepare.prepare_request``, in the order the runtime's ``SessionHandle`` does. So a
 trace replayed through a ``Runtime`` configured as a strategy and through a ``LocalSession``
 under that strategy appends the same events and sends the same requests.
 """

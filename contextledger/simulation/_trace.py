@@ -80,6 +80,8 @@ from contextledger.vocabulary._models import Model, ModelLimits
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: Final[tuple[Provider, ...]] = ("anthropic", "openai")
+#: The window a replay (and the CLI's ``compact`` and ``prune``) sizes the model for unless
+#: told: the 200,000 tokens of the Claude models the shared traces were recorded with.
 DEFAULT_WINDOW: Final = 200_000
 DEFAULT_MODELS: Final[dict[Provider, str]] = {
     "anthropic": "claude-sonnet-4-5",

@@ -1,5 +1,5 @@
 """Context strategies: view transforms (pi's ``transformContext``) and the strategies that
-decide when to compact (the policy strategies through ``policy.decisions``, as the runtime
+decide when to compact (the policy strategies through ``policy._decisions``, as the runtime
 does). See ``docs/strategies.md``."""
 
 from contextledger.policy._cadence import estimate_view_tokens

@@ -4,9 +4,9 @@ A ``Strategy`` has a name, an optional view ``Transform`` (applied to every requ
 settings it fixes on top of the caller's ``Config`` (``configure``, so its rules hold whatever
 else is configured) and ``compaction_due``: why the slice must be compacted before the next
 request. The policy strategies (``opencode``, ``mimo-tiers``, ``default``) differ only in their
-settings and decide through ``policy.decisions.compaction_due``, the function the runtime
+settings and decide through ``policy._decisions.compaction_due``, the function the runtime
 calls; pi's compact-at-N strategies have their own trigger. Every strategy prunes after a
-turn through ``policy.decisions.prune_plans`` with its configured settings (nothing unless
+turn through ``policy._decisions.prune_plans`` with its configured settings (nothing unless
 ``prune.enabled``). ``simulation.LocalSession`` runs a session under a strategy.
 """
 
@@ -23,7 +23,6 @@ from contextledger.events._catalogue import MAIN_AGENT
 from contextledger.events._parts import ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History
-from contextledger.history._view import ViewOptions, model_view
 from contextledger.policy._cadence import estimate_view_tokens
 from contextledger.policy._compaction import MIN_TAIL_TOKENS, is_real_user
 from contextledger.policy._decisions import CompactionReason, compaction_due, slice_view
@@ -65,12 +64,8 @@ class Strategy(Protocol):
     ) -> CompactionReason | None:
         """Why ``agent_id``'s slice must be compacted before its next request (``config``
         is already ``configure``d), or None; ``view``, when given, is the caller's
-        ``policy.decisions.DecisionViews`` view of the slice."""
+        ``policy._decisions.DecisionViews`` view of the slice."""
         ...
-
-
-def _view(history: History, config: Config, agent_id: str) -> list[ModelMessage]:
-    return model_view(history, ViewOptions.from_config(config, agent_id=agent_id))
 
 
 def pi_overflow(config: Config) -> Config:
@@ -194,7 +189,7 @@ class CompactOnce:
 
 class PolicyStrategy:
     """A strategy that decides as the runtime does: ``compaction_due`` is
-    ``policy.decisions.compaction_due`` under the strategy's settings."""
+    ``policy._decisions.compaction_due`` under the strategy's settings."""
 
     def compaction_due(
         self,
@@ -207,7 +202,7 @@ class PolicyStrategy:
         tools: Sequence[ToolSchema] = (),
         view: LiveView | None = None,
     ) -> CompactionReason | None:
-        """``policy.decisions.compaction_due``."""
+        """``policy._decisions.compaction_due``."""
         return compaction_due(
             history, model, config, agent_id=agent_id, system=system, tools=tools, view=view
         )
@@ -334,7 +329,7 @@ def strategy_view(
     """The model view under ``strategy``: ``model_view`` with its configuration, then its
     transform (checked by ``apply_transform``)."""
     config = strategy.configure(config)
-    view = _view(history, config, agent_id)
+    view = list(slice_view(history, config, agent_id))
     if strategy.transform is None:
         return view
     context = transform_context(history, model, config)

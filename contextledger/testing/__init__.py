@@ -7,10 +7,12 @@ strategies. ``contextledger.testing.loopback`` is a provider on 127.0.0.1 to run
 against (scripted tool loops, the APIs' validation, cache usage, faults on demand), and
 ``run_scenario`` runs many agent loops through the runtime against it and checks them.
 ``StoreContract`` is the ``EventStore`` contract as a pytest suite: subclass it with a
-factory of your backend's stores."""
+factory of your backend's stores. ``SessionBuilder`` writes valid events by hand, on a
+simulated clock, for example-based tests."""
 
 from contextledger.testing._agentloop import run_scenario, run_scenario_in_asyncio
 from contextledger.testing._body_replay import BodyReplay, replay_bodies
+from contextledger.testing._builder import SessionBuilder
 from contextledger.testing._invariants import (
     InvariantViolation,
     check_history,
@@ -41,6 +43,7 @@ __all__ = [
     "Overflow",
     "Scenario",
     "ScenarioRun",
+    "SessionBuilder",
     "StoreContract",
     "appends_only",
     "check_history",

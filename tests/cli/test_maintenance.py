@@ -6,7 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 
+from contextledger.actors import Runtime
+from contextledger.config import Config
+from contextledger.ledger import SessionLog
+from contextledger.policy import Plan, PrunePlan
+from contextledger.store import SQLiteStore
+from contextledger.testing._builder import SessionBuilder
+from contextledger.vocabulary import Model, ModelLimits
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 
@@ -112,3 +120,88 @@ def test_bad_input_is_refused_with_a_clear_error(
     code, _, err = _run(capsys, argv[0], str(db), *argv[1:])
     assert code == 1 and message in err
     assert _events(capsys, db) == before
+
+
+# --- the CLI decides as the runtime does -------------------------------------------------------
+
+MODEL = Model(
+    provider_id="anthropic",
+    model_id="claude-sonnet-4-5",
+    limits=ModelLimits(context=200_000, output=32_000),
+)
+SIZED = ["--model", "anthropic/claude-sonnet-4-5", "--context", "200000", "--output", "32000"]
+
+
+def _store(path: Path, builder: SessionBuilder) -> None:
+    async def write() -> None:
+        async with SQLiteStore.open(path) as store:
+            log = await SessionLog.open(store, builder.session_id)
+            await log.append(builder.events)
+
+    trio.run(write)
+
+
+def _read_step(b: SessionBuilder, i: int, lines: int) -> str:
+    """A user turn whose first step reads ``file_i.py`` (``lines`` lines); its user message."""
+    user = b.user(f"fix file_{i}.py")
+    reply = b.assistant(user)
+    call = b.tool_call(reply, "read", {"path": f"file_{i}.py"})
+    b.tool_result(call, f"line {i} of the file\n" * lines)
+    b.finish(reply, "tool-calls")
+    return user
+
+
+def test_a_dry_run_compaction_plans_the_slice_the_compaction_then_compacts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another agent's messages, interleaved with the main agent's, are not the main slice's
+    head: the dry run's kept tail starts where the compaction's does."""
+    b = SessionBuilder("ses_agents")
+    for i in range(8):
+        user = _read_step(b, i, 400)
+        answer = b.assistant(user)
+        b.text(answer, f"fixed file_{i}.py")
+        b.finish(answer, "stop")
+        asked = b.user(f"look around {i}", agent_id="explore")
+        found = b.assistant(asked, agent_id="explore")
+        b.text(found, "what the explorer found " * 200, agent_id="explore")
+        b.finish(found, "stop", agent_id="explore")
+    db = tmp_path / "agents.db"
+    _store(db, b)
+    argv = ["compact", str(db), "--session", "ses_agents", "--context", "32000", "--json"]
+    code, out, _ = _run(capsys, *argv, "--dry-run")
+    plan = json.loads(out)["plan"]
+    code_after, out, _ = _run(capsys, *argv)
+    done = json.loads(out)
+    assert code == code_after == 0 and done["outcome"] == "completed"
+    assert plan["tail_start_id"] == done["tail_start_id"]
+    assert plan["head_messages"] == 20  # the main agent's 8 turns before the kept tail
+
+
+def test_a_prune_in_the_middle_of_a_tool_loop_prunes_as_the_runtime_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The main agent's newest answer called tools: the after-turn prune waits for the turn
+    to end, but a prune asked for (``SessionHandle.prune``, the CLI) runs now."""
+    b = SessionBuilder("ses_loop")
+    for i in range(8):
+        _read_step(b, i, 2_500)
+    db = tmp_path / "loop.db"
+    _store(db, b)
+    code, out, _ = _run(
+        capsys, "prune", str(db), "--session", "ses_loop", *SIZED, "--dry-run", "--json"
+    )
+    planned = json.loads(out)["plans"]
+
+    async def runtime_prune() -> list[Plan]:
+        async with (
+            SQLiteStore.open(db) as store,
+            Runtime.open(store, model=MODEL, config=Config()) as runtime,
+        ):
+            return await (await runtime.session("ses_loop")).prune()
+
+    done = trio.run(runtime_prune)
+    assert code == 0 and planned, "old outputs worth clearing, mid tool loop"
+    assert [(p["parts"], p["tokens"]) for p in planned] == [
+        (len(p.part_ids), p.tokens) for p in done if isinstance(p, PrunePlan)
+    ]

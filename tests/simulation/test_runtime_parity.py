@@ -1,12 +1,15 @@
 """The runtime and the simulation decide alike: a recorded Claude Code session replayed through
 a ``Runtime`` (actors, store, the model's answers taken from the trace) and through the
 simulation's ``LocalSession`` under the ``default`` strategy compacts and prunes at the same
-calls, sends the same requests, costs the same and ends with the same history."""
+calls, sends the same requests, costs the same and ends with the same history; and what
+``simulate_trace`` publishes for ``default`` (its summaries written once per head, its blocks
+interned) is the runtime's figures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from contextledger.actors import Runtime
@@ -21,6 +24,7 @@ from contextledger.simulation import (
     raw_events,
     recorded_turns,
     request_inputs,
+    simulate_trace_async,
     sized_model,
     strategy_steps,
     trace_result,
@@ -80,6 +84,12 @@ async def test_the_runtime_decides_and_costs_what_the_simulation_does(
     ]
     assert round(costs[0].billed_input_cost, 2) == round(costs[1].billed_input_cost, 2)
     assert costs[0] == costs[1]
+    published = await simulate_trace_async(events, strategy_name="default", window=window)
+    compactions = sum(c.compactions.count("compacted") for c in runtime)
+    assert published.failed_at is None and published.over_window_calls == 0
+    assert msgspec.structs.replace(published, facts_needed=0, facts_retained=0) == (
+        msgspec.structs.replace(costs[0], strategy="default", compactions=compactions)
+    )
     assert runtime[-1].history == simulated[-1].history
     # The replay did decide something, so the comparison covers the decisions.
     assert any(c.compactions or c.pruned for c in runtime) or len(runtime) < 20
