@@ -25,6 +25,7 @@ from contextledger.testing.loopback._dialect import (
     ToolResultText,
     ToolUse,
     Turn,
+    asks_for_summary,
     merged,
     text_of,
 )
@@ -174,7 +175,7 @@ class AnthropicMessages(Dialect):
             model=model,
             max_tokens=max_tokens,
             conversation=self.conversation(body),
-            tools_allowed=bool(tools) and not none_chosen,
+            tools_allowed=bool(tools) and not none_chosen and not asks_for_summary(body),
             stream=body.get("stream") is True,
             turns=merged(list(turns)),
             blocks=blocks_from_anthropic_body(body),
