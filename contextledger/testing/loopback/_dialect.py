@@ -76,7 +76,9 @@ class ParsedRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A valid request as the core needs it: the model, the output cap (None when the
     request sets none), the conversation key, whether the model may call tools (tools sent,
     tool choice not ``none``, and no summary asked for: ``asks_for_summary``), whether a
-    stream was asked for, the turns and the prompt blocks (for the window and the cache)."""
+    stream was asked for, the turns and the prompt blocks (for the window and the cache),
+    with the tool choice and the count of tool and system blocks the cache keys messages by
+    (``SimRequest``; Anthropic's only)."""
 
     model: str
     max_tokens: int | None
@@ -85,6 +87,8 @@ class ParsedRequest(msgspec.Struct, frozen=True, kw_only=True):
     stream: bool
     turns: tuple[Turn, ...]
     blocks: tuple[Block, ...]
+    tool_choice: str | None = None
+    prefix_blocks: int = 0
 
     @property
     def prompt_tokens(self) -> int:
