@@ -20,7 +20,11 @@ from contextledger.cachesim._simulate import (
     simulate,
 )
 from contextledger.cachesim._validate import ReadGrowthErrors, read_growth_errors
-from contextledger.cachesim._wire import blocks_from_anthropic_body, blocks_from_chat_body
+from contextledger.cachesim._wire import (
+    anthropic_prefix,
+    blocks_from_anthropic_body,
+    blocks_from_chat_body,
+)
 
 __all__ = [
     "Block",
@@ -30,6 +34,7 @@ __all__ = [
     "RequestCost",
     "SessionCost",
     "SimRequest",
+    "anthropic_prefix",
     "blocks_from_anthropic_body",
     "blocks_from_chat_body",
     "blocks_from_request",

@@ -34,11 +34,15 @@ class Block(msgspec.Struct, frozen=True, kw_only=True):
 
 class SimRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One model call: its prompt ``blocks`` in order, when it was sent (``at``, seconds) and
-    how many tokens it produced."""
+    how many tokens it produced; its ``tool_choice`` as sent (None: unset) and how many of its
+    leading blocks are tool definitions and system blocks (``prefix_blocks``): on Anthropic,
+    a cached prefix longer than those is read only by a request with the same tool choice."""
 
     blocks: tuple[Block, ...]
     at: float
     output_tokens: int = 0
+    tool_choice: str | None = None
+    prefix_blocks: int = 0
 
     @property
     def prompt_tokens(self) -> int:
@@ -217,7 +221,14 @@ class BlockMemo:
 def sim_request(
     request: Request, at: float, output_tokens: int = 0, *, memo: BlockMemo | None = None
 ) -> SimRequest:
-    """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds; its blocks cut by
-    ``memo`` when given (the same blocks, made for what changed since its last request)."""
+    """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds, with its tool choice;
+    its blocks cut by ``memo`` when given (the same blocks, made for what changed since its
+    last request)."""
     blocks = memo(request) if memo is not None else blocks_from_request(request)
-    return SimRequest(blocks=blocks, at=at, output_tokens=output_tokens)
+    return SimRequest(
+        blocks=blocks,
+        at=at,
+        output_tokens=output_tokens,
+        tool_choice=request.tool_choice,
+        prefix_blocks=len(request.tools) + len(request.system),
+    )

@@ -8,7 +8,9 @@ until ``expires`` and a hit moves that to ``now + ttl`` (refresh on read).
   hit; the longest hit over all breakpoints is read and every hit entry refreshed. Each
   breakpoint whose prefix reaches the model minimum is stored; the tokens between the read
   and the last stored breakpoint are written, each segment at the TTL of the breakpoint that
-  ends it (1.25x input for 5 minutes, 2x for 1 hour); the rest is uncached.
+  ends it (1.25x input for 5 minutes, 2x for 1 hour); the rest is uncached. An entry that
+  ends past the tools and system blocks is kept under the request's tool choice: a change of
+  it invalidates the cached messages, not the tools and system blocks.
 - ``openai``: every prefix is stored; the hit is the longest live prefix of at least 1,024
   tokens, floored to 1,024 + 128k. No write fee unless the entry has a ``cache_write`` price
   (GPT-5.6 and later: 1.25x), in which case the prompt beyond the read is written.
@@ -118,10 +120,21 @@ def _prompt(pre: list[tuple[str, int]]) -> int:
     return pre[-1][1] if pre else 0
 
 
+def _by_tool_choice(req: SimRequest, pre: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Anthropic's prefixes of ``req``: those past its tools and system blocks keyed with its
+    tool choice too, when it sets one (a request that sets none keeps the plain keys)."""
+    if req.tool_choice is None:
+        return pre
+    tag = f"|tool_choice={req.tool_choice}"
+    head = req.prefix_blocks
+    return [(key if j < head else key + tag, tokens) for j, (key, tokens) in enumerate(pre)]
+
+
 def _anthropic(
     req: SimRequest, pre: list[tuple[str, int]], cache: _Cache, price: ModelPrice
 ) -> RequestCost:
     now = req.at
+    pre = _by_tool_choice(req, pre)
     marks = [(i, b.breakpoint) for i, b in enumerate(req.blocks) if b.breakpoint is not None]
     marks = marks[:ANTHROPIC_BREAKPOINTS]
     hit = -1
@@ -251,10 +264,13 @@ def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bo
     price, plus, where the provider charges writes, the five-minute write surcharge (write
     price minus input price) on the ``max(0, R - L)`` new tokens a later call repeats, plus
     its output tokens at the output price. TTLs, minimum prefixes, breakpoint limits and
-    OpenAI's 128-token flooring are ignored, so the bound is never above ``simulate``'s cost.
+    OpenAI's 128-token flooring are ignored, so the bound is never above ``simulate``'s cost;
+    Anthropic's keying of the messages by tool choice is kept (no request could read past it).
     """
     chain = PrefixChain()
     pres = [chain(r.blocks) for r in requests]
+    if price.family == "anthropic":
+        pres = [_by_tool_choice(r, pre) for r, pre in zip(requests, pres, strict=True)]
     later: list[int] = [0] * len(pres)
     keys: set[str] = set()
     for i in range(len(pres) - 1, -1, -1):

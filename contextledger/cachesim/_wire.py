@@ -62,6 +62,16 @@ def blocks_from_anthropic_body(body: Mapping[str, Any]) -> tuple[Block, ...]:
     return tuple(blocks)
 
 
+def anthropic_prefix(body: Mapping[str, Any]) -> tuple[str | None, int]:
+    """What an Anthropic Messages body's cached messages depend on beside its blocks: its
+    tool choice (its ``type``; None when unset) and how many of its blocks are tools and
+    system blocks (``SimRequest.tool_choice`` and ``prefix_blocks``)."""
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, Mapping) else None
+    head = len(_list(body.get("tools"))) + len(_parts(body.get("system")))
+    return (kind if isinstance(kind, str) else None), head
+
+
 def blocks_from_chat_body(body: Mapping[str, Any]) -> tuple[Block, ...]:
     """The blocks of an OpenAI Chat Completions body: each tool, then each message's content
     parts (a string is one part) and tool calls; a ``tool`` message is one block (its call

@@ -23,6 +23,7 @@ from contextledger.compaction._facts import (
 )
 from contextledger.compaction._pruning import prune
 from contextledger.compaction._summarizers import (
+    SUMMARY_OPENING,
     ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,
@@ -32,6 +33,7 @@ from contextledger.compaction._summarizers import (
 )
 
 __all__ = [
+    "SUMMARY_OPENING",
     "CommandRun",
     "CompactionExhausted",
     "CompactionResult",

@@ -8,9 +8,10 @@
   fact supersedes it (the same file listed again, the same command run again, the same todo
   with a new status, a newer request), so a second compaction keeps the facts of the first.
 * ``ModelSummarizer`` asks a model through the provider HTTP client. Its request repeats the
-  session's pinned system blocks and tool table (with ``tool_choice`` ``"none"``) and its view
-  as the session last sent it, so its prefix is the session's last request's and reads the
-  session's prompt cache; the instruction at the end names the messages to summarise.
+  session's pinned system blocks and tool table and its view as the session last sent it,
+  with the session's tool choice (unset), so its prefix is the session's last request's and
+  reads the session's prompt cache; the instruction at the end asks for text only and names
+  the messages to summarise.
 """
 
 from __future__ import annotations
@@ -550,6 +551,14 @@ def _slot_of(title: str | None) -> Slot:
 SUMMARY_OUTPUT_TOKENS: Final = 13_107
 #: The view message the instruction is sent as names this as its source.
 PROMPT_SOURCE: Final = "summary-prompt"
+#: Opens every summary instruction. The request keeps the session's tool choice (unset: a
+#: change would make Anthropic drop the session's cached messages), so the model may call
+#: the session's tools; it is asked in words not to, and an answer of only a tool call is
+#: empty.
+SUMMARY_OPENING: Final = (
+    "Respond with text only and call no tool: this request asks for a summary of the "
+    "conversation, not for a step of its task."
+)
 #: Sent before a head that starts with the model's message.
 HEAD_OPENING: Final = "The conversation to summarise follows."
 #: Added to the instruction when the request's messages end with the verbatim tail.
@@ -568,11 +577,12 @@ class ModelSummarizer:
     """Asks a model for the summary through ``client``.
 
     The request is the session's: its pinned system blocks and tool table, its cache marks,
-    its view as last sent, then the instruction as the last user message, with
-    ``tool_choice="none"`` (the tools stay in the table so the prefix is byte-identical with
-    the session's requests and reads their prompt cache). ``model`` is used when the task
-    names none; ``max_input_tokens`` is what one call can read (0, the default: the window
-    of the model being compacted for; see ``Summarizer``).
+    its view as last sent, then the instruction as the last user message, with no
+    ``tool_choice``, as the session's requests (the tools stay in the table and the choice
+    unchanged, so the prefix is byte-identical with the session's requests and reads all of
+    their prompt cache; the instruction opens with ``SUMMARY_OPENING``). ``model`` is used
+    when the task names none; ``max_input_tokens`` is what one call can read (0, the
+    default: the window of the model being compacted for; see ``Summarizer``).
     """
 
     def __init__(
@@ -594,7 +604,8 @@ class ModelSummarizer:
         return summary_request(task, model=self.model, max_output_tokens=self.max_output_tokens)
 
     async def summarize(self, task: SummaryInput) -> str:
-        """The model's summary of ``task``, or ``""`` when its answer has no text."""
+        """The model's summary of ``task``, or ``""`` when its answer has no text (an answer of
+        only a tool call among them)."""
         response = await self.client.send(self.request(task))
         text = response_text(self.client.wire.name, response.body)
         _log.info(
@@ -614,8 +625,9 @@ def summary_request(
 ) -> Request:
     """The request a model summarizer sends for ``task``: the session's pinned system blocks,
     tool table and cache marks, the task's messages, then the instruction as the last user
-    message (saying which messages are kept, ``KEPT_NOTE``, when ``task.kept``; after
-    ``task.rest`` under ``REST_OPENING`` when there is one), ``tool_choice="none"``. Without
+    message (opening with ``SUMMARY_OPENING``; saying which messages are kept, ``KEPT_NOTE``,
+    when ``task.kept``; after ``task.rest`` under ``REST_OPENING`` when there is one), the
+    tool choice left unset as the session's requests leave it. Without
     ``task.messages`` the transcript (when there is one: a chunk's prompt carries its own) and
     the instruction go as one user message, and message marks are dropped. It asks for
     ``max_output_tokens``, or less when the task says so (``task.max_output_tokens``: a
@@ -624,7 +636,7 @@ def summary_request(
     chosen = task.model or model
     if chosen is None:
         raise ValueError("a summary request needs a model: give one to it or in the task")
-    instruction = task.prompt
+    instruction = f"{SUMMARY_OPENING}\n\n{task.prompt}"
     if task.messages and task.kept:
         instruction += "\n\n" + _kept_note(task.messages[-task.kept :])
     prompt = ModelText(text=instruction, synthetic=True)
@@ -655,7 +667,6 @@ def summary_request(
         messages=messages,
         marks=marks,
         max_output_tokens=min(task.max_output_tokens or max_output_tokens, max_output_tokens),
-        tool_choice="none",
     )
 
 
@@ -686,19 +697,21 @@ def _user(*content: ModelText) -> ModelMessage:
 
 # --- answers ----------------------------------------------------------------------------------
 
-_Texts = tuple[list[str], list[str]]
+#: An answer's text, its reasoning, and whether it calls a tool.
+_Texts = tuple[list[str], list[str], bool]
 
 
 def response_text(wire: str, body: Mapping[str, Any]) -> str:
     """The text of a (non-streamed) answer of wire format ``wire``; the reasoning text when
-    the answer has only reasoning; ``""`` when it has neither. Raises ``ValueError`` for a
-    wire format it cannot read."""
+    the answer has only reasoning; ``""`` when it has neither, or no text and a tool call
+    (a step of the task, not a summary). Raises ``ValueError`` for a wire format it cannot
+    read."""
     reader = _READERS.get(wire)
     if reader is None:
         raise ValueError(f"no summary reader for wire format {wire!r}")
-    text, reasoning = reader(body)
+    text, reasoning, calls = reader(body)
     answer = "\n".join(text).strip()
-    return answer or "\n".join(reasoning).strip()
+    return answer or ("" if calls else "\n".join(reasoning).strip())
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -717,7 +730,7 @@ def _anthropic(body: Mapping[str, Any]) -> _Texts:
     blocks = _dicts(body.get("content"))
     text = [t for b in blocks if b.get("type") == "text" for t in _str(b.get("text"))]
     thinking = [t for b in blocks if b.get("type") == "thinking" for t in _str(b.get("thinking"))]
-    return text, thinking
+    return text, thinking, any(b.get("type") == "tool_use" for b in blocks)
 
 
 def _chat(body: Mapping[str, Any]) -> _Texts:
@@ -725,7 +738,8 @@ def _chat(body: Mapping[str, Any]) -> _Texts:
     message = _dict(choices[0].get("message")) if choices else {}
     content = message.get("content")
     text = _str(content) or [t for p in _dicts(content) for t in _str(p.get("text"))]
-    return text, _str(message.get("reasoning_content")) or _str(message.get("reasoning"))
+    reasoning = _str(message.get("reasoning_content")) or _str(message.get("reasoning"))
+    return text, reasoning, bool(_dicts(message.get("tool_calls")))
 
 
 def _responses(body: Mapping[str, Any]) -> _Texts:
@@ -745,7 +759,7 @@ def _responses(body: Mapping[str, Any]) -> _Texts:
         for part in (*_dicts(item.get("summary")), *_dicts(item.get("content")))
         for t in _str(part.get("text"))
     ]
-    return text, reasoning
+    return text, reasoning, any(item.get("type") == "function_call" for item in items)
 
 
 def _bedrock(body: Mapping[str, Any]) -> _Texts:
@@ -756,7 +770,7 @@ def _bedrock(body: Mapping[str, Any]) -> _Texts:
         for b in blocks
         for t in _str(_dict(_dict(b.get("reasoningContent")).get("reasoningText")).get("text"))
     ]
-    return text, reasoning
+    return text, reasoning, any("toolUse" in b for b in blocks)
 
 
 def _gemini(body: Mapping[str, Any]) -> _Texts:
@@ -764,7 +778,7 @@ def _gemini(body: Mapping[str, Any]) -> _Texts:
     parts = _dicts(_dict(candidates[0].get("content")).get("parts")) if candidates else []
     text = [t for p in parts if not p.get("thought") for t in _str(p.get("text"))]
     thoughts = [t for p in parts if p.get("thought") for t in _str(p.get("text"))]
-    return text, thoughts
+    return text, thoughts, any("functionCall" in p for p in parts)
 
 
 #: How to read an answer's text, by wire-format name.

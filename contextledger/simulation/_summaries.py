@@ -6,7 +6,8 @@ session's last request as it was sent, its cache marks and none after, then the 
 with the tokens of its answer; the answer itself is the extractive summary of the same head,
 so the replay goes on as it would with the extractive summarizer while every summary call is
 counted. The simulation prices each call through the prompt-cache simulator, at the time of
-the session call whose request needed the compaction, in order with the session's own calls.
+the session call whose request needed the compaction and right before it, after the session's
+calls before that one.
 """
 
 from __future__ import annotations

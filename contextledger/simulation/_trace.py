@@ -113,20 +113,21 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     did before it (``actions``, empty when nothing); the billed input cost (USD), the peak
     prompt, the lower bound (USD) and the cost over the lower bound. ``lower_bound`` is the
     least the session's requests could cost, its summary calls included: the input side of
-    ``cachesim.lower_bound`` over the calls and the summary calls in time order, plus the
-    summaries' output tokens (``cost`` counts both); ``calls_lower_bound`` is the same over the
-    calls alone, so ``cost_vs_calls_lower_bound`` also charges each summary call's whole cost
-    as excess. ``failed_at`` is the call
-    (from 1) the strategy could not make: it was still over the window after
-    ``compaction.max_attempts`` compactions (``CompactionExhausted``, as a runtime raises), so
-    the replay stopped there and the figures cover the calls before it; None when every call
-    was made. ``over_window_calls`` counts the requests the provider refused as over the
-    window (``replay.over_window``): not priced, each answered by an overflow compaction.
+    ``cachesim.lower_bound`` over the calls and the summary calls in the order they were sent
+    (each summary right before the call it was written for), plus the summaries' output
+    tokens (``cost`` counts both); ``calls_lower_bound`` is the same over the calls alone, so
+    ``cost_vs_calls_lower_bound`` also charges each summary call's whole cost as excess.
+    ``failed_at`` is the call (from 1) the strategy could not make: it was still over the
+    window after ``compaction.max_attempts`` compactions (``CompactionExhausted``, as a
+    runtime raises), so the replay stopped there and the figures cover the calls before it;
+    None when every call was made. ``over_window_calls`` counts the requests the provider
+    refused as over the window (``replay.over_window``): not priced, each answered by an
+    overflow compaction.
     ``compactions`` counts the compactions that completed; ``summarizer`` is what wrote their
     summaries, and under ``model`` each summary was a model call (``summaries.PricedSummarizer``):
     ``summary_calls`` of them, ``summary_input_tokens`` read and ``summary_output_tokens``
     written, costing ``summary_cost`` (USD, input and output), priced through the cache
-    simulator in time order with the session's calls. ``cost`` is the billed input cost plus
+    simulator in that order with the session's calls. ``cost`` is the billed input cost plus
     the summaries'. ``facts_needed`` and ``facts_retained`` count the facts the agent used
     again and those its requests held (``retention.RetentionCounter``)."""
 
@@ -393,19 +394,21 @@ def trace_result(
     over_window_calls: int = 0,
     compactions: int = 0,
     summarizer: SummarizerName = "extractive",
-    summaries: Sequence[SimRequest] = (),
+    summaries: Sequence[tuple[int, SimRequest]] = (),
     retention: Retention | None = None,
 ) -> TraceResult:
     """``requests`` (one per call, ``actions`` what preceded each) and the ``summaries`` (one
-    per summary call) simulated together in time order (a summary sent at the time of a call
-    goes first: it is what the call waited for) and priced with ``model_id``'s entry for
-    ``provider``; ``retention`` the facts counted over the calls."""
+    per summary call, with the index of the call it was written for: ``len(requests)`` for
+    the call that failed) simulated together in the order they were sent (each summary right
+    before the call it was written for, after the calls before that one, whatever their
+    times) and priced with ``model_id``'s entry for ``provider``; ``retention`` the facts
+    counted over the calls."""
     price = price_for(model_id, provider)
     order = sorted(
-        [(r.at, 0, i) for i, r in enumerate(summaries)]
-        + [(r.at, 1, i) for i, r in enumerate(requests)]
+        [(before, 0, i) for i, (before, _) in enumerate(summaries)]
+        + [(i, 1, i) for i in range(len(requests))]
     )
-    sent = [summaries[i] if kind == 0 else requests[i] for _, kind, i in order]
+    sent = [summaries[i][1] if kind == 0 else requests[i] for _, kind, i in order]
     cache = PromptCache(price)
     priced = [cache.charge(r) for r in sent]
     calls = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 1]
@@ -424,15 +427,15 @@ def trace_result(
         billed_input_cost=sum(r.input_cost for r in calls),
         peak_prompt=max(prompts, default=0),
         lower_bound=lower_bound(sent, price, output=False)
-        + sum(r.output_tokens for r in summaries) * price.output / 1e6,
+        + sum(r.output_tokens for _, r in summaries) * price.output / 1e6,
         calls_lower_bound=lower_bound(requests, price, output=False),
         failed_at=failed_at,
         over_window_calls=over_window_calls,
         compactions=compactions,
         summarizer=summarizer,
         summary_calls=len(summaries),
-        summary_input_tokens=sum(r.prompt_tokens for r in summaries),
-        summary_output_tokens=sum(r.output_tokens for r in summaries),
+        summary_input_tokens=sum(r.prompt_tokens for _, r in summaries),
+        summary_output_tokens=sum(r.output_tokens for _, r in summaries),
         summary_cost=sum(c.input_cost + c.output_cost for c in summary_costs),
         facts_needed=retention.needed if retention is not None else 0,
         facts_retained=retention.retained if retention is not None else 0,
@@ -464,7 +467,7 @@ async def simulate_trace_async(
     blocks: dict[Block, Block] = {}
     requests: list[SimRequest] = []
     actions: list[str] = []
-    summaries: list[SimRequest] = []
+    summaries: list[tuple[int, SimRequest]] = []
     compactions = 0
     failed_at: int | None = None
     refused = 0
@@ -484,12 +487,14 @@ async def simulate_trace_async(
             refused += call.refused
             compactions += call.compactions.count("compacted")
             if priced is not None:  # the summaries written while this call was built
-                summaries.extend(c.sim(call.sim.at) for c in priced.calls[len(summaries) :])
+                written = priced.calls[len(summaries) :]
+                summaries.extend((len(requests) - 1, c.sim(call.sim.at)) for c in written)
     except (CompactionExhausted, ReplayFailed) as exc:
         failed_at = len(requests) + 1
         refused += exc.refused if isinstance(exc, ReplayFailed) else 0
         if priced is not None and requests:  # written for the call that failed
-            summaries.extend(c.sim(requests[-1].at) for c in priced.calls[len(summaries) :])
+            written = priced.calls[len(summaries) :]
+            summaries.extend((len(requests), c.sim(requests[-1].at)) for c in written)
     return trace_result(
         chosen.name,
         provider_family,

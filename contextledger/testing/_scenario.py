@@ -18,7 +18,7 @@ from contextledger.cachesim import (
 )
 from contextledger.config import Config
 from contextledger.testing._body_replay import BodyReplay, body_hash
-from contextledger.testing.loopback import Exchange, read_step
+from contextledger.testing.loopback import Exchange, asks_for_summary, read_step
 from contextledger.vocabulary import Model, ModelLimits
 
 Wire = Literal["anthropic", "openai-chat"]
@@ -306,12 +306,12 @@ def _window_error(response: Any) -> bool:
 
 
 def _loop_request(exchange: Exchange) -> bool:
-    """Whether a request is an agent loop's: it names a conversation and may call tools (a
-    summary request, sent with tool choice ``none``, is the compaction's)."""
+    """Whether a request is an agent loop's: it names a conversation and asks for no summary
+    (a summary request, ``asks_for_summary``, is the compaction's)."""
     body = exchange.json
     if not exchange.conversation or not isinstance(body, dict):
         return False
-    return body.get("tool_choice") not in ("none", {"type": "none"})
+    return not asks_for_summary(body)
 
 
 def _carried_calls(body: Any) -> list[str]:

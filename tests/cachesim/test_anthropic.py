@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from contextledger.cachesim import simulate
+from contextledger.cachesim import lower_bound, simulate
+from contextledger.cachesim._blocks import Ttl
 from contextledger.prices._tables import price_for
 from tests.cachesim.conftest import blocks, names, req
 
@@ -122,3 +124,24 @@ def test_output_tokens_cost_the_output_price() -> None:
 def test_bedrock_model_ids_use_the_anthropic_rules() -> None:
     price = price_for("anthropic.claude-sonnet-4-20250514-v1:0")
     assert (price.family, price.min_prefix) == ("anthropic", 1024)
+
+
+def test_a_tool_choice_change_reads_the_tools_and_system_not_the_messages() -> None:
+    # 4 tool and system blocks (breakpoint on the last), then 6 message blocks (breakpoint
+    # on the last), 300 tokens each: the session's requests set no tool choice.
+    marks: dict[int, Ttl] = {3: "5m", 9: "5m"}
+    session = msgspec.structs.replace(req(blocks(names(10), 300, marks), at=0), prefix_blocks=4)
+    summary = msgspec.structs.replace(session, at=10, tool_choice="none")
+    again = msgspec.structs.replace(session, at=20)
+    first, other, same = simulate([session, summary, again], SONNET).requests
+    assert (first.cache_read, first.cache_write) == (0, 3000)
+    # Only the tools and system blocks are read; the messages are written again, under "none".
+    assert (other.cache_read, other.cache_write) == (1200, 1800)
+    # The session's own entry is still there: a request with its tool choice reads it all.
+    assert (same.cache_read, same.cache_write) == (3000, 0)
+    kept = msgspec.structs.replace(summary, tool_choice=None)
+    assert simulate([session, kept], SONNET).requests[1].cache_read == 3000
+    # The bound keeps the rule: no request could read the other's messages.
+    with_change = lower_bound([session, summary], SONNET)
+    assert with_change > lower_bound([session, kept], SONNET)
+    assert with_change <= simulate([session, summary], SONNET).total.cost

@@ -3,6 +3,7 @@ chunks, replay, continue, the post-compaction prune and rounds that arrive meanw
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -25,7 +26,9 @@ from contextledger.compaction._summarizers import (
     IDENTIFIERS,
     LAST_STEP,
     LATEST_REQUEST,
+    SUMMARY_OPENING,
     ExtractiveSummarizer,
+    ModelSummarizer,
     Summarizer,
     SummaryInput,
 )
@@ -50,11 +53,15 @@ from contextledger.ledger import SessionLog
 from contextledger.policy._compaction import CHUNK_OUTPUT_TOKENS, EXHAUSTED_DETAIL, hide_compactions
 from contextledger.policy._transcript import CONTINUE_TEXT, OVERFLOW_NOTICE, replay_parts
 from contextledger.providers._errors import ContextOverflowError, ProviderError
+from contextledger.providers._http import ProviderClient
+from contextledger.providers._registry import WIRE_FORMATS
 from contextledger.store._memory import MemoryStore
 from contextledger.testing import check_history, check_tool_pairs, session_events
 from contextledger.testing._builder import SessionBuilder
 from contextledger.vocabulary._models import Model, ModelLimits
 from contextledger.vocabulary._options import TemplateName
+from tests.providers.loopback import Loopback, Reply
+from tests.providers.responses import body
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 MODEL = Model(
@@ -275,6 +282,33 @@ async def test_a_failed_summary_rolls_back_and_leaves_the_view_byte_identical(
     assert _view_bytes(log) == before
     assert open_request(log.history) is None
     check_history(log.history)
+
+
+async def test_a_model_summary_of_only_a_tool_call_rolls_back_as_empty(
+    nursery: trio.Nursery,
+) -> None:
+    """The summary request keeps the session's tool choice (unset) and asks for text only; a
+    model that calls a tool anyway has written no summary."""
+    server = await Loopback.start(nursery)
+    called = {
+        "content": [
+            {"type": "thinking", "thinking": "I should run the tests first.", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}},
+        ],
+        "stop_reason": "tool_use",
+    }
+    server.script(Reply(200, body(called)))
+    log = await _log(_session().events)
+    before = _view_bytes(log)
+    async with ProviderClient(WIRE_FORMATS["anthropic"](), server.url, api_key="k") as client:
+        summarizer = ModelSummarizer(client)
+        result = await compact(log, summarizer, model=MODEL, config=Config(), clock=_clock())
+    assert result.outcome == "rolled_back" and result.reason == "empty"
+    assert _view_bytes(log) == before
+    [seen] = server.received
+    sent = json.loads(seen.body)
+    assert "tool_choice" not in sent
+    assert sent["messages"][-1]["content"][-1]["text"].startswith(SUMMARY_OPENING)
 
 
 async def test_the_fourth_attempt_of_a_turn_is_refused() -> None:

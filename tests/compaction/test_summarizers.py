@@ -30,6 +30,7 @@ from contextledger.compaction._summarizers import (
     MAX_FILES,
     REST_OPENING,
     SECTION_CARRIED,
+    SUMMARY_OPENING,
     ExtractiveSummarizer,
     ModelSummarizer,
     Summarizer,
@@ -387,6 +388,8 @@ def test_a_real_trace_summary_names_the_files_changed(
 # --- the model summary ------------------------------------------------------------------------
 
 PROMPT = summary_prompt(OPENCODE)
+#: The last user message of a summary request over a task with ``PROMPT``.
+INSTRUCTION = f"{SUMMARY_OPENING}\n\n{PROMPT}"
 
 
 def _session_task(model: ModelRef) -> tuple[Request, SummaryInput]:
@@ -420,17 +423,17 @@ async def test_the_summary_request_repeats_the_session_prefix(
         session.tools,
         session.marks,
     )
-    assert request.tool_choice == "none"
+    assert request.tool_choice is None  # the session's: a change costs its cached messages
     assert request.messages[:-1] == session.messages
     assert request.messages[-1].role == "user"
-    assert request.messages[-1].content == (ModelText(text=PROMPT, synthetic=True),)
+    assert request.messages[-1].content == (ModelText(text=INSTRUCTION, synthetic=True),)
     [seen] = server.received
     assert seen.body == WIRE_FORMATS[name]().encode(request).body
     cached = WIRE_FORMATS[name]().encode(session).prefix_before_last_message()
     assert seen.body.startswith(cached)
 
 
-async def test_the_anthropic_body_disables_tools_and_ends_with_the_prompt(
+async def test_the_anthropic_body_keeps_the_tool_choice_and_asks_for_text_only(
     nursery: trio.Nursery,
 ) -> None:
     server = await Loopback.start(nursery)
@@ -443,10 +446,10 @@ async def test_the_anthropic_body_disables_tools_and_ends_with_the_prompt(
     sent = json.loads(server.received[0].body)
     assert [t["name"] for t in sent["tools"]] == [t.name for t in session.tools]
     assert [b["text"] for b in sent["system"]] == list(session.system)
-    assert sent["tool_choice"] == {"type": "none"}
+    assert "tool_choice" not in sent
     assert sent["max_tokens"] == 4096
     assert sent["messages"][-1]["role"] == "user"
-    assert sent["messages"][-1]["content"][-1]["text"] == PROMPT
+    assert sent["messages"][-1]["content"][-1]["text"] == INSTRUCTION
 
 
 def test_without_a_view_the_transcript_goes_as_one_user_message() -> None:
@@ -457,13 +460,13 @@ def test_without_a_view_the_transcript_goes_as_one_user_message() -> None:
     [message] = request.messages
     assert message.content == (
         ModelText(text="user: fix it", synthetic=True),
-        ModelText(text=PROMPT, synthetic=True),
+        ModelText(text=INSTRUCTION, synthetic=True),
     )
     assert request.marks == (CacheMark(target="system", index=0),)
     assert request.max_output_tokens == 13_107
     chunk = task([], transcript="", model=model, max_output_tokens=2048)
     [message] = ModelSummarizer(_unused_client()).request(chunk).messages
-    assert message.content == (ModelText(text=PROMPT, synthetic=True),)
+    assert message.content == (ModelText(text=INSTRUCTION, synthetic=True),)
     assert ModelSummarizer(_unused_client()).request(chunk).max_output_tokens == 2048
 
 
@@ -560,6 +563,66 @@ def test_every_wire_format_has_a_tool_call_answer() -> None:
     assert sorted(TEXT_AND_TOOL_CALL) == sorted(ANSWERS)
 
 
+#: The reasoning of each wire format's ``REASONING_ONLY`` answer, said before a tool call.
+REASONING_AND_TOOL_CALL: dict[str, dict[str, Any]] = {
+    "anthropic": {
+        "content": [
+            *REASONING_ONLY["anthropic"]["content"],
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}},
+        ]
+    },
+    **{
+        name: {
+            "choices": [
+                {
+                    "message": {
+                        **REASONING_ONLY[name]["choices"][0]["message"],
+                        "tool_calls": [{"id": "c1", "type": "function", "function": _CALL}],
+                    }
+                }
+            ]
+        }
+        for name in ("openai-chat", "openrouter")
+    },
+    "openai-responses": {
+        "output": [
+            *REASONING_ONLY["openai-responses"]["output"],
+            {"type": "function_call", "call_id": "c1", **_CALL},
+        ]
+    },
+    "bedrock": {
+        "output": {
+            "message": {
+                "content": [
+                    *REASONING_ONLY["bedrock"]["output"]["message"]["content"],
+                    {"toolUse": {"toolUseId": "t1", "name": "bash", "input": {}}},
+                ]
+            }
+        }
+    },
+    "gemini": {
+        "candidates": [
+            {
+                "content": {
+                    "parts": [
+                        *REASONING_ONLY["gemini"]["candidates"][0]["content"]["parts"],
+                        {"functionCall": {"name": "bash"}},
+                    ]
+                }
+            }
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(REASONING_AND_TOOL_CALL))
+def test_an_answer_of_a_tool_call_without_text_is_empty_even_with_reasoning(name: str) -> None:
+    """The request keeps the session's tool choice, so the model may call a tool: its
+    reasoning then plans a step of the task, not a summary."""
+    assert response_text(name, REASONING_AND_TOOL_CALL[name]) == ""
+    assert response_text(name, REASONING_ONLY[name]).startswith("## Goal")
+
+
 @pytest.mark.parametrize("name", sorted(ANSWERS))
 def test_an_empty_answer_is_empty(name: str) -> None:
     assert response_text(name, {}) == ""
@@ -633,7 +696,7 @@ def test_the_instruction_names_the_kept_messages_and_follows_the_rest_of_the_hea
     assert sent == [user, call, result]
     assert instruction.content == (
         ModelText(
-            text=PROMPT
+            text=INSTRUCTION
             + "\n\n"
             + KEPT_NOTE.format(count=2, role="assistant's", opening="a call of the `bash` tool"),
             synthetic=True,
@@ -653,5 +716,5 @@ def test_the_instruction_names_the_kept_messages_and_follows_the_rest_of_the_hea
             text=f"{REST_OPENING}\n<conversation>\n[User]: And the lexer.\n</conversation>",
             synthetic=True,
         ),
-        ModelText(text=PROMPT, synthetic=True),
+        ModelText(text=INSTRUCTION, synthetic=True),
     )

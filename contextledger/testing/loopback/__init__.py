@@ -14,7 +14,7 @@ See ``docs/testing.md`` ("A provider on loopback").
 """
 
 from contextledger.testing.loopback._core import DEFAULT_MODELS, Exchange, LoopbackCore, Reaction
-from contextledger.testing.loopback._dialect import ApiError, ToolUse
+from contextledger.testing.loopback._dialect import ApiError, ToolUse, asks_for_summary
 from contextledger.testing.loopback._faults import Fault, FaultKind
 from contextledger.testing.loopback._reading import ModelStep, read_step
 from contextledger.testing.loopback._script import Reply, Script, ToolCall, tool_loop
@@ -35,6 +35,7 @@ __all__ = [
     "Script",
     "ToolCall",
     "ToolUse",
+    "asks_for_summary",
     "read_step",
     "tool_loop",
 ]

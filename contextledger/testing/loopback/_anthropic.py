@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
-from contextledger.cachesim._wire import blocks_from_anthropic_body
+from contextledger.cachesim._wire import anthropic_prefix, blocks_from_anthropic_body
 from contextledger.prices._tables import Family
 from contextledger.testing.loopback._dialect import (
     Answer,
@@ -25,6 +25,7 @@ from contextledger.testing.loopback._dialect import (
     ToolResultText,
     ToolUse,
     Turn,
+    asks_for_summary,
     merged,
     text_of,
 )
@@ -168,16 +169,17 @@ class AnthropicMessages(Dialect):
         error = _pairing_error(messages) or _marks_error(body)
         if error is not None:
             return error
-        choice = body.get("tool_choice")
-        none_chosen = isinstance(choice, Mapping) and choice.get("type") == "none"
+        choice, prefix_blocks = anthropic_prefix(body)
         return ParsedRequest(
             model=model,
             max_tokens=max_tokens,
             conversation=self.conversation(body),
-            tools_allowed=bool(tools) and not none_chosen,
+            tools_allowed=bool(tools) and choice != "none" and not asks_for_summary(body),
             stream=body.get("stream") is True,
             turns=merged(list(turns)),
             blocks=blocks_from_anthropic_body(body),
+            tool_choice=choice,
+            prefix_blocks=prefix_blocks,
         )
 
     def _turns(self, messages: list[Any], require_user_first: bool) -> list[Turn] | ApiError:

@@ -330,7 +330,13 @@ class LoopbackCore:
                 self.mismatches.append(mismatch)
                 return dialect.invalid(MISMATCH_PREFIX + mismatch)
             conversation.pending = ()
-        cost = self._cache(dialect, request.model).charge(SimRequest(blocks=request.blocks, at=at))
+        sent = SimRequest(
+            blocks=request.blocks,
+            at=at,
+            tool_choice=request.tool_choice,
+            prefix_blocks=request.prefix_blocks,
+        )
+        cost = self._cache(dialect, request.model).charge(sent)
         output_tokens = reply.output_tokens or _estimate(reply)
         text, calls, stop = reply.text, reply.tool_calls, _stop(reply)
         cap = request.max_tokens

@@ -15,12 +15,25 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from contextledger.cachesim import Block, RequestCost
+from contextledger.compaction import SUMMARY_OPENING
 from contextledger.prices._tables import Family
 from contextledger.testing.loopback._faults import Fault
 from contextledger.testing.loopback._script import ToolCall
 from contextledger.vocabulary._models import Model
 
 Stop = Literal["tool_use", "end_turn", "max_tokens"]
+
+
+def asks_for_summary(body: Mapping[str, Any]) -> bool:
+    """Whether an Anthropic Messages or OpenAI Chat Completions request body is a model
+    summarizer's: its last message's last text opens with the summary instruction's
+    ``SUMMARY_OPENING`` (its tool choice is the session's, so it does not tell)."""
+    messages = body.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    content = last.get("content") if isinstance(last, Mapping) else None
+    if isinstance(content, list) and content and isinstance(content[-1], Mapping):
+        content = content[-1].get("text")
+    return isinstance(content, str) and content.startswith(SUMMARY_OPENING)
 
 
 class ApiError(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,8 +74,11 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
 
 class ParsedRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A valid request as the core needs it: the model, the output cap (None when the
-    request sets none), the conversation key, whether tool calls are allowed, whether a
-    stream was asked for, the turns and the prompt blocks (for the window and the cache)."""
+    request sets none), the conversation key, whether the model may call tools (tools sent,
+    tool choice not ``none``, and no summary asked for: ``asks_for_summary``), whether a
+    stream was asked for, the turns and the prompt blocks (for the window and the cache),
+    with the tool choice and the count of tool and system blocks the cache keys messages by
+    (``SimRequest``; Anthropic's only)."""
 
     model: str
     max_tokens: int | None
@@ -71,6 +87,8 @@ class ParsedRequest(msgspec.Struct, frozen=True, kw_only=True):
     stream: bool
     turns: tuple[Turn, ...]
     blocks: tuple[Block, ...]
+    tool_choice: str | None = None
+    prefix_blocks: int = 0
 
     @property
     def prompt_tokens(self) -> int:

@@ -27,6 +27,7 @@ from contextledger.testing.loopback._dialect import (
     ToolResultText,
     ToolUse,
     Turn,
+    asks_for_summary,
     merged,
     text_of,
 )
@@ -176,7 +177,9 @@ class OpenAIChat(Dialect):
             model=model,
             max_tokens=cap,
             conversation=self.conversation(body),
-            tools_allowed=bool(tools) and body.get("tool_choice") != "none",
+            tools_allowed=bool(tools)
+            and body.get("tool_choice") != "none"
+            and not asks_for_summary(body),
             stream=body.get("stream") is True,
             turns=merged(turns),
             blocks=blocks_from_chat_body(body),

@@ -7,9 +7,9 @@ Every conversation (the key a request carries: Anthropic ``metadata.user_id``, O
 concurrent sessions each get the same deterministic answers.
 
 A request takes the next step, with two exceptions that keep the cursor where it is: when the
-request forbids tool calls (no tools, or tool choice ``none``, as a summary request sends) and
-the next step calls tools, it gets ``tools_off``; once the steps are used up, every request
-gets ``final``.
+request may not call tools (no tools, tool choice ``none``, or a summary request: its
+instruction asks for text only) and the next step calls tools, it gets ``tools_off``; once the
+steps are used up, every request gets ``final``.
 """
 
 from __future__ import annotations

@@ -69,6 +69,20 @@ def test_a_marked_prefix_is_written_then_read() -> None:
     )
 
 
+def test_a_change_of_tool_choice_reads_the_tools_and_system_not_the_messages() -> None:
+    core = LoopbackCore(models=MODELS)
+    long = {"type": "text", "text": LONG_SYSTEM, "cache_control": EPHEMERAL}
+    body = anthropic({"role": "user", "content": [long]}, system=_marked_system(LONG_SYSTEM))
+    tools_and_system = _prefix(body, 1)
+    through_message = _prefix(body, 2)
+    _usage(core, body, at=0)
+    changed = _usage(core, {**body, "tool_choice": {"type": "none"}}, at=10)
+    assert changed["cache_read_input_tokens"] == tools_and_system
+    assert changed["cache_creation_input_tokens"] == through_message - tools_and_system
+    same = _usage(core, body, at=20)
+    assert same["cache_read_input_tokens"] == through_message
+
+
 def test_a_prefix_below_the_model_minimum_is_not_cached() -> None:
     core = LoopbackCore(models=MODELS)
     body = anthropic(user("go"), system=_marked_system("Be brief."))

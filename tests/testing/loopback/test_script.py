@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from contextledger.compaction import SUMMARY_OPENING
 from contextledger.testing.loopback import (
     LoopbackCore,
     Reply,
     Script,
     ToolCall,
+    asks_for_summary,
     read_step,
     tool_loop,
 )
@@ -101,6 +103,22 @@ def test_a_request_that_may_not_call_tools_gets_text_and_keeps_the_step() -> Non
     bare = read_step(_answered(core, chat(tools=[]), api="chat"))
     assert bare.calls == ()
     step = read_step(_answered(core, anthropic(user("go"))))
+    assert step.calls[0].input == {"command": "step 1"}
+
+
+def test_a_summary_request_gets_text_and_keeps_the_step_with_the_sessions_tool_choice() -> None:
+    core = _core(tool_loop(1))
+    instruction = f"{SUMMARY_OPENING}\n\nSummarise the conversation."
+    asked = anthropic(user("go"), {"role": "user", "content": [{"type": "text", "text": "x"}]})
+    asked["messages"][-1]["content"].append({"type": "text", "text": instruction})
+    summary = read_step(_answered(core, asked))
+    assert (summary.calls, summary.text) == ((), Script().tools_off.text)
+    chat_summary = read_step(_answered(core, chat(user(instruction)), api="chat"))
+    assert (chat_summary.calls, chat_summary.text) == ((), Script().tools_off.text)
+    # The opening anywhere but at the start of the last text asks for no summary.
+    quoted = anthropic(user(f"{SUMMARY_OPENING}"), user("go on"))
+    assert not asks_for_summary(quoted) and asks_for_summary(asked)
+    step = read_step(_answered(core, quoted))
     assert step.calls[0].input == {"command": "step 1"}
 
 
