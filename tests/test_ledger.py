@@ -21,6 +21,9 @@ from contextledger.events import (
     InvalidEvent,
     MemoryPinned,
     MessageAdded,
+    PartAdded,
+    ToolPart,
+    ToolPending,
 )
 from contextledger.history import SNAPSHOT_SCHEMA, History, _pages, _projection, model_view
 from contextledger.ledger import SessionLog
@@ -500,3 +503,112 @@ async def test_a_chunk_damaged_after_opening_is_read_from_the_events(tmp_path: P
         assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]
         assert "checksum" in logs[0]["error"]
         assert reopened.history == History.rebuild(b.session_id, await store.read(b.session_id))
+
+
+# --- a restored session's tool call ids ----------------------------------------------------
+
+
+class _ReadsNoted(MemoryStore):
+    """A ``MemoryStore`` noting the key of every chunk its snapshot readers read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def snapshot_reader(self, stream: str) -> Any:
+        reader = super().snapshot_reader(stream)
+        reads = self.reads
+
+        class Noted:
+            def chunk(self, key: str) -> bytes | None:
+                reads.append(key)
+                return reader.chunk(key)
+
+            def events(self) -> Any:
+                return reader.events()
+
+        return Noted()
+
+
+def _call(b: SessionBuilder, call_id: str) -> list[Event]:
+    """A new turn whose reply calls a tool under ``call_id`` (not added to ``b``)."""
+    start = len(b.events)
+    reply = b.assistant(b.user("again"))
+    turn = b.events[start:]
+    del b.events[start:]
+    part = ToolPart(
+        id=b.new_part_id(), message_id=reply, call_id=call_id, tool="bash", state=ToolPending()
+    )
+    return [*turn, PartAdded(session_id=b.session_id, part=part)]
+
+
+@pytest.mark.parametrize("turns", [4, 400])
+async def test_a_restored_session_checks_a_call_id_reading_what_it_needs_only(turns: int) -> None:
+    # Pages of 64 ids: the ids of 400 calls fill 7 pages, their fingerprints one per bucket.
+    with (
+        mock.patch.object(_pages, "PAGE_ROWS", 64),
+        mock.patch.object(_projection, "PAGE_ROWS", 64),
+    ):
+        store = _ReadsNoted()
+        b = SessionBuilder()
+        _turns(b, turns)
+        log = await SessionLog.open(store, b.session_id, snapshot_every=10**9)
+        await log.append(b.events)
+        await log.save_snapshot()
+        written = len(b.events)
+        _turns(b, 2)  # a tail after the snapshot
+        await log.append(b.events[written:])
+        rebuilt = History.rebuild(b.session_id, await store.read(b.session_id))
+        for call_id, used in [
+            ("call_0001", True),  # before the snapshot
+            (f"call_{turns:04d}", True),  # its last
+            (f"call_{turns + 1:04d}", True),  # after it
+            ("call_new", False),
+        ]:
+            store.reads.clear()
+            restored = (await SessionLog.open(store, b.session_id)).history
+            batch = _call(b, call_id)
+            refusal = _refusal(restored, batch)
+            assert refusal == _refusal(rebuilt, batch)
+            assert (refusal is not None and "used already" in refusal) == used
+            if not used:
+                # Of the call ids, the last page (the tail's calls were added to it); of
+                # fingerprints, the page of the new call's bucket and those the tail's two
+                # calls were added to: whatever the session's length.
+                pages = [key[:2] for key in store.reads]
+                assert pages.count("~c") <= 1
+                assert pages.count("~f") <= 3
+
+
+async def test_a_call_another_writer_made_after_opening_is_not_used_yet() -> None:
+    store = MemoryStore()
+    b = SessionBuilder()
+    await _saved_with_snapshot(store, b)
+    stale = await SessionLog.open(store, b.session_id)
+    other = await SessionLog.open(store, b.session_id)
+    batch = _call(b, "call_later")
+    at_open = _refusal(History.rebuild(b.session_id, await store.read(b.session_id)), batch)
+    assert at_open is None
+    await other.append(batch)
+    await other.save_snapshot()  # its chunks now list call_later
+
+    assert _refusal(stale.history, batch) == at_open
+    assert _refusal(other.history, _call(b, "call_later")) is not None
+
+
+async def test_damaged_call_fingerprints_are_read_from_the_events(tmp_path: Path) -> None:
+    path = tmp_path / "calls.db"
+    b = SessionBuilder()
+    async with SQLiteStore.open(path) as store:
+        await _saved_with_snapshot(store, b)
+    conn = apsw.Connection(str(path))
+    conn.execute("UPDATE snapshot_chunks SET data = x'c1' WHERE key LIKE '~f%'")
+    conn.close()
+    async with SQLiteStore.open(path) as store:
+        reopened = await SessionLog.open(store, b.session_id)
+        rebuilt = History.rebuild(b.session_id, await store.read(b.session_id))
+        with structlog.testing.capture_logs() as logs:
+            for call_id in ("call_0001", "call_new"):
+                batch = _call(b, call_id)
+                assert _refusal(reopened.history, batch) == _refusal(rebuilt, batch)
+        assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]

@@ -56,11 +56,13 @@ from contextledger.events._parts import (
 )
 from contextledger.history._estimate import estimate_part_tokens, input_chars
 from contextledger.history._pages import (
+    CALL_BUCKETS,
     PAGE_ROWS,
     LoadingDict,
     PageProblem,
     PageTable,
     SnapshotSource,
+    call_fingerprint,
     decode_page,
 )
 from contextledger.history._validation import (
@@ -75,8 +77,9 @@ from contextledger.history._validation import (
 #: Bumped whenever ``HistoryState``'s shape or the snapshot's layout changes; snapshots of
 #: another schema are ignored and the session is rebuilt from its events instead. (7: the
 #: messages in chunks of their own, ``snapshot_chunks``; 8: a chunk tells the seq of its
-#: message's last change, and the ids are in pages, so a projection restores lazily.)
-SNAPSHOT_SCHEMA: Final = 8
+#: message's last change, and the ids are in pages, so a projection restores lazily; 9: the
+#: tool calls' fingerprints in tables of their own, ``call_fingerprint``.)
+SNAPSHOT_SCHEMA: Final = 9
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
@@ -169,17 +172,15 @@ class _MessageChunk(msgspec.Struct, array_like=True, gc=False):
 class _Head(msgspec.Struct, array_like=True):
     """A snapshot's head: the state without its messages, and what a projection restored
     from it needs before it reads a message: how many rows each id table has (their pages
-    are chunks) and each agent's finished steps."""
+    are chunks; ``History._tables``) and each agent's finished steps."""
 
     state: HistoryState
     finished: dict[str, int]
-    messages: int
-    parts: int
-    calls: int
+    counts: list[int]
 
 
 #: Where a snapshot cursor stands: changes seen, and rows of each id table.
-SnapshotCursor = tuple[int, int, int, int]
+SnapshotCursor = tuple[int, ...]
 
 
 TokenEstimator = Callable[[Part], int]
@@ -242,8 +243,13 @@ class History:
         self._structure = 0
         self._finished: dict[str, int] = {}
         # The ids in the order they came: messages; parts with their message; tool calls
-        # (part id, call id).
-        self._tables = (PageTable("m", 1), PageTable("p", 2), PageTable("c", 2))
+        # (part id, call id); then the calls' fingerprints, by bucket (``call_fingerprint``).
+        self._tables = (
+            PageTable("m", 1),
+            PageTable("p", 2),
+            PageTable("c", 2),
+            *(PageTable(f"f{bucket}", 1) for bucket in range(CALL_BUCKETS)),
+        )
         # Parts added and not yet in the tables (nor, unless restored, messages): applying
         # only notes them, the tables take them when next read (``_listed_tables``).
         self._unlisted: list[Part] = []
@@ -600,9 +606,9 @@ class History:
         history._unlisted = sorted(parts, key=lambda part: part.id)
         return history
 
-    def _listed_tables(self) -> tuple[PageTable, PageTable, PageTable]:
+    def _listed_tables(self) -> tuple[PageTable, ...]:
         """The tables of ids, with every message and part added so far."""
-        messages, parts, calls = self._tables
+        messages, parts, calls, *fingerprints = self._tables
         if self._lazy is None:
             for message in self.state.messages[len(messages) :]:
                 messages.append((message.id,))
@@ -610,21 +616,22 @@ class History:
             parts.append((part.id, part.message_id))
             if type(part) is ToolPart:
                 calls.append((part.id, part.call_id))
+                bucket, fingerprint = call_fingerprint(part.call_id)
+                fingerprints[bucket].append((fingerprint,))
         self._unlisted.clear()
         return self._tables
 
     def snapshot_cursor(self) -> SnapshotCursor:
         """Where the projection stands now, for ``snapshot_chunks`` to give what changes
         after. Valid for this object only."""
-        messages, parts, calls = self._listed_tables()
-        return len(self._changes), len(messages), len(parts), len(calls)
+        return len(self._changes), *map(len, self._listed_tables())
 
     def snapshot_head(self) -> bytes:
         """A snapshot's head, encoded: the projection without its messages, whose chunks
         are the messages and the pages of ids (``snapshot_chunks``)."""
         state = msgspec.structs.replace(self.state, messages=[], part_tokens={})
-        messages, parts, calls = map(len, self._listed_tables())
-        return _snapshot_encoder.encode(_Head(state, self._finished, messages, parts, calls))
+        counts = list(map(len, self._listed_tables()))
+        return _snapshot_encoder.encode(_Head(state, self._finished, counts))
 
     def snapshot_chunks(self, since: SnapshotCursor | None = None) -> dict[str, bytes]:
         """A snapshot's chunks, by key: each message changed since ``since``
@@ -633,7 +640,7 @@ class History:
         tables = self._listed_tables()
         if since is None:
             keys: Iterable[str] = tables[0].column(0)
-            since = (0, 0, 0, 0)
+            since = (0,) * (1 + len(tables))
         else:
             keys = dict.fromkeys(self._changes[since[0] :])
         tokens = self.state.part_tokens
@@ -671,14 +678,13 @@ class History:
         history.state = state
         history._finished = decoded.finished
         history._source = source
-        counts = (decoded.messages, decoded.parts, decoded.calls)
-        if min(counts) < 0:
-            raise ValueError("a snapshot's head counts fewer than no ids")
-        m, p, c = (
+        counts = decoded.counts
+        if len(counts) != len(history._tables) or min(counts) < 0:
+            raise ValueError(f"a snapshot's head counts {counts} ids in its tables")
+        history._tables = tuple(
             PageTable(t.name, t.width, n, history._read_page)
             for t, n in zip(history._tables, counts, strict=True)
         )
-        history._tables = (m, p, c)
         history._lazy = _LazyMessages(history)
         history._messages = LoadingDict(history._read_message)
         history._parts = LoadingDict(history._find_part)
@@ -815,9 +821,15 @@ class History:
         return index
 
     def _call_part(self, call_id: str) -> str:
-        """The part of tool call ``call_id`` (read once, for every call, from the pages)."""
+        """The part of tool call ``call_id``. Unless its fingerprint is in its bucket's
+        pages (so almost only for a call made), it has none; when it is, the part is read
+        from the pages of calls (once, for every call)."""
+        tables = self._listed_tables()
+        bucket, fingerprint = call_fingerprint(call_id)
+        if fingerprint not in tables[3 + bucket].column(0):
+            raise KeyError(call_id)
         if self._calls is None:
-            calls = self._listed_tables()[2]
+            calls = tables[2]
             self._calls = dict(zip(calls.column(1), calls.column(0), strict=True))
         return self._calls[call_id]
 

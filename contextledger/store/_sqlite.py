@@ -4,7 +4,8 @@ Its parts: the writer and its group commit (``_writer``), the reader pool (``_re
 checkpointer (``_checkpointer``), opening connections and typed errors (``_connections``),
 the tables and their checksums (``_schema``), and verifying what is read (``_verify``,
 ``_checker``). The writer never checkpoints on commit (``wal_autocheckpoint=0``); the
-checkpointer does, on a thread of its own, so no commit pays for it.
+checkpointer does, on a thread of its own, so no commit pays for it, until the WAL passes
+``WAL_LIMIT_BYTES``: then the writer restarts it between two commits.
 
 Durability. ``"normal"`` (the default) survives a crash of the process at any moment: an
 acknowledged append is never lost and no partial transaction is ever visible. It can lose the
@@ -37,7 +38,7 @@ import trio
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._codec import DEFAULT_CODEC, EventCodec
 from contextledger.store._checker import Problem, find_problems
-from contextledger.store._checkpointer import Checkpointer
+from contextledger.store._checkpointer import Checkpointer, checkpoint_until
 from contextledger.store._connections import (
     BUSY_TIMEOUT_MS,
     SQLITE_ERRORS,
@@ -92,9 +93,6 @@ Durability = Literal["normal", "full"]
 SUBSCRIBE_POLL_SECONDS: Final = 0.5
 #: Rows fetched per page by ``subscribe``.
 SUBSCRIBE_PAGE: Final = 1000
-#: How often ``reclaim_space`` tries its checkpoint again while another one runs (a
-#: passive checkpoint of a few MB takes milliseconds).
-TRUNCATE_RETRY_SECONDS: Final = 0.005
 
 _STREAM: Final = "SELECT id, name, version, crc FROM streams WHERE name = ?"
 #: The same lookup past the index on ``name``: tells a missing stream from a damaged index.
@@ -142,6 +140,8 @@ class SQLiteStore:
             begun=self._refresh_caches,
             rolled_back=self._forget_caches,
             committed=self._committed_one,
+            upkeep_due=self._checkpointer.limit_reached,
+            upkeep=lambda: self._checkpointer.restart_wal(self._writer),
         )
         self._closed = False
         self._committed: trio.Event | None = None
@@ -336,16 +336,8 @@ class SQLiteStore:
 
     def _truncate_wal(self, deadline: float) -> None:
         """A ``TRUNCATE`` checkpoint, tried again until ``deadline`` while another connection
-        checkpoints (a checkpointer thread, this store's or another process's): SQLite then
-        refuses at once, without waiting as it does for readers."""
-        while True:
-            try:
-                self._writer.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
-                return
-            except apsw.BusyError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(TRUNCATE_RETRY_SECONDS)
+        checkpoints (a checkpointer thread, this store's or another process's)."""
+        checkpoint_until(self._writer, apsw.SQLITE_CHECKPOINT_TRUNCATE, deadline)
 
     def _size(self) -> int:
         return sum(

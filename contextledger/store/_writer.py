@@ -14,6 +14,10 @@ run on a worker thread and the event loop keeps going. An inline commit never wa
 another process's lock either: it moves to a worker thread, which waits up to
 ``BUSY_TIMEOUT_MS`` and then fails the whole batch with ``StoreBusyError`` (nothing
 written).
+
+Upkeep. Work the connection needs between two commits (restarting a WAL that grew too
+long) is run when ``upkeep_due()`` says so, before the next commit and on its worker
+thread: that commit pays for it, and the event loop keeps going.
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ class GroupCommit:
     """Commits the writes queued on the writer connection ``conn`` of the store at ``path``,
     many to a transaction. Around each transaction it calls ``begun(cursor)`` first,
     ``rolled_back()`` when a failure undid the whole transaction, and ``committed()`` after
-    it (whether or not it committed)."""
+    it (whether or not it committed). ``upkeep()``, which must not raise, runs between two
+    commits whenever ``upkeep_due()``."""
 
     def __init__(
         self,
@@ -75,6 +80,8 @@ class GroupCommit:
         begun: Callable[[apsw.Cursor], None],
         rolled_back: Callable[[], None],
         committed: Callable[[], None],
+        upkeep_due: Callable[[], bool],
+        upkeep: Callable[[], None],
     ) -> None:
         self._conn = conn
         self.path = path
@@ -82,6 +89,8 @@ class GroupCommit:
         self._begun = begun
         self._rolled_back = rolled_back
         self._committed = committed
+        self._upkeep_due = upkeep_due
+        self._upkeep = upkeep
         self._queue: list[_Write] = []
         self._leading = False
         self._last_yield = 0.0
@@ -109,16 +118,16 @@ class GroupCommit:
         the wait is shielded."""
         write = _Write(run, nbytes)
         self._queue.append(write)
-        if self._leading or not self._fits_inline() or not self._commit_inline():
+        if self._leading or not self._commit_here():
             with trio.CancelScope(shield=True):
                 while not write.done:
                     if self._leading:
                         write.wake = trio.Event()
                         await write.wake.wait()
-                    elif not self._fits_inline() or not self._commit_inline():
+                    elif not self._commit_here():
                         batch = self._take_queue()
                         try:
-                            await trio.to_thread.run_sync(self._commit, batch, True)
+                            await trio.to_thread.run_sync(self._commit_on_thread, batch)
                         finally:
                             self._finish(batch)
         elif (now := time.monotonic()) - self._last_yield >= YIELD_SECONDS:
@@ -129,6 +138,16 @@ class GroupCommit:
             raise write.error
         result: T = write.result
         return result
+
+    def _commit_here(self) -> bool:
+        """Commit the queue inline if it may be: True once done, False (queue untouched)
+        when it must go to a worker thread."""
+        return not self._upkeep_due() and self._fits_inline() and self._commit_inline()
+
+    def _commit_on_thread(self, batch: list[_Write]) -> None:
+        if self._upkeep_due():
+            self._upkeep()
+        self._commit(batch, True)
 
     def _fits_inline(self) -> bool:
         if not self._inline:

@@ -24,6 +24,9 @@ The batches have a structure the parent can check for all-or-nothing visibility:
   that complete inside the batch), then ``assistant.finished`` whose ``finish`` is
   ``"stop:N"`` with N the number of events in the whole batch. A few batches carry a text
   larger than ``INLINE_COMMIT_BYTES``, so their commit runs on a worker thread.
+
+Half the writers (by seed) checkpoint at small WAL sizes (``SMALL_WAL``), so that the writer
+restarts the WAL itself every few dozen batches and kills land in those restarts too.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import traceback
 import structlog
 import trio
 
+import contextledger.store._checkpointer as checkpointer_module
 from contextledger.events import (
     AssistantFinished,
     Event,
@@ -60,6 +64,9 @@ from contextledger.store._writer import INLINE_COMMIT_BYTES
 SNAPSHOT_EVERY = 40
 #: A fixed clock: ids then differ by their counter only, and runs are reproducible.
 NOW_MS = 1_700_000_000_000
+#: ``CHECKPOINT_BYTES``, ``WAL_RESTART_BYTES`` and ``WAL_LIMIT_BYTES`` of the writers that
+#: checkpoint at small sizes.
+SMALL_WAL = (16 * 1024, 64 * 1024, 128 * 1024)
 
 
 class Writer:
@@ -150,6 +157,10 @@ class Writer:
 async def main(path: str, session_id: str, seed: int) -> None:
     rng = random.Random(seed)
     durability: Durability = "full" if rng.random() < 0.3 else "normal"
+    if rng.random() < 0.5:
+        names = ("CHECKPOINT_BYTES", "WAL_RESTART_BYTES", "WAL_LIMIT_BYTES")
+        for name, value in zip(names, SMALL_WAL, strict=True):
+            setattr(checkpointer_module, name, value)
     async with SQLiteStore.open(path, durability=durability) as store:
         log = await SessionLog.open(store, session_id, snapshot_every=SNAPSHOT_EVERY)
         if log.history.seq == 0:

@@ -60,17 +60,25 @@ def test_the_pool_closes_a_connection_left_inside_a_read(db: Path) -> None:
         conn.txn_state()
 
 
-def test_the_checkpointer_copies_the_wal_once_it_has_grown(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def watched_writer(
+    db: Path, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> tuple[apsw.Connection, Checkpointer, list[int]]:
+    """A writer on ``db`` that has created the table ``t``, the WAL's sizes after each of its
+    commits, and a checkpointer whose ``limit`` (a constant of its module) is 10 pages."""
     access = access_of(str(db), False)
     writer = open_writer(str(db), access, "normal", False)
     page_size = writer.execute("PRAGMA page_size").get
-    monkeypatch.setattr(checkpointer_module, "CHECKPOINT_BYTES", 10 * page_size)
-    checkpointer = Checkpointer(str(db), access, page_size)
-    pages = []
+    monkeypatch.setattr(checkpointer_module, limit, 10 * page_size)
+    pages: list[int] = []
     writer.set_wal_hook(lambda conn, name, n: pages.append(n) or apsw.SQLITE_OK)
     writer.execute("CREATE TABLE t (x BLOB)")
+    return writer, Checkpointer(str(db), access, page_size), pages
+
+
+def test_the_checkpointer_copies_the_wal_once_it_has_grown(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer, checkpointer, pages = watched_writer(db, monkeypatch, "CHECKPOINT_BYTES")
     checkpointer.wal_grew(pages[-1])
     assert checkpointer._thread is None  # not grown enough yet: not even started
 
@@ -85,6 +93,27 @@ def test_the_checkpointer_copies_the_wal_once_it_has_grown(
         time.sleep(0.01)
     checkpointer.close()
     assert checkpointer._thread is not None and not checkpointer._thread.is_alive()
+    writer.close()
+
+
+def test_the_writer_restarts_the_wal_once_it_passes_the_limit(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer, checkpointer, pages = watched_writer(db, monkeypatch, "WAL_LIMIT_BYTES")
+    for _ in range(10):
+        writer.execute("INSERT INTO t VALUES (zeroblob(8000))")
+        checkpointer.wal_grew(pages[-1])
+    assert checkpointer.limit_reached()
+
+    checkpointer.restart_wal(writer)
+    assert rows_in_file_alone(db) == 10  # every row copied into the database file
+    assert not checkpointer.limit_reached()
+    writer.execute("INSERT INTO t VALUES (1)")
+    assert pages[-1] < 10  # this commit started the WAL over
+    checkpointer.wal_grew(pages[-1])
+    assert not checkpointer.limit_reached()
+    assert checkpointer._thread is None  # the checkpointer thread had no part in it
+    checkpointer.close()
     writer.close()
 
 
@@ -119,7 +148,16 @@ class Recorder:
             begun=lambda cur: self.calls.append("begun"),
             rolled_back=lambda: self.calls.append("rolled back"),
             committed=lambda: self.calls.append("committed"),
+            upkeep_due=lambda: self.upkeep_due,
+            upkeep=self.upkeep,
         )
+        self.upkeep_due = False
+        self.upkeep_threads: list[int] = []
+
+    def upkeep(self) -> None:
+        self.calls.append("upkeep")
+        self.upkeep_threads.append(threading.get_ident())
+        self.upkeep_due = False
 
     def insert(self, x: int) -> Callable[[apsw.Cursor], int]:
         def run(cur: apsw.Cursor) -> int:
@@ -200,6 +238,21 @@ async def test_work_alone_runs_between_commits_and_writes_wait_for_it(tmp_path: 
 
     assert seen == [[1]]
     assert recorder.rows() == [1, 2]
+
+
+async def test_upkeep_due_runs_before_the_next_commit_on_its_worker_thread(
+    tmp_path: Path,
+) -> None:
+    recorder = Recorder(tmp_path / "g.db", inline=True)
+    await recorder.commits.submit(recorder.insert(1), 8)
+    recorder.upkeep_due = True
+    await recorder.commits.submit(recorder.insert(2), 8)
+    await recorder.commits.submit(recorder.insert(3), 8)
+
+    assert recorder.calls == ["begun", "committed", "upkeep"] + ["begun", "committed"] * 2
+    [thread] = recorder.upkeep_threads
+    assert thread != threading.get_ident()  # off the event loop's thread
+    assert recorder.rows() == [1, 2, 3]
 
 
 def open_at_once(path: Path, writers: int) -> list[BaseException]:
