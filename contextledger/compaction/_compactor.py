@@ -398,13 +398,19 @@ class _Run:
 
     async def _partials(self, plan: CompactionPlan, prompts: Sequence[str]) -> list[str]:
         """Each of ``prompts`` summarised on its own (``chunk_concurrency`` at a time, in at
-        most ``CHUNK_OUTPUT_TOKENS``); the first provider error is raised."""
+        most ``CHUNK_OUTPUT_TOKENS``); the first provider error is raised. The summarizer is
+        asked in the chunks' order, whatever order the scheduler runs them in, so a replay's
+        summary calls come in the same order every time."""
         partials = [""] * len(prompts)
         failures: list[ProviderError] = []
         limiter = trio.CapacityLimiter(self.config.compaction.chunk_concurrency)
+        asked = [trio.Event() for _ in prompts]
 
         async def one(index: int) -> None:
+            if index:
+                await asked[index - 1].wait()
             async with limiter:
+                asked[index].set()  # the next chunk runs once this one has asked
                 if failures:
                     return
                 task = self._input(plan, "", prompts[index], whole=False)

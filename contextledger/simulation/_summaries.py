@@ -86,13 +86,21 @@ class PricedSummarizer:
 
     def __init__(self, extractive: Summarizer | None = None) -> None:
         self._extractive = extractive or ExtractiveSummarizer()
-        self.calls: list[SummaryCall] = []
+        self._asked: list[SummaryCall | None] = []
+
+    @property
+    def calls(self) -> list[SummaryCall]:
+        """The calls answered, in the order they were asked for: a compaction summarises its
+        chunks concurrently, so they may be answered in another order."""
+        return [call for call in self._asked if call is not None]
 
     async def summarize(self, task: SummaryInput) -> str:
         """The extractive summary of ``task``, with the model request it stands for recorded."""
         request = summary_request(task, max_output_tokens=SUMMARY_OUTPUT_TOKENS)
+        slot = len(self._asked)
+        self._asked.append(None)
         text = await self._extractive.summarize(task)
-        self.calls.append(SummaryCall(request, text_tokens(len(text))))
+        self._asked[slot] = SummaryCall(request, text_tokens(len(text)))
         return text
 
 

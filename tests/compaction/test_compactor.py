@@ -427,6 +427,23 @@ async def test_a_large_head_is_summarised_in_chunks_a_few_at_a_time(limit: int) 
     assert peak <= 2
 
 
+async def test_the_chunks_are_asked_for_in_their_order_every_time() -> None:
+    """The scheduler runs the chunks' tasks in any order; the summarizer is asked in theirs, so
+    a replay's summary calls (and their prices) are the same every time."""
+    events = _session(turns=40, output="x" * 6_000).events
+    small = Model(
+        provider_id="anthropic", model_id="m", limits=ModelLimits(context=16_000, output=2_000)
+    )
+    config = Config(compaction=CompactionConfig(chunk_concurrency=4))
+    for _ in range(8):
+        summarizer = Fixed(max_input_tokens=4_000)
+        await compact(await _log(events), summarizer, model=small, config=config, clock=_clock())
+        parts = [re.search(r"This is part (\d+) of", t.prompt) for t in summarizer.tasks[:-1]]
+        numbers = [int(m.group(1)) for m in parts if m is not None]
+        assert len(numbers) >= 3
+        assert numbers == sorted(numbers)
+
+
 async def test_the_post_compaction_prune_clears_old_outputs_left_in_view() -> None:
     b = _session(turns=6, output="y" * 120_000)
     log = await _log(b.events)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import trio
+
+from contextledger.compaction import SummaryInput
+from contextledger.events._parts import ModelRef
+from contextledger.policy._templates import OPENCODE, summary_prompt
 from contextledger.simulation import SummaryMemo, simulate_trace
+from contextledger.simulation._summaries import PricedSummarizer
 from contextledger.simulation._synthetic import synthetic_session
 
 
@@ -28,3 +34,44 @@ def test_simulations_sharing_a_summary_memo_give_what_each_gives_alone() -> None
         )
         assert shared.compactions > 1
         assert shared.summary() == alone.summary()
+
+
+class _Gated:
+    """Answers each task with its transcript once that task's gate opens."""
+
+    max_input_tokens: int | None = None
+
+    def __init__(self) -> None:
+        self.gates: dict[str, trio.Event] = {}
+
+    async def summarize(self, task: SummaryInput) -> str:
+        await self.gates.setdefault(task.transcript, trio.Event()).wait()
+        return task.transcript
+
+
+async def test_summary_calls_are_recorded_in_the_order_they_were_asked_for() -> None:
+    gated = _Gated()
+    priced = PricedSummarizer(gated)
+    tasks = [
+        SummaryInput(
+            session_id="ses_order",
+            head=(),
+            transcript=text,
+            previous_summary=None,
+            template=OPENCODE,
+            prompt=summary_prompt(OPENCODE, None),
+            model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+        )
+        for text in ("first " * 10, "second " * 300)
+    ]
+    async with trio.open_nursery() as nursery:
+        for task in tasks:
+            nursery.start_soon(priced.summarize, task)
+        await trio.testing.wait_all_tasks_blocked()
+        for task in reversed(tasks):  # the second is answered first
+            gated.gates[task.transcript].set()
+            await trio.testing.wait_all_tasks_blocked()
+    assert [call.output_tokens for call in priced.calls] == sorted(
+        call.output_tokens for call in priced.calls
+    )
+    assert len(priced.calls) == 2
