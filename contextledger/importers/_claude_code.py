@@ -15,6 +15,12 @@
   whose ``call_id`` is its ``tool_use_id``; text blocks are joined with ``"\\n"``, images become
   attachments. Text (a string ``content`` or text blocks) and images become one user message;
   ``isMeta`` records (notes the CLI writes into the conversation) are marked synthetic.
+- ``attachment`` (Claude Code 2.1: context the CLI adds itself, sent to the model as user
+  content): a user message of one synthetic text part, the content the attachment carries
+  under a line naming its kind (``_claude_code_attachments``); a prompt the user typed while
+  the model worked (``queued_command``) is the user's own message. The answer that follows
+  still replies to the last prompt. Kinds never sent, or sent as fixed wording the transcript
+  does not hold, are left out with the reason.
 - ``summary``: skipped and counted. Claude Code writes them as the resume picker's title of a
   conversation leaf (``leafUuid``); they are never sent to the model, so they are no part of
   the history. Their texts are kept in ``ImportedSession.summaries``.
@@ -31,7 +37,8 @@ transcript imported again is appended to), and a resumed session's file, which c
 first records under another name, gets its own; message and part ids are
 our own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
-API ``message_id``), ``SessionStarted.config`` the original ``sessionId``. Text holding a lone
+API ``message_id``, or the ``attachment`` kind), ``SessionStarted.config`` the original
+``sessionId``. Text holding a lone
 UTF-16 surrogate (which UTF-8 cannot carry) or bytes that are not UTF-8 is sanitised to U+FFFD.
 A malformed record raises ``TraceImportError`` naming the line and the field; with ``lenient``
 it is left out instead (``malformed_record``, with the field and reason), its content blocks
@@ -78,6 +85,7 @@ from contextledger.events._parts import (
     ToolPending,
     Usage,
 )
+from contextledger.importers._claude_code_attachments import attachment_text, typed_by_user
 from contextledger.importers._errors import TraceImportError
 from contextledger.importers._imported import (
     ApiCall,
@@ -144,7 +152,7 @@ UNREAD_BLOCK: Final = "a content block of a type the importer does not read"
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND: Final = timedelta(milliseconds=1)
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-_KNOWN_TYPES: Final = frozenset({"user", "assistant"})
+_KNOWN_TYPES: Final = frozenset({"user", "assistant", "attachment"})
 _MSGSPEC_PATH: Final = re.compile(r"at `\$(?P<path>[^`]*)`")
 _MSGSPEC_MISSING: Final = re.compile(r"missing required field `(?P<field>[^`]+)`")
 _T = TypeVar("_T")
@@ -297,6 +305,7 @@ class _Record(msgspec.Struct):
     isSidechain: bool | None = None
     isMeta: bool | None = None
     message: _Message | None = None
+    attachment: dict[str, Any] | None = None
 
 
 class _Summary(msgspec.Struct):
@@ -375,9 +384,11 @@ def _parse_line(data: bytes, number: int, source: str) -> _Line:
     if head.type not in _KNOWN_TYPES:
         return _Line(number, head.type, None, None, _time_ms(obj.get("timestamp")))
     record = _convert(obj, _Record, source, number, "")
-    if record.message is None:
+    if record.type == "attachment":
+        _check_attachment(record.attachment, source, number)
+    elif record.message is None:
         raise TraceImportError(source, number, "message", "missing")
-    if record.type == "assistant":
+    elif record.type == "assistant":
         if not record.message.id:
             raise TraceImportError(source, number, "message.id", "missing")
         if isinstance(record.message.content, str):
@@ -392,6 +403,13 @@ def _parse_line(data: bytes, number: int, source: str) -> _Line:
                 source, number, "timestamp", f"not an ISO-8601 time: {record.timestamp!r}"
             )
     return _Line(number, head.type, record, None, time_ms)
+
+
+def _check_attachment(attachment: dict[str, Any] | None, source: str, number: int) -> None:
+    if attachment is None:
+        raise TraceImportError(source, number, "attachment", "missing")
+    if not isinstance(attachment.get("type"), str):
+        raise TraceImportError(source, number, "attachment.type", "missing or not a string")
 
 
 #: The typed form of each content block the importer reads (``_check_blocks``).
@@ -569,6 +587,19 @@ class _Thread:
                 self._leave(line.number, f"block:{kind}", UNREAD_BLOCK, at)
         if texts or files:
             self._user_message(texts, files, record, now, meta)
+
+    def attachment(self, line: _Line, record: _Record, now: int) -> None:
+        """Context Claude Code sent as user content (``_claude_code_attachments``): a user
+        message, synthetic unless it is a prompt the user typed; or left out, with why."""
+        attachment = record.attachment
+        assert attachment is not None
+        text, reason = attachment_text(attachment)
+        if text is None:
+            self._leave(line.number, f"attachment:{attachment['type']}", str(reason), "attachment")
+            return
+        self.close()
+        typed = typed_by_user(attachment)
+        self._user_message([text], [], record, now, not typed, attachment=attachment["type"])
 
     def close(self) -> None:
         """Finish the open API call, if any: step finish, finished, usage reported."""
@@ -850,9 +881,15 @@ class _Thread:
         record: _Record,
         now: int,
         meta: bool,
+        *,
+        attachment: str | None = None,
     ) -> None:
+        """A user message of ``texts`` and ``files``; one made of a synthetic attachment is
+        neither the message the next answer replies to nor a sub-agent's first prompt."""
         message_id = self._message_ids.next(now)
-        self._last_user = message_id
+        spoken = attachment is None or not meta
+        if spoken:
+            self._last_user = message_id
         self._add(
             MessageAdded(
                 session_id=self.session_id,
@@ -862,8 +899,11 @@ class _Thread:
                 synthetic=meta,
             )
         )
-        if self.first_prompt is None:
+        if self.first_prompt is None and spoken:
             self.first_prompt = TEXT_BLOCK_SEPARATOR.join(texts)
+        origin: dict[str, Any] = {"uuid": record.uuid}
+        if attachment is not None:
+            origin["attachment"] = attachment
         for text in texts:
             self._part(
                 TextPart(
@@ -871,7 +911,7 @@ class _Thread:
                     message_id=message_id,
                     text=text,
                     synthetic=meta,
-                    metadata={METADATA_KEY: {"uuid": record.uuid}},
+                    metadata={METADATA_KEY: origin},
                 ),
                 now,
             )
@@ -935,6 +975,8 @@ class _Importer:
             thread = self._thread(record, now)
             if record.type == "assistant":
                 thread.assistant(line, record, now)
+            elif record.type == "attachment":
+                thread.attachment(line, record, now)
             else:
                 thread.user(line, record, now)
         self.ahead.clear()

@@ -43,6 +43,11 @@ from contextledger.importers import (
     import_claude_code,
     import_claude_code_lines,
 )
+from contextledger.importers._claude_code_attachments import (
+    FIXED_REASON,
+    NOT_SENT_REASON,
+    UNKNOWN_REASON,
+)
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "claude-code-jsonl"
 
@@ -367,6 +372,80 @@ def test_unknown_record_types_are_skipped_and_counted() -> None:
     assert_valid(imported)
 
 
+# --- attachments (Claude Code 2.1) -------------------------------------------------------------
+
+
+def test_an_attachment_becomes_a_synthetic_user_message_of_what_it_sent() -> None:
+    snippet = "12\tfunc Token() error {\n13\t\treturn nil\n14\t}"
+    changed = {"type": "edited_text_file", "filename": "/repo/tm.go", "snippet": snippet}
+    t = a_turn()
+    t.user([tool_result("toolu_1", "a.py")])
+    uuid = t.record("attachment", attachment=changed)
+    t.assistant("msg_B", text("Done."), stop_reason="end_turn")
+    imported = t.imported()
+    users = [m for m in of_type(imported.events, MessageAdded) if m.role == "user"]
+    assert [m.synthetic for m in users] == [False, True]
+    (note,) = [p for p in parts(imported.events) if p.message_id == users[1].message_id]
+    assert isinstance(note, TextPart) and note.synthetic
+    assert note.text == f"[edited_text_file]\n/repo/tm.go\n{snippet}"
+    assert note.metadata["claude_code"] == {"uuid": uuid, "attachment": "edited_text_file"}
+    # The answer still replies to the user's prompt, not to the note.
+    answer = of_type(imported.events, MessageAdded)[-1]
+    assert answer.role == "assistant" and answer.parent_id == users[0].message_id
+    assert_valid(imported)
+
+
+def test_a_prompt_typed_while_the_model_worked_is_the_users_own_message() -> None:
+    queued = {"type": "queued_command", "prompt": "also fix the README", "commandMode": "prompt"}
+    t = a_turn()
+    t.record("attachment", attachment={**queued, "origin": {"kind": "human"}})
+    t.record("attachment", attachment={**queued, "commandMode": "task-notification"})
+    imported = t.imported()
+    users = [m for m in of_type(imported.events, MessageAdded) if m.role == "user"]
+    assert [m.synthetic for m in users] == [False, False, True]
+    ids = {m.message_id for m in users}
+    texts = [p.text for p in parts(imported.events) if p.message_id in ids]
+    typed, notified = "also fix the README", "[queued_command]\nalso fix the README"
+    assert texts == ["list the files", typed, notified]
+    assert_valid(imported)
+
+
+@pytest.mark.parametrize(
+    ("attachment", "reason"),
+    [
+        ({"type": "command_permissions", "allowedTools": ["Bash"]}, NOT_SENT_REASON),
+        ({"type": "hook_system_message", "content": "linked"}, NOT_SENT_REASON),
+        ({"type": "hook_success", "hookEvent": "Stop", "content": "ok"}, FIXED_REASON),
+        ({"type": "task_reminder", "content": [], "itemCount": 0}, FIXED_REASON),
+        ({"type": "auto_mode"}, FIXED_REASON),
+        ({"type": "a_kind_from_the_future", "content": "x"}, UNKNOWN_REASON),
+    ],
+)
+def test_an_attachment_that_sent_nothing_we_hold_is_left_out_with_why(
+    attachment: dict[str, Any], reason: str
+) -> None:
+    t = Transcript()
+    t.user("hello")
+    t.record("attachment", attachment=attachment)
+    imported = t.imported()
+    assert [p.text for p in parts(imported.events)] == ["hello"]
+    (left,) = imported.left_out
+    assert (left.line, left.kind, left.reason) == (2, f"attachment:{attachment['type']}", reason)
+    assert_valid(imported)
+
+
+def test_attachments_before_the_first_prompt_do_not_take_its_place() -> None:
+    t = Transcript()
+    t.record("attachment", attachment={"type": "skill_listing", "content": "- review: a skill"})
+    t.user("the task")
+    imported = t.imported()
+    (first,) = [m for m in of_type(imported.events, MessageAdded) if not m.synthetic]
+    assert [p.text for p in parts(imported.events) if p.message_id == first.message_id] == [
+        "the task"
+    ]
+    assert_valid(imported)
+
+
 def test_a_repeated_record_is_imported_once() -> None:
     t = a_turn()
     t.raw(t.lines[-1])
@@ -432,6 +511,9 @@ def _assistant_line(**message: Any) -> str:
             ),
             "message.content[0].tool_use_id",
         ),
+        ('{"type": "attachment", "uuid": "u"}', "attachment"),
+        ('{"type": "attachment", "attachment": {"snippet": "x"}}', "attachment.type"),
+        ('{"type": "attachment", "attachment": "a file"}', "attachment"),
     ],
 )
 def test_a_malformed_record_names_its_line_and_field(line: str, field: str) -> None:
@@ -512,3 +594,30 @@ def test_claude_code_2_1_sessions_have_the_documented_counts(name: str) -> None:
     assert sum(imported.read.values()) == lines
     new_types = {"progress", "attachment", "file-history-snapshot", "queue-operation"}
     assert new_types & {item.kind for item in imported.left_out}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["auth-go__c3e870840354-0__cc-2.1.150.jsonl", "oh-my-posh__10906611becd-0__cc-2.1.219.jsonl"],
+)
+def test_every_attachment_of_a_2_1_session_is_imported_or_left_out_with_why(name: str) -> None:
+    path = TRACES.parent / "claude-code-more" / name
+    if not path.is_file():
+        pytest.skip(f"shared/traces not present: {path} does not exist")
+    imported = import_claude_code(path)
+    records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    sent = [r["attachment"] for r in records if r.get("type") == "attachment"]
+    notes = [
+        p
+        for p in parts(imported.events)
+        if isinstance(p, TextPart) and "attachment" in p.metadata.get("claude_code", {})
+    ]
+    left = [item for item in imported.left_out if item.kind.startswith("attachment:")]
+    assert notes and len(notes) + len(left) == len(sent)
+    # A changed file's lines, the skills on offer, a typed prompt: each is in a note,
+    # character for character.
+    held = "\n".join(note.text for note in notes)
+    key = {"edited_text_file": "snippet", "skill_listing": "content", "queued_command": "prompt"}
+    strings = [a[key[a["type"]]] for a in sent if a["type"] in key]
+    assert strings and all(text in held for text in strings)
+    assert_valid(imported)
