@@ -2,12 +2,14 @@
 
 The anchors' rule (opencode, Kilo Code, pi, google-adk): about four characters per token.
 It is computed once per part version, when the part is added or changed, so totals over a
-long history cost nothing per step. Better counters (calibrated, exact) refine it later from
-provider-reported usage; the per-part figure stays the common currency.
+long history cost nothing per step. A reasoning part whose text is omitted counts by the
+thinking its signature seals (``reasoning_payload``). Better counters (calibrated, exact)
+refine it later from provider-reported usage; the per-part figure stays the common currency.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -29,7 +31,28 @@ from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
 #: bills a 1,000 x 1,000 image at about 1,334 tokens, so 1,500 errs on the side of room.
 MEDIA_TOKENS: Final = 1500
 
+#: The keys of an Anthropic reasoning part's ``metadata["anthropic"]`` whose value encodes the
+#: whole thinking: a ``thinking`` block's signature, a ``redacted_thinking`` block's data.
+SEALED_THINKING_KEYS: Final = ("signature", "redactedData")
+
 _json = msgspec.json.Encoder()
+
+
+def reasoning_payload(text: str, metadata: Mapping[str, Any]) -> str:
+    """The string a reasoning part's size is measured by: its text, or, when the text is
+    empty, its sealed thinking (``SEALED_THINKING_KEYS``). Claude Code 2.1.150 and later
+    write Opus 4.7's thinking blocks with the text omitted; the request sends the signature
+    back, and the provider's context holds the whole thinking it seals, which grows with it
+    (a redacted block's data likewise). A shown text, full or a summary, is the measure
+    itself: a signature's length per token differs from model to model."""
+    sealed = metadata.get("anthropic")
+    if text or not isinstance(sealed, Mapping):
+        return text
+    for key in SEALED_THINKING_KEYS:
+        payload = sealed.get(key)
+        if isinstance(payload, str) and payload:
+            return payload
+    return text
 
 
 def input_chars(tool_input: dict[str, Any]) -> int:
@@ -41,8 +64,10 @@ def part_chars(part: Part, *, tool_input_chars: int | None = None) -> int:
     """The characters of ``part`` that a request would carry, before any view rule.
     ``tool_input_chars``, when known, saves re-encoding a tool call's input."""
     kind = type(part)
-    if kind is TextPart or kind is ReasoningPart:
+    if kind is TextPart:
         return len(part.text)  # type: ignore[union-attr]
+    if kind is ReasoningPart:
+        return len(reasoning_payload(part.text, part.metadata))  # type: ignore[union-attr]
     if kind is ToolPart:
         state = part.state  # type: ignore[union-attr]
         if tool_input_chars is None:

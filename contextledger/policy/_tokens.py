@@ -64,7 +64,7 @@ from contextledger.events._parts import (
     ToolErrored,
     ToolPart,
 )
-from contextledger.history._estimate import MEDIA_TOKENS
+from contextledger.history._estimate import MEDIA_TOKENS, reasoning_payload
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     TOKEN_PIECE_PATTERN,
@@ -179,8 +179,10 @@ def _tool(tool: str, tool_input: dict[str, Any], output: str, media: int = 0) ->
 def measure_part(part: Part) -> PromptMeasure:
     """A history part's measure; its ``chars`` equal ``history.estimate.part_chars(part)``."""
     match part:
-        case TextPart(text=text) | ReasoningPart(text=text):
+        case TextPart(text=text):
             return measure_text(text)
+        case ReasoningPart(text=text, metadata=metadata):
+            return measure_text(reasoning_payload(text, metadata))
         case ToolPart(state=state, tool=tool):
             if isinstance(state, ToolCompleted):
                 return _tool(tool, state.input, state.output, len(state.attachments))
@@ -204,7 +206,11 @@ def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
     for message in messages:
         for content in message.content:
             match content:
-                case ModelText(text=t) | ModelReasoning(text=t):
+                case ModelText(text=t):
+                    text += len(t)
+                    text_pieces += pieces(t)
+                case ModelReasoning(text=t, provider_metadata=metadata):
+                    t = reasoning_payload(t, metadata)
                     text += len(t)
                     text_pieces += pieces(t)
                 case ModelFile():
