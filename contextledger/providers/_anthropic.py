@@ -58,9 +58,11 @@ def file_block(file: ModelFile) -> dict[str, Any]:
 
 
 def _reasoning(part: ModelReasoning) -> dict[str, Any]:
+    """A ``thinking`` block with its signature, or a ``redacted_thinking`` block with its data
+    (``redactedData``, where the importers keep it)."""
     meta = part.provider_metadata.get("anthropic", {})
-    if isinstance(meta, dict) and meta.get("redacted_data"):
-        return {"type": "redacted_thinking", "data": meta["redacted_data"]}
+    if isinstance(meta, dict) and meta.get("redactedData"):
+        return {"type": "redacted_thinking", "data": meta["redactedData"]}
     signature = meta.get("signature", "") if isinstance(meta, dict) else ""
     return {"type": "thinking", "thinking": part.text, "signature": signature}
 

@@ -38,6 +38,26 @@ def test_unsigned_reasoning_is_not_sent_back() -> None:
     assert fragment["content"] == [{"type": "text", "text": "answer"}]
 
 
+def test_thinking_goes_back_signed_even_when_its_text_was_omitted() -> None:
+    sealed = {"anthropic": {"signature": "EqAPsig"}}
+    message = view_message(
+        "assistant", ModelReasoning(text="", provider_metadata=sealed), ModelText(text="answer")
+    )
+    (fragment,) = items_of(AnthropicMessages(), message)
+    assert fragment["content"][0] == {"type": "thinking", "thinking": "", "signature": "EqAPsig"}
+
+
+def test_redacted_thinking_goes_back_as_its_data() -> None:
+    """Importers keep a ``redacted_thinking`` block's data under ``redactedData`` (the AI
+    SDK's name, as opencode stores it)."""
+    redacted = {"anthropic": {"redactedData": "EmwKAhgB"}}
+    message = view_message(
+        "assistant", ModelReasoning(text="", provider_metadata=redacted), ModelText(text="answer")
+    )
+    (fragment,) = items_of(AnthropicMessages(), message)
+    assert fragment["content"][0] == {"type": "redacted_thinking", "data": "EmwKAhgB"}
+
+
 def test_usage_splits_cache_reads_and_writes() -> None:
     usage = AnthropicMessages().decode_usage(
         {
