@@ -27,6 +27,8 @@ from contextledger.events._catalogue import (
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._parts import (
     FilePart,
+    ModelRef,
+    PromptMeasure,
     StepFinishPart,
     StepStartPart,
     TextPart,
@@ -34,9 +36,10 @@ from contextledger.events._parts import (
     ToolErrored,
     ToolPart,
     ToolPending,
+    ToolSchema,
     Usage,
 )
-from contextledger.history import History, SessionIndex, validate_events
+from contextledger.history import History, SessionIndex, ViewOptions, model_view, validate_events
 from contextledger.importers import (
     ImportedSession,
     TraceImportError,
@@ -48,6 +51,9 @@ from contextledger.importers._claude_code_attachments import (
     NOT_SENT_REASON,
     UNKNOWN_REASON,
 )
+from contextledger.policy._tokens import measure_messages, measure_part, pieces
+from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.vocabulary._requests import Request
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "claude-code-jsonl"
 
@@ -59,6 +65,8 @@ README_API_CALLS = {
     "vsla_5f8cbb78": 207,
     "vsla_d7d349f9": 90,
 }
+
+BASH = ToolSchema(name="Bash", input_schema={"type": "object"})
 
 USAGE = {
     "input_tokens": 4,
@@ -444,6 +452,38 @@ def test_attachments_before_the_first_prompt_do_not_take_its_place() -> None:
         "the task"
     ]
     assert_valid(imported)
+
+
+def test_sealed_thinking_and_attachments_are_sent_back_and_measured_as_sent() -> None:
+    """What the prompt held reaches the request, and the estimate measures the request's
+    content as the history's parts: Opus 4.7's thinking goes back with its text omitted and
+    its signature, and is counted by the signature; an attachment is user text."""
+    signature = "EqAPCmMIDhgCKkDJZUuNNeogV27oBp+qYpoE/u/qnW9lwlZHsRxf9qPJAULIpF06A7Z3"
+    t = Transcript()
+    t.user("fix the token refresh")
+    t.assistant("msg_A", {"type": "thinking", "thinking": "", "signature": signature})
+    t.assistant("msg_A", tool_use("toolu_1", command="go test ./..."))
+    t.user([tool_result("toolu_1", "ok")])
+    changed = {"type": "edited_text_file", "filename": "a.go", "snippet": "1\tpackage a"}
+    t.record("attachment", attachment=changed)
+    imported = t.imported()
+    recorded = (
+        RecordedEvent(imported.session_id, seq, seq, event)
+        for seq, event in enumerate(imported.events, 1)
+    )
+    history = History.rebuild(imported.session_id, recorded)
+    model = ModelRef(provider_id="anthropic", model_id="claude-opus-4-20250514")
+    view = model_view(history, ViewOptions(model=model))
+    request = Request(
+        session_id=imported.session_id, model=model, messages=tuple(view), tools=(BASH,)
+    )
+    body = json.loads(AnthropicMessages().encode(request).body)
+    blocks = [block for message in body["messages"] for block in message["content"]]
+    assert {"type": "thinking", "thinking": "", "signature": signature} in blocks
+    assert {"type": "text", "text": "[edited_text_file]\na.go\n1\tpackage a"} in blocks
+    held = sum((measure_part(p) for m in history.messages for p in m.parts), PromptMeasure())
+    assert measure_messages(view) == held
+    assert held.text_pieces >= pieces(signature)
 
 
 def test_a_repeated_record_is_imported_once() -> None:
