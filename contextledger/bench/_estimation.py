@@ -5,10 +5,12 @@ On every Claude Code transcript of each trace set (``bench._sets``: ``tune``, th
 ``claude-code-more``): import it, replay its main thread through the ``History``
 projection, and at each API call take the prompt's measure
 (``policy._tokens.PromptMeasure``: characters of text, tool inputs and tool outputs, tool
-calls, media). For each pair of consecutive calls, the provider's figure is the
-change in prompt tokens (input + cache read + cache write); each method predicts it from the
-measure the history gained in between (the previous call's output, the tool results, new user
-text):
+calls, media). For each pair of consecutive calls of one model (as the calibrated counter and
+the runtime's calibration from usage reports learn them: a call of another model in between,
+such as a ``<synthetic>`` notice Claude Code writes itself without usage, ends no pair), the
+provider's figure is the change in prompt tokens (input + cache read + cache write); each
+method predicts it from the measure the history gained in between (the previous call's
+output, the tool results, new user text):
 
 - ``plain``: ``EstimateCounter`` (characters / 4, media at a fixed charge);
 - ``calibrated``: ``CalibratedCounter``, one per (session, model), having observed only the
@@ -110,12 +112,13 @@ def measure_session(session: ImportedSession) -> _PairErrors:
     calibrated: dict[str, CalibratedCounter] = {}
     single = _SingleRatio()
     errors = _PairErrors()
-    previous: Observation | None = None
+    last: dict[str, Observation] = {}
     for seq, event in enumerate(session.events, 1):
         call = calls.get(event.message_id) if isinstance(event, MessageAdded) else None
         if call is not None:
             observation = Observation(measure=running.total, prompt_tokens=call.usage.prompt)
             counter = calibrated.get(call.model, CalibratedCounter())
+            previous = last.get(call.model)
             if previous is not None:
                 gained = observation.measure - previous.measure
                 tokens = observation.prompt_tokens - previous.prompt_tokens
@@ -127,7 +130,7 @@ def measure_session(session: ImportedSession) -> _PairErrors:
                     errors.single_ratio.append(_error(single.predict(gained), tokens))
                     single.observe(gained, tokens)
             calibrated[call.model] = counter.observe(observation)
-            previous = observation
+            last[call.model] = observation
         history.apply(RecordedEvent(session.session_id, seq, seq, event))
     return errors
 

@@ -30,8 +30,9 @@ def _usage(prompt: int) -> dict[str, int]:
     }
 
 
-def _transcript(prompts: list[int]) -> str:
-    """A session of tool-calling steps whose calls report the given prompt sizes."""
+def _transcript(prompts: list[int], models: list[str] | None = None) -> str:
+    """A session of tool-calling steps whose calls report the given prompt sizes (by the
+    given models, else all by one)."""
     lines: list[dict[str, Any]] = [
         {"type": "user", "uuid": "u0", "message": {"role": "user", "content": "go"}}
     ]
@@ -41,7 +42,8 @@ def _transcript(prompts: list[int]) -> str:
             {"type": "tool_use", "id": f"toolu_{i}", "name": "Read", "input": {"n": i}},
         ):
             message: dict[str, Any] = {"id": f"msg_{i}", "role": "assistant"}
-            message.update(model="claude-sonnet-4", content=[block], usage=_usage(prompt))
+            model = models[i] if models else "claude-sonnet-4"
+            message.update(model=model, content=[block], usage=_usage(prompt))
             lines.append({"type": "assistant", "uuid": f"a{i}{block['type']}", "message": message})
         result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "x" * 400 * i}
         lines.append(
@@ -83,6 +85,17 @@ def test_the_test_set_is_measured_apart_and_holds_the_target(tmp_path: Path) -> 
     test_median = result["sets"]["test"]["calibrated_median_error"]
     assert result["test_calibrated_median_error"] == test_median
     assert result["target_met"] == (test_median <= result["target_calibrated_median_error"])
+
+
+def test_pairs_are_calls_of_one_model_as_the_counter_learns_them(tmp_path: Path) -> None:
+    """A call of another model in between (Claude Code's own ``<synthetic>`` notice, or a
+    switch of model) ends no pair: the next call is paired with its own model's last."""
+    folder = tmp_path / "claude-code-jsonl"
+    folder.mkdir()
+    models = ["claude-sonnet-4", "claude-sonnet-4", "<synthetic>", "claude-sonnet-4"]
+    (folder / "tiny.jsonl").write_text(_transcript([15_000, 15_120, 15_150, 15_300], models))
+    tune = run(["--traces", str(tmp_path)])["sets"]["tune"]
+    assert (tune["pairs"], tune["excluded"]) == (2, 0)
 
 
 def test_absent_traces_are_reported_not_raised(tmp_path: Path) -> None:
