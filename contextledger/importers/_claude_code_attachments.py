@@ -57,7 +57,7 @@ def attachment_text(attachment: dict[str, Any]) -> Rendered:
     render = _RENDER.get(kind)
     if render is None:
         return None, UNKNOWN_REASON
-    texts = [t for t in render(attachment) if t]
+    texts = [t for t in render(attachment) if t.strip()]
     if not texts:
         return None, FIXED_REASON
     if typed_by_user(attachment):
