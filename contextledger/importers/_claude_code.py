@@ -38,8 +38,8 @@ first records under another name, gets its own; message and part ids are
 our own (``IdGenerator`` over the records' timestamps); the originals are kept where a field exists:
 ``metadata["claude_code"]`` of text and reasoning parts holds the record ``uuid`` (and the
 API ``message_id``, or the ``attachment`` kind), ``SessionStarted.config`` the original
-``sessionId``. Text holding a lone
-UTF-16 surrogate (which UTF-8 cannot carry) or bytes that are not UTF-8 is sanitised to U+FFFD.
+``sessionId``. Text holding a lone UTF-16 surrogate (which UTF-8 cannot carry) or bytes that
+are not UTF-8 is sanitised to U+FFFD.
 A malformed record raises ``TraceImportError`` naming the line and the field; with ``lenient``
 it is left out instead (``malformed_record``, with the field and reason), its content blocks
 checked before any of them is used. Every record or block left out (the kinds above) is

