@@ -617,6 +617,13 @@ MORE: dict[str, tuple[int, int]] = {
 }
 
 
+def _has_content(content: str | list[dict[str, Any]]) -> bool:
+    """Whether a user record's content makes a user message: text, or a media block."""
+    if isinstance(content, str):
+        return True
+    return any(b.get("type") in ("text", "image", "document") for b in content)
+
+
 @pytest.mark.parametrize("name", sorted(MORE))
 def test_claude_code_2_1_sessions_have_the_documented_counts(name: str) -> None:
     folder = TRACES.parent / "claude-code-more"
@@ -629,6 +636,23 @@ def test_claude_code_2_1_sessions_have_the_documented_counts(name: str) -> None:
     assert len(imported.all_calls()) == calls
     parts = [e.part for e in imported.events if isinstance(e, PartAdded)]
     assert sum(isinstance(p, ToolPart) for p in parts) == tool_uses
+    # The user's own messages: user records with text or media (not isMeta), and the prompts
+    # typed while the model worked, which Claude Code 2.1 writes as queued_command
+    # attachments (auth-go 1, oh-my-posh 2); no other attachment is the user's.
+    records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    spoken = sum(
+        r.get("type") == "user"
+        and not (r.get("isMeta") or r.get("isSidechain"))
+        and _has_content(r["message"]["content"])
+        for r in records
+    )
+    queued = sum(
+        r.get("attachment", {}).get("type") == "queued_command"
+        and r["attachment"].get("commandMode") == "prompt"
+        for r in records
+    )
+    users = [e for e in of_type(imported.events, MessageAdded) if e.role == "user"]
+    assert sum(not u.synthetic for u in users) == spoken + queued
     # Every line is read; the 2.1 line types no event carries are listed with their line.
     lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
     assert sum(imported.read.values()) == lines
