@@ -127,8 +127,11 @@ class SessionApi(ABC):
         editor: EditorState | None = None,
         plan_path: str | None = None,
         plan_exists: bool = False,
+        synthetic: bool = False,
     ) -> str:
-        """Record a user message; return its id."""
+        """Record a user message; return its id. With ``synthetic``, a message the client
+        sent on its own rather than one the user typed (a hook's output, a changed file's
+        snippet): recorded as it was sent, it belongs to the running turn."""
         command = AddUser(
             text=text,
             agent=agent,
@@ -137,6 +140,7 @@ class SessionApi(ABC):
             editor=editor,
             plan_path=plan_path,
             plan_exists=plan_exists,
+            synthetic=synthetic,
         )
         message_id: str = await self._record(command)
         return message_id

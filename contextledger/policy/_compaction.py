@@ -70,6 +70,7 @@ from contextledger.policy._transcript import (
     serialize_head,
     unwrap_summary,
 )
+from contextledger.policy._turns import compaction_part, is_real_user
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     PREFLIGHT_FACTOR,
@@ -186,26 +187,11 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
         return self.tail[0].id if self.tail else None
 
 
-def compaction_part(message: Message) -> CompactionPart | None:
-    """The compaction part of a compaction request."""
-    return next((p for p in message.parts if isinstance(p, CompactionPart)), None)
-
-
-def is_real_user(message: Message) -> bool:
-    """A user message a person wrote: not a compaction request, not written by the runtime,
-    with a part other than synthetic or ignored text."""
-    return (
-        message.role == "user"
-        and not message.synthetic
-        and compaction_part(message) is None
-        and any(not (isinstance(p, TextPart) and (p.synthetic or p.ignored)) for p in message.parts)
-    )
-
-
 def turns(messages: Sequence[Message]) -> list[Turn]:
-    """A turn starts at each user message that is not a compaction request and runs to the
-    next one; messages before the first belong to none."""
-    starts = [i for i, m in enumerate(messages) if m.role == "user" and compaction_part(m) is None]
+    """A turn starts at each user message a person wrote (``is_real_user``: not a synthetic
+    one nor a compaction request) and runs to the next one; messages before the first belong
+    to none."""
+    starts = [i for i, m in enumerate(messages) if is_real_user(m)]
     return [Turn(s, e) for s, e in itertools.pairwise([*starts, len(messages)])]
 
 

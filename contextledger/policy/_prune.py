@@ -3,10 +3,10 @@ reasoning to strip. Every function is pure; the caller appends the events (``pla
 
 **The walk** (opencode's, shared by every mode): go through the view's messages newest to
 oldest; leave the current and the previous turn alone (everything until the second user
-message is seen); stop at a summary (never prune across one) and at an output already cleared
-(everything older was handled then). Keep the newest ``protect_tokens`` of tool output; the
-completed outputs beyond that are the candidates. Outputs of protected tools (``skill``) are
-never candidates.
+message a person wrote is seen: ``is_real_user``); stop at a summary (never prune across one)
+and at an output already cleared (everything older was handled then). Keep the newest
+``protect_tokens`` of tool output; the completed outputs beyond that are the candidates.
+Outputs of protected tools (``skill``) are never candidates.
 
 **The modes** (``PruneConfig.mode``, for the "normal" prune after each turn, which runs only
 when ``PruneConfig.enabled``):
@@ -58,6 +58,7 @@ from contextledger.events._parts import (
 from contextledger.history._estimate import estimate_part_tokens
 from contextledger.history._projection import Message
 from contextledger.history._view import soft_trimmed
+from contextledger.policy._turns import is_real_user
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
@@ -67,7 +68,8 @@ from contextledger.vocabulary._defaults import (
     STRIP_PROTECTED_TURNS,
 )
 
-#: How many turns, counted in user messages from the newest, are never pruned.
+#: How many turns, counted in user messages a person wrote (``is_real_user``) from the newest,
+#: are never pruned.
 PROTECTED_TURNS: Final = 2
 
 
@@ -151,7 +153,7 @@ def _old_outputs(
     users = 0
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if message.role == "user":
+        if is_real_user(message):
             users += 1
         if users < protected_turns:
             continue
@@ -273,10 +275,11 @@ def plan_strip(
 
 
 def _turn_start(messages: Sequence[Message], turns: int) -> int:
-    """The index of the ``turns``-th newest user message; 0 when there are fewer."""
+    """The index of the ``turns``-th newest user message a person wrote (``is_real_user``);
+    0 when there are fewer."""
     users = 0
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "user":
+        if is_real_user(messages[index]):
             users += 1
             if users == turns:
                 return index

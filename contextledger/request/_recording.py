@@ -89,8 +89,9 @@ def as_tuple(values: Sequence[Any]) -> Any:
 
 class AddUser(Command, frozen=True):
     """A user message typed now (wrapped when it interrupts a running turn, with its mode
-    reminders and its captured environment). ``files`` are ``(mime, url, filename)``.
-    Reply: the message id."""
+    reminders and its captured environment), or with ``synthetic`` one the client sent on
+    its own (a hook's output, a changed file), recorded as it was sent and starting no turn.
+    ``files`` are ``(mime, url, filename)``. Reply: the message id."""
 
     text: str
     agent: str = "build"
@@ -99,6 +100,7 @@ class AddUser(Command, frozen=True):
     editor: EditorState | None = None
     plan_path: str | None = None
     plan_exists: bool = False
+    synthetic: bool = False
 
 
 class StartAssistant(Command, frozen=True):
@@ -261,6 +263,7 @@ class Recorder:
             editor=command.editor,
             plan_path=command.plan_path,
             plan_exists=command.plan_exists,
+            synthetic=command.synthetic,
             time_ms=self._clock(),
         )
         await self._write(events)

@@ -79,10 +79,14 @@ def user_message_events(
     plan_agents: Collection[str] = ("plan",),
     plan_path: str | None = None,
     plan_exists: bool = False,
+    synthetic: bool = False,
     time_ms: int = 0,
 ) -> list[Event]:
-    """The events of a user message typed now. ``files`` are ``(mime, url, filename)``;
-    ``new_part_id`` gives increasing part ids. Pure in its arguments."""
+    """The events of a user message typed now, or with ``synthetic`` of one the client sent
+    on its own: a synthetic message whose text is one synthetic part, never wrapped as an
+    interruption and without mode reminders (the runtime's own synthetic messages are marked
+    the same way). ``files`` are ``(mime, url, filename)``; ``new_part_id`` gives increasing
+    part ids. Pure in its arguments."""
     session_id = history.session_id
     events: list[Event] = [
         MessageAdded(
@@ -93,6 +97,7 @@ def user_message_events(
             role="user",
             agent=agent,
             model=model,
+            synthetic=synthetic,
         )
     ]
 
@@ -101,7 +106,9 @@ def user_message_events(
             PartAdded(session_id=session_id, agent_id=agent_id, time_ms=time_ms, part=value)
         )
 
-    if interrupts_turn(history, agent_id):
+    if synthetic:
+        part(TextPart(id=new_part_id(), message_id=message_id, text=text, synthetic=True))
+    elif interrupts_turn(history, agent_id):
         part(TextPart(id=new_part_id(), message_id=message_id, text=text, ignored=True))
         part(
             TextPart(
@@ -117,7 +124,7 @@ def user_message_events(
         plan_path=plan_path,
         plan_exists=plan_exists,
     )
-    for reminder in reminders:
+    for reminder in () if synthetic else reminders:
         part(TextPart(id=new_part_id(), message_id=message_id, text=reminder, synthetic=True))
     for mime, url, filename in files:
         part(

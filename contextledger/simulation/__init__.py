@@ -11,6 +11,7 @@ See ``docs/strategies.md``.
 from contextledger.simulation._local import LocalLog, LocalSession
 from contextledger.simulation._replay import (
     RecordedCall,
+    RecordedNote,
     RecordedTurn,
     ReplayClock,
     ReplayedCall,
@@ -64,6 +65,7 @@ __all__ = [
     "LocalSession",
     "Provider",
     "RecordedCall",
+    "RecordedNote",
     "RecordedTurn",
     "ReplayClock",
     "ReplayedCall",

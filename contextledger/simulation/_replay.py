@@ -1,12 +1,14 @@
 """Replaying a recorded session as an agent would have run it.
 
-``recorded_turns`` reads the user turns and model calls out of a session's events (pure).
-``TurnReplay`` drives a session with them: per user turn ``add_user``; per model call
-``build_request`` first (a session compacts there when it decides to), then the recorded
-text, reasoning and tool calls, their results, and ``finish`` (the after-turn prune runs
-there). The session is a runtime's ``SessionHandle`` or the simulation's ``LocalSession``:
-both record, decide and build through the same functions, so both replays of a trace append
-the same events and send the same requests.
+``recorded_turns`` reads the user turns, their synthetic user messages (what the client sent
+on its own: a hook's output, a changed file's snippet) and model calls out of a session's
+events (pure). ``TurnReplay`` drives a session with them: per user turn ``add_user``; per
+synthetic message ``add_user(..., synthetic=True)`` where it was recorded, so it stays in its
+turn; per model call ``build_request`` first (a session compacts there when it decides to),
+then the recorded text, reasoning and tool calls, their results, and ``finish`` (the
+after-turn prune runs there). The session is a runtime's ``SessionHandle`` or the
+simulation's ``LocalSession``: both record, decide and build through the same functions, so
+both replays of a trace append the same events and send the same requests.
 
 Each built request is simulated against the prompt cache (``cachesim.sim_request``) at the time
 the call was recorded, so the cache's TTL plays out as it did. The usage passed to ``finish`` is
@@ -19,7 +21,7 @@ provider would have reported for the requests actually sent.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Final
@@ -39,8 +41,8 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.history._projection import History, Message
-from contextledger.policy._compaction import compaction_part
 from contextledger.policy._prune import Plan, PrunePlan, StripPlan, TrimPlan
+from contextledger.policy._turns import compaction_part
 from contextledger.providers._errors import ProviderError
 from contextledger.request._builder import BuiltRequest, RequestInputs
 from contextledger.vocabulary._requests import Request
@@ -60,24 +62,48 @@ class RecordedCall:
 
 
 @dataclass(frozen=True)
+class RecordedNote:
+    """A synthetic user message of a turn (sent by the client on its own, not typed): when,
+    its text and files, and how many of the turn's calls came before it (``None``: it came
+    before the turn's own message, as the notes that open a session do)."""
+
+    time_ms: int
+    text: str
+    files: tuple[tuple[str, str, str | None], ...]
+    after: int | None
+
+
+@dataclass(frozen=True)
 class RecordedTurn:
-    """One user turn: the user's text and files (``(mime, url, filename)``) and the calls
-    that answered it."""
+    """One user turn: the user's text and files (``(mime, url, filename)``), the calls that
+    answered it and the synthetic user messages recorded in it (``notes``, in order)."""
 
     time_ms: int
     text: str
     files: tuple[tuple[str, str, str | None], ...]
     calls: list[RecordedCall] = field(default_factory=list)
+    notes: list[RecordedNote] = field(default_factory=list)
+
+    def opening(self) -> Iterator[RecordedNote]:
+        """The notes recorded before the turn's own message."""
+        return (note for note in self.notes if note.after is None)
+
+    def steps(self) -> Iterator[RecordedCall | RecordedNote]:
+        """The calls and the notes after the turn's own message, in recorded order."""
+        notes = [(note.after, note) for note in self.notes if note.after is not None]
+        told = 0
+        for number, call in enumerate(self.calls):
+            while told < len(notes) and notes[told][0] <= number:
+                yield notes[told][1]
+                told += 1
+            yield call
+        yield from (note for _, note in notes[told:])
 
 
-def _user_turn(message: Message) -> RecordedTurn | None:
-    if compaction_part(message) is not None:
-        return None
+def _content(message: Message) -> tuple[str, tuple[tuple[str, str, str | None], ...]]:
     text = "\n\n".join(p.text for p in message.parts if isinstance(p, TextPart) and p.text)
     files = tuple((p.mime, p.url, p.filename) for p in message.parts if isinstance(p, FilePart))
-    if not text and not files:
-        return None
-    return RecordedTurn(time_ms=message.created_ms, text=text, files=files)
+    return text, files
 
 
 def _call(message: Message) -> RecordedCall:
@@ -97,9 +123,11 @@ def _call(message: Message) -> RecordedCall:
 
 
 def recorded_turns(events: Sequence[Event]) -> list[RecordedTurn]:
-    """The main agent's user turns and model calls in ``events`` (a valid session). A user
-    message with neither text nor files continues the turn before it; compaction requests
-    and summaries are left out, and so are calls before the first user message."""
+    """The main agent's user turns and model calls in ``events`` (a valid session). A
+    synthetic user message is a note of the turn it arrived in (of the first turn when it came
+    before it), and a user message with neither text nor files continues the turn before it;
+    compaction requests and summaries are left out, and so are calls before the first user
+    message."""
     if not events:
         return []
     session_id = events[0].session_id
@@ -107,13 +135,21 @@ def recorded_turns(events: Sequence[Event]) -> list[RecordedTurn]:
         session_id, (RecordedEvent(session_id, i, i, e) for i, e in enumerate(events, 1))
     )
     turns: list[RecordedTurn] = []
+    opening: list[RecordedNote] = []  # the notes before the first turn
     for message in history.messages:
         if message.agent_id != MAIN_AGENT:
             continue
-        if message.role == "user":
-            turn = _user_turn(message)
-            if turn is not None:
-                turns.append(turn)
+        if message.role == "user" and compaction_part(message) is None:
+            text, files = _content(message)
+            if not text and not files:
+                continue
+            if message.synthetic:
+                after = len(turns[-1].calls) if turns else None
+                note = RecordedNote(message.created_ms, text, files, after)
+                (turns[-1].notes if turns else opening).append(note)
+            else:
+                turns.append(RecordedTurn(message.created_ms, text, files, notes=opening))
+                opening = []
         elif message.role == "assistant" and not message.summary and turns:
             turns[-1].calls.append(_call(message))
     return turns
@@ -269,9 +305,14 @@ class TurnReplay:
         number = 0
         outcomes = _Outcomes()
         for index, turn in enumerate(self.turns):
+            for note in turn.opening():
+                await self._note(note)
             clock.at(turn.time_ms)
             user_id = await session.add_user(turn.text, files=turn.files)
-            for call in turn.calls:
+            for call in turn.steps():
+                if isinstance(call, RecordedNote):
+                    await self._note(call)
+                    continue
                 clock.at(call.time_ms)
                 outcomes.take(await session.history())  # only those of this call are told
                 built, sim, refused = await self._send(number, user_id, call)
@@ -283,6 +324,11 @@ class TurnReplay:
                 number += 1
                 pruned = tuple(await _record_call(session, user_id, call, sim.prompt_tokens, clock))
         self.trailing_pruned = pruned
+
+    async def _note(self, note: RecordedNote) -> None:
+        """Record ``note`` as the synthetic user message it was."""
+        self.clock.at(note.time_ms)
+        await self.session.add_user(note.text, files=note.files, synthetic=True)
 
     async def _send(
         self, number: int, user_id: str, call: RecordedCall

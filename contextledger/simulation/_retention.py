@@ -152,10 +152,12 @@ class RetentionCounter:
         self._needed: list[set[str]] = []  # per call, the facts it needs
         last: dict[str, int] = {}  # a fact: the call at which it was last mentioned
         for turn in turns:
-            for fact in facts((turn.text,)):
-                last[fact] = len(self._needed)
-            for call in turn.calls:
+            for call in (*turn.opening(), turn, *turn.steps()):
                 number = len(self._needed)
+                if not isinstance(call, RecordedCall):  # a user message, typed or synthetic
+                    for fact in facts((call.text,)):
+                        last[fact] = number
+                    continue
                 used = _used_facts(call, facts)
                 self._needed.append(
                     {f for f in used if f in last and last[f] < number - RECENT_CALLS}

@@ -72,6 +72,7 @@ from contextledger.policy._transcript import (
     OVERFLOW_NOTICE,
     wrap_summary,
 )
+from contextledger.policy._turns import is_real_user
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing._builder import SessionBuilder
 from contextledger.vocabulary._models import Model, ModelLimits
@@ -428,6 +429,49 @@ def test_turns_start_at_user_messages_that_are_not_compaction_requests() -> None
     messages = _history(b.events).messages
     assert messages[0].id == first
     assert turns(messages) == [Turn(0, 4), Turn(4, 6)]
+
+
+def test_turns_start_only_at_user_messages_a_person_wrote() -> None:
+    b = SessionBuilder()
+    b.user("[hook_additional_context] SessionStart", synthetic=True)
+    _exchange(b, "one")
+    b.user("[diagnostics] src/app.py:3: unused import", synthetic=True)
+    b.text(b.user(), "Continue if you have next steps.", synthetic=True)  # runtime text only
+    _exchange(b, "two")
+    messages = _history(b.events).messages
+    assert turns(messages) == [Turn(1, 5), Turn(5, 7)]
+
+
+def test_an_attachment_in_the_last_turn_does_not_cut_the_tail_short() -> None:
+    b = SessionBuilder()
+    _exchange(b, "one")
+    user = _exchange(b, "two")
+    b.user("[edited_text_file] src/app.py", synthetic=True)
+    reply = b.assistant(user)
+    b.text(reply, "done again")
+    b.finish(reply)
+    plan = _plan(b, b.request_compaction(), tail_turns=1, preserve_recent_tokens=10_000)
+    assert plan.tail_start_id == user
+
+
+@PROPERTY
+@given(session_events(), st.lists(st.integers(0, 200), max_size=6))
+def test_synthetic_user_messages_start_no_turn(events: list[Event], at: list[int]) -> None:
+    messages = view_messages(_history(events), ViewOptions())
+    noted = list(messages)
+    for n, index in enumerate(sorted(at, reverse=True)):
+        message_id = f"msg_note{n:04d}"
+        text = TextPart(id=f"prt_note{n:04d}", message_id=message_id, text=f"note {n}")
+        note = Message(
+            id=message_id, role="user", agent="build", agent_id="main", synthetic=True, parts=[text]
+        )
+        noted.insert(min(index, len(noted)), note)
+
+    def starts(found: list[Message]) -> list[str]:
+        return [found[t.start].id for t in turns(found)]
+
+    assert starts(noted) == starts(messages)
+    assert all(is_real_user(noted[t.start]) for t in turns(noted))
 
 
 def test_hidden_compactions_give_the_newest_summary_unwrapped() -> None:

@@ -31,7 +31,7 @@ from contextledger.events import (
     is_media,
 )
 from contextledger.events._catalogue import PruneReason
-from contextledger.events._parts import ToolCompleted, ToolPart, Usage
+from contextledger.events._parts import TextPart, ToolCompleted, ToolPart, Usage
 from contextledger.history import History, validate_events
 from contextledger.history._projection import Message
 from contextledger.history._validation import SessionIndex
@@ -63,6 +63,7 @@ from contextledger.policy._prune import (
     prune_pays,
     trimmed_tokens,
 )
+from contextledger.policy._turns import is_real_user
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing._builder import SessionBuilder
@@ -219,6 +220,28 @@ def test_nothing_is_planned_with_fewer_than_three_turns() -> None:
     assert plan_prune(_view(b)) is None
 
 
+def test_a_synthetic_user_message_starts_no_protected_turn() -> None:
+    # An attachment the client sent after the previous turn's work (a changed file, a hook's
+    # output) belongs to that turn: the previous turn's output stays protected.
+    b = SessionBuilder()
+    (previous,) = _turn(b, "previous", ("bash", _tokens(60_000)))
+    b.user("[edited_text_file] src/app.py", synthetic=True)
+    b.user("[diagnostics] src/app.py:3: unused import", synthetic=True)
+    _turn(b, "current")
+    assert plan_prune(_view(b)) is None
+    _turn(b, "next")
+    assert plan_prune(_view(b)) == PrunePlan((previous,), 60_000, "normal")
+
+
+def test_a_message_of_runtime_text_only_starts_no_protected_turn() -> None:
+    # A compaction's "continue" message: a user message whose only text is synthetic.
+    b = SessionBuilder()
+    _turn(b, "previous", ("bash", _tokens(60_000)))
+    b.text(b.user(), "Continue if you have next steps.", synthetic=True)
+    _turn(b, "current")
+    assert plan_prune(_view(b)) is None
+
+
 def _with_summary_between(summary: bool) -> tuple[list[Message], str]:
     """An old large output, then an assistant message (a summary or not), then three turns;
     the whole history, as the view would already cut before a summary."""
@@ -335,9 +358,9 @@ _REASONS: list[PruneReason] = ["normal", "post-compaction", "payload-limit"]
 
 
 def _last_turns(messages: Sequence[Message], turns: int) -> Sequence[Message]:
-    """The messages of the last ``turns`` turns: from the ``turns``-th newest user message
-    on (all of them when there are fewer)."""
-    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    """The messages of the last ``turns`` turns: from the ``turns``-th newest user message a
+    person wrote on (all of them when there are fewer)."""
+    users = [i for i, m in enumerate(messages) if is_real_user(m)]
     return messages[users[-turns] if len(users) >= turns else 0 :]
 
 
@@ -389,6 +412,33 @@ def test_a_plan_only_names_old_completed_uncleared_unprotected_outputs(
         outputs.append(part.state.output)
     assert plan.tokens == sum(output_tokens(o) for o in outputs) > minimum_tokens
     assert plan.reason == reason
+
+
+def _synthetic_user(n: int) -> Message:
+    """A user message the client sent on its own (one text part)."""
+    message_id = f"msg_note{n:04d}"
+    text = TextPart(id=f"prt_note{n:04d}", message_id=message_id, text=f"note {n} src/a.py")
+    return Message(
+        id=message_id, role="user", agent="build", agent_id=MAIN_AGENT, synthetic=True, parts=[text]
+    )
+
+
+@PROPERTY
+@given(_sessions(), st.lists(st.integers(0, 200), max_size=6), st.integers(0, 5_000))
+def test_synthetic_user_messages_change_no_prune_or_strip_plan(
+    events: list[Event], at: list[int], protect_tokens: int
+) -> None:
+    messages = view_messages(_history(events), ViewOptions())
+    noted = list(messages)
+    for n, index in enumerate(sorted(at, reverse=True)):
+        noted.insert(min(index, len(noted)), _synthetic_user(n))
+    for protected_turns in (2, 3, 5):
+        assert plan_strip(noted, protected_turns=protected_turns) == plan_strip(
+            messages, protected_turns=protected_turns
+        )
+    assert plan_prune(noted, protect_tokens=protect_tokens, minimum_tokens=0) == plan_prune(
+        messages, protect_tokens=protect_tokens, minimum_tokens=0
+    )
 
 
 # --- MiMo's tiers: compaction-prune.test.ts and prune.test.ts (mimo-pi.md §3, §6) ----------------
@@ -552,6 +602,19 @@ def test_strip_never_touches_the_last_two_turns_even_when_configured_to_protect_
     _media_and_reasoning_turn(b, "current", 10)
     assert plan_strip(_view(b), protected_turns=1) == StripPlan((image, thought), "pressure")
     assert _tiers(b, 2, strip_protected_turns=1) == [StripPlan((image, thought), "pressure")]
+
+
+def test_strip_counts_turns_from_user_messages_a_person_wrote() -> None:
+    b = SessionBuilder()
+    image, thought, _ = _media_and_reasoning_turn(b, "oldest", 10)
+    kept = _media_and_reasoning_turn(b, "third newest", 10)[:2]
+    b.user("[skill_listing] - review: review a change", synthetic=True)
+    _media_and_reasoning_turn(b, "previous", 10)
+    b.user("[diagnostics] src/app.py:3: unused import", synthetic=True)
+    _media_and_reasoning_turn(b, "current", 10)
+    plan = plan_strip(_view(b))
+    assert plan == StripPlan((image, thought), "pressure")
+    assert not set(kept) & set(plan.part_ids)
 
 
 def test_strip_skips_parts_stripped_already_non_media_files_and_assistant_files() -> None:

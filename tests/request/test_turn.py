@@ -9,6 +9,7 @@ from contextledger.events import (
     EnvironmentCaptured,
     Event,
     InstructionLoaded,
+    MessageAdded,
     ModelRef,
     PartAdded,
     RecordedEvent,
@@ -100,6 +101,20 @@ def test_plan_and_code_switch_reminders_are_synthetic_parts() -> None:
     building = _texts(_add_user(b, "Build it.", agent="build", plan_path=".plans/p.md"))
     assert building[1].synthetic and CODE_SWITCH_REMINDER in building[1].text
     assert len(_texts(_add_user(b, "More.", agent="build"))) == 1
+
+
+def test_a_synthetic_message_is_sent_as_given_even_mid_turn_or_in_another_mode() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    b.assistant(b.user("Start."))  # a turn is running
+    note = "[diagnostics] src/a.py:3: unused import"
+    events = _add_user(b, note, agent="plan", plan_path=".plans/p.md", synthetic=True)
+    (added,) = [e for e in events if isinstance(e, MessageAdded)]
+    assert added.synthetic
+    (text,) = _texts(events)
+    assert (text.text, text.synthetic, text.ignored) == (note, True, False)
+    # The mode reminder waits for the next message the user types.
+    planning = _texts(_add_user(b, "Plan it.", agent="plan", plan_path=".plans/p.md"))
+    assert PLAN_REMINDER in planning[-1].text
 
 
 def _tree(root: Path) -> Path:

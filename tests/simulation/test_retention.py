@@ -7,6 +7,7 @@ from contextledger.events._parts import TextPart, ToolCompleted, ToolPart
 from contextledger.simulation import (
     FactMemo,
     RecordedCall,
+    RecordedNote,
     RecordedTurn,
     RetentionCounter,
     facts_in,
@@ -88,6 +89,24 @@ def test_a_fact_used_within_the_recent_calls_or_new_to_the_agent_is_not_needed()
     for number in range(3):
         counter.observe(number, _sent())
     assert counter.result.needed == 0 and counter.result.share is None
+
+
+def test_a_fact_a_synthetic_message_brought_in_counts_from_where_it_was_sent() -> None:
+    # The client's note (a diagnostic) names a file the agent opens several calls later.
+    diagnostic = "[diagnostics] src/parser_core.py:3: unused import"
+
+    def needed(*at: int | None) -> tuple[int, int]:
+        quiet = [_call(n, text="working") for n in range(RECENT_CALLS + 1)]
+        turn = _turn(*quiet, _call(RECENT_CALLS + 1, tool_input="cat src/parser_core.py"))
+        turn.notes.extend(RecordedNote(0, diagnostic, (), after) for after in at)
+        counter = RetentionCounter([turn])
+        for number in range(RECENT_CALLS + 2):
+            counter.observe(number, _sent(diagnostic))
+        return counter.result.needed, counter.result.retained
+
+    assert needed(None) == needed(0) == (1, 1)  # before the prompt, or the first call
+    assert needed(RECENT_CALLS + 1) == (0, 0)  # right before the use: recent
+    assert needed() == (0, 0)  # no note: the agent came up with the path itself
 
 
 def test_tool_results_as_sent_count_as_held() -> None:
