@@ -213,14 +213,22 @@ def plan_prune(
     return PrunePlan(candidates.part_ids, candidates.tokens, reason)
 
 
-def _clear(messages: Sequence[Message], config: PruneConfig, reason: PruneReason) -> list[Plan]:
-    plan = plan_prune(
+def clear_plan(
+    messages: Sequence[Message], config: PruneConfig, reason: PruneReason
+) -> PrunePlan | None:
+    """``plan_prune`` of ``messages`` with ``config``'s protection, minimum and protected tools,
+    for ``reason``; not gated by ``config.enabled``."""
+    return plan_prune(
         messages,
         reason=reason,
         protect_tokens=config.protect_tokens,
         minimum_tokens=config.minimum_tokens,
         protected_tools=config.protected_tools,
     )
+
+
+def _clear(messages: Sequence[Message], config: PruneConfig, reason: PruneReason) -> list[Plan]:
+    plan = clear_plan(messages, config, reason)
     return [] if plan is None else [plan]
 
 
