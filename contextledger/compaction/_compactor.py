@@ -673,7 +673,7 @@ def _previous_above(plan: CompactionPlan, task: SummaryInput) -> SummaryInput:
 
 def _held(messages: Sequence[ModelMessage]) -> tuple[int, int, int]:
     """The tool output characters, tool calls and media items of ``messages``, as
-    ``policy.tokens.measure_messages`` counts them (without cutting texts into pieces, which
+    ``policy._tokens.measure_messages`` counts them (without cutting texts into pieces, which
     takes tens of milliseconds on a long view)."""
     outputs = calls = media = 0
     for message in messages:

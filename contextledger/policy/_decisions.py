@@ -74,7 +74,7 @@ from contextledger.vocabulary._models import Model
 
 #: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;
 #: ``preflight``: the request about to be sent would; ``economic``: the view passed its
-#: economic threshold (``policy.cadence``); ``strategy``: a strategy's own trigger (pi's
+#: economic threshold (``policy._cadence``); ``strategy``: a strategy's own trigger (pi's
 #: compact-at-N); ``manual``: asked for by the caller.
 CompactionReason = Literal["overflow", "preflight", "economic", "strategy", "manual"]
 
