@@ -158,3 +158,18 @@ def test_the_internal_modules_the_docs_name_exist() -> None:
                 found = getattr(found, attribute)
     assert named > 0
     assert missing == []
+
+
+def test_no_docstring_or_doc_names_an_internal_module_without_its_underscore() -> None:
+    """``policy.cadence`` for ``policy._cadence``: a name from before the modules were made
+    internal, which points nowhere."""
+    root = Path(cl.__file__).parent
+    packages = {init.parent.name: init.parent for init in root.rglob("__init__.py")}
+    texts = [(str(path.relative_to(root)), path.read_text("utf-8")) for path in root.rglob("*.py")]
+    stale = []
+    for where, text in [*texts, *_docs()]:
+        for match in re.finditer(r"`(?:contextledger\.)?([a-z_]+)\.([a-z]\w*)", text):
+            folder = packages.get(match[1])
+            if folder is not None and folder != root and (folder / f"_{match[2]}.py").exists():
+                stale.append((where, text.count("\n", 0, match.start()) + 1, match[0]))
+    assert stale == []

@@ -38,7 +38,7 @@ from contextledger.events._catalogue import (
 )
 from contextledger.events._parts import CompactionTrigger, ModelRef, TextPart
 from contextledger.history._projection import History
-from contextledger.history._view import ViewOptions, model_view, view_messages
+from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import EventLog, NewIds
 from contextledger.logging import mask_secrets
 from contextledger.policy._cache import place_marks
@@ -55,11 +55,11 @@ from contextledger.policy._compaction import (
 from contextledger.policy._decisions import (
     CompactionReason,
     after_compaction,
+    forced_prune,
     last_reported_prompt,
     output_cap,
 )
 from contextledger.policy._overflow import measure_preflight, usable
-from contextledger.policy._prune import plan_prune
 from contextledger.policy._templates import TEMPLATES, summary_prompt
 from contextledger.policy._transcript import (
     conversation_request,
@@ -571,18 +571,12 @@ class _Run:
         )
 
     async def _post_prune(self) -> int:
-        """opencode's prune with reason ``post-compaction`` over the new view (the cache is
-        rebuilt anyway)."""
-        prune = self.config.prune
-        options = ViewOptions.from_config(self.config, agent_id=self.agent_id)
+        """The slice's ``post-compaction`` prune over the new view (``forced_prune``: the
+        cache is rebuilt anyway)."""
 
         def cleared(ids: NewIds) -> list[Event]:
-            plan = plan_prune(
-                view_messages(self.log.history, options),
-                reason="post-compaction",
-                protect_tokens=prune.protect_tokens,
-                minimum_tokens=prune.minimum_tokens,
-                protected_tools=prune.protected_tools,
+            plan = forced_prune(
+                self.log.history, self.config, agent_id=self.agent_id, reason="post-compaction"
             )
             return [] if plan is None else [self._cleared(plan.part_ids, self.clock())]
 

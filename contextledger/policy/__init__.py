@@ -1,12 +1,13 @@
 """Pure decisions: every choice about a session's context, as functions of the history, the
 model, the config and the caller's clock, with no I/O.
 
-``decisions`` is where the runtime, the strategies, the simulation and the CLI decide:
-``compaction_due`` before a request, ``prune_plans`` after a turn. The planners they use are
-here too, for those who want only the core: overflow and budgets (``overflow``), the
-economic cadence (``cadence``), compaction selection (``compaction``), prunes (``prune``),
-cache breakpoints (``cache``), provider errors (``errors``) and view transforms
-(``transform``).
+``_decisions`` is where the runtime, the strategies, the simulation and the CLI decide:
+``compaction_due`` before a request, ``output_cap`` for it, ``prune_plans`` after a turn and
+``forced_prune`` after a compaction or for an oversized body. The planners they use are here
+too, for those who want only the core: token counters (``_tokens``), overflow and budgets
+(``_overflow``), the economic cadence (``_cadence``), compaction selection
+(``_compaction``), prunes (``_prune``), cache breakpoints (``_cache``), provider errors
+(``_errors``) and view transforms (``_transform``).
 """
 
 from contextledger.policy._cache import anthropic_like, place_marks
@@ -24,8 +25,10 @@ from contextledger.policy._decisions import (
     SliceFacts,
     after_compaction,
     compaction_due,
+    forced_prune,
     last_reported_prompt,
     latest_answer,
+    output_cap,
     prune_plans,
     reported_prompt,
     slice_facts,
@@ -42,6 +45,7 @@ from contextledger.policy._overflow import (
     is_overflow,
     measure_preflight,
     output_budget,
+    preflight_tokens,
     pressure_level,
     should_compact_preflight,
     usable,
@@ -57,6 +61,24 @@ from contextledger.policy._prune import (
     plan_events,
     plan_prune,
 )
+from contextledger.policy._tokens import (
+    CalibratedCounter,
+    Calibration,
+    EstimateCounter,
+    Observation,
+    TiktokenCounter,
+    TokenCounter,
+    TokenizerUnavailable,
+    calibrate,
+    calibration_from_usage,
+    count_request,
+    counter_for,
+    measure_messages,
+    measure_part,
+    measure_request,
+    measure_text,
+    pieces,
+)
 from contextledger.policy._transform import (
     StrategyError,
     Transform,
@@ -67,11 +89,15 @@ from contextledger.policy._transform import (
 
 __all__ = [
     "BatchBudget",
+    "CalibratedCounter",
+    "Calibration",
     "CompactionPlan",
     "CompactionReason",
     "DecisionViews",
     "Economics",
     "ErrorDecision",
+    "EstimateCounter",
+    "Observation",
     "Plan",
     "PreflightDecision",
     "PreflightMeasure",
@@ -79,6 +105,9 @@ __all__ = [
     "SliceFacts",
     "StrategyError",
     "StripPlan",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenizerUnavailable",
     "Transform",
     "TransformContext",
     "TrimPlan",
@@ -86,27 +115,39 @@ __all__ = [
     "after_compaction",
     "anthropic_like",
     "apply_transform",
+    "calibrate",
+    "calibration_from_usage",
     "classify_error",
     "compaction_cost",
     "compaction_due",
     "compaction_limit",
     "context_window",
+    "count_request",
+    "counter_for",
     "decide_error",
     "early_compaction_due",
     "economic_threshold",
     "estimate_view_tokens",
+    "forced_prune",
     "is_overflow",
     "last_reported_prompt",
     "latest_answer",
     "load_transform",
+    "measure_messages",
+    "measure_part",
     "measure_preflight",
+    "measure_request",
+    "measure_text",
     "output_budget",
+    "output_cap",
+    "pieces",
     "place_marks",
     "plan_after_turn",
     "plan_batch",
     "plan_compaction",
     "plan_events",
     "plan_prune",
+    "preflight_tokens",
     "pressure_level",
     "prune_plans",
     "reported_prompt",

@@ -3,7 +3,8 @@
 Before each request: must the agent's slice be compacted first, and why
 (``compaction_due``); after a compaction: send, check again or give up
 (``after_compaction``); how much output the request asks for (``output_cap``). After each
-turn: which prune plans to carry out (``prune_plans``).
+turn: which prune plans to carry out (``prune_plans``); after a compaction, and for a body over
+the payload limit: which old outputs to clear (``forced_prune``).
 
 The runtime's actors, the strategies, the simulation, the CLI's ``compact`` and ``prune`` and
 the benchmarks all decide through these functions, and every input they need is derived from
@@ -53,7 +54,14 @@ from contextledger.policy._overflow import (
     step_overflows,
     usable,
 )
-from contextledger.policy._prune import NO_PRESSURE, BatchBudget, Plan, plan_after_turn
+from contextledger.policy._prune import (
+    NO_PRESSURE,
+    BatchBudget,
+    Plan,
+    PrunePlan,
+    clear_plan,
+    plan_after_turn,
+)
 from contextledger.prices._multipliers import price_for
 from contextledger.vocabulary._defaults import (
     BATCH_PRESSURE_SHARE,
@@ -66,7 +74,7 @@ from contextledger.vocabulary._models import Model
 
 #: Why a compaction runs. ``overflow``: the last reported usage reached the compaction limit;
 #: ``preflight``: the request about to be sent would; ``economic``: the view passed its
-#: economic threshold (``policy.cadence``); ``strategy``: a strategy's own trigger (pi's
+#: economic threshold (``policy._cadence``); ``strategy``: a strategy's own trigger (pi's
 #: compact-at-N); ``manual``: asked for by the caller.
 CompactionReason = Literal["overflow", "preflight", "economic", "strategy", "manual"]
 
@@ -384,6 +392,22 @@ def prune_plans(
         ),
         batch=_batch_budget(history, model, config, agent_id) if batch else None,
     )
+
+
+def forced_prune(
+    history: History,
+    config: Config,
+    *,
+    agent_id: str,
+    reason: Literal["post-compaction", "payload-limit"],
+) -> PrunePlan | None:
+    """The prune a completed compaction (``post-compaction``: the cache is rebuilt anyway) or
+    a request body over ``request.payload_limit_bytes`` (``payload-limit``) forces on
+    ``agent_id``'s slice: opencode's clear of its view's old outputs with ``config.prune``'s
+    protection (``clear_plan``), whatever ``prune.enabled`` and ``prune.mode`` say; None when
+    it would free too little."""
+    messages = view_messages(history, ViewOptions.from_config(config, agent_id=agent_id))
+    return clear_plan(messages, config.prune, reason)
 
 
 def _between_steps(history: History, agent_id: str) -> bool:

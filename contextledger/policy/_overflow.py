@@ -313,7 +313,7 @@ def step_overflows(model: Model, reported: Usage, written_tokens: int, cfg: Conf
     """
     if not (cfg.compaction.auto and cfg.compaction.step_guard) or model.limits.context == 0:
         return False
-    written = math.ceil(written_tokens * _exact(cfg.tokens.preflight_factor))
+    written = _inflated(written_tokens, cfg)
     return token_count(reported, cfg) + written >= compaction_limit(model, cfg)
 
 
@@ -470,24 +470,30 @@ def measure_preflight(
     with ``OPAQUE_MARKER``. ``system`` is the system text sent ahead of the messages.
     """
     per_token = cfg.tokens.chars_per_token
-    factor = _exact(cfg.tokens.preflight_factor)
     sizes = [_message_size(message, per_token) for message in messages]
     last_assistant = _last_index(messages, "assistant")
     message_tokens = _estimate(_array_chars([chars for chars, _, _ in sizes]), per_token)
-    tail_tokens = _estimate(
-        _array_chars([chars for chars, _, _ in sizes[last_assistant + 1 :]]), per_token
-    )
+    tail_chars = _array_chars([chars for chars, _, _ in sizes[last_assistant + 1 :]])
     extra = sum(extra for _, extra, _ in sizes)
     tool_tokens = _estimate(len(_JSON.encode(tuple(tools)).decode()), per_token)
     lead = sum(_estimate(len(text), per_token) for text in system)
     return PreflightMeasure(
-        normalized=math.ceil((message_tokens + lead + tool_tokens) * factor),
-        raw=math.ceil((message_tokens + extra + lead + tool_tokens) * factor),
-        tail=math.ceil(tail_tokens * factor),
-        overhead=math.ceil((tool_tokens + lead) * factor),
+        normalized=_inflated(message_tokens + lead + tool_tokens, cfg),
+        raw=_inflated(message_tokens + extra + lead + tool_tokens, cfg),
+        tail=preflight_tokens(tail_chars, cfg),
+        overhead=_inflated(tool_tokens + lead, cfg),
         continuation=mid_tool_round(messages),
         media=sum(media for _, _, media in sizes),
     )
+
+
+def preflight_tokens(chars: int, cfg: Config) -> int:
+    """Kilo's inflated estimate of ``chars`` characters of a request: ``chars`` at
+    ``tokens.chars_per_token`` a token (rounded half up, as ``Token.estimate``), times
+    ``tokens.preflight_factor`` rounded up exactly. ``measure_preflight``'s tail is this of
+    the tail's JSON; the request builder's output cap takes the prompt as this of the encoded
+    messages' bytes when it counts with the plain estimate."""
+    return _inflated(_estimate(chars, cfg.tokens.chars_per_token), cfg)
 
 
 def mid_tool_round(messages: Sequence[ModelMessage]) -> bool:
@@ -554,6 +560,11 @@ def should_compact_preflight(
 def _exact(number: float) -> Fraction:
     """``number`` as the decimal it was written as (0.7 is 7/10, not 0.6999...)."""
     return Fraction(repr(number))
+
+
+def _inflated(tokens: int, cfg: Config) -> int:
+    """``tokens`` times ``tokens.preflight_factor``, rounded up exactly (10 x 1.3 is 13)."""
+    return math.ceil(tokens * _exact(cfg.tokens.preflight_factor))
 
 
 def _estimate(chars: int, per_token: int) -> int:

@@ -215,14 +215,22 @@ def plan_prune(
     return PrunePlan(candidates.part_ids, candidates.tokens, reason)
 
 
-def _clear(messages: Sequence[Message], config: PruneConfig, reason: PruneReason) -> list[Plan]:
-    plan = plan_prune(
+def clear_plan(
+    messages: Sequence[Message], config: PruneConfig, reason: PruneReason
+) -> PrunePlan | None:
+    """``plan_prune`` of ``messages`` with ``config``'s protection, minimum and protected tools,
+    for ``reason``; not gated by ``config.enabled``."""
+    return plan_prune(
         messages,
         reason=reason,
         protect_tokens=config.protect_tokens,
         minimum_tokens=config.minimum_tokens,
         protected_tools=config.protected_tools,
     )
+
+
+def _clear(messages: Sequence[Message], config: PruneConfig, reason: PruneReason) -> list[Plan]:
+    plan = clear_plan(messages, config, reason)
     return [] if plan is None else [plan]
 
 
@@ -301,7 +309,7 @@ def plan_tiers(
     config: PruneConfig,
 ) -> list[Plan]:
     """MiMo's pressure tiers (``mode = "mimo"``): nothing unless the cache is cold
-    (``config.cache_ttl_ms``) and ``level`` (``policy.overflow.pressure_level``) is at least
+    (``config.cache_ttl_ms``) and ``level`` (``policy._overflow.pressure_level``) is at least
     1; level 1 soft-trims (``plan_trims``); level 2 and above clear the candidates when they
     free more than ``minimum_tokens`` and strip old media and reasoning (``plan_strip``)."""
     if level < 1 or not cache_cold(now_ms, last_finished_ms, config.cache_ttl_ms):
@@ -511,11 +519,11 @@ def plan_after_turn(
 ) -> list[Plan]:
     """The "normal" prune after a turn, by ``config.mode``; nothing unless ``config.enabled``.
 
-    ``messages`` are the view's history messages (``history.view.view_messages``); ``level``
-    is the pressure level (``policy.overflow.pressure_level``, used by ``mimo``);
+    ``messages`` are the view's history messages (``history._view.view_messages``); ``level``
+    is the pressure level (``policy._overflow.pressure_level``, used by ``mimo``);
     ``last_finished_ms`` is when the last assistant message finished (None: none has).
     ``cost`` and ``batch`` count the cache warm within ``price.ttl_s`` of it and use
-    ``prompt_tokens``, ``price`` (``prices.multipliers.price_for``) and ``part_tokens`` as
+    ``prompt_tokens``, ``price`` (``prices._multipliers.price_for``) and ``part_tokens`` as
     ``plan_cost`` and ``plan_batch`` do; ``batch`` also ``batch`` (without it: the configured
     protection, no pressure, ``expected_turns``).
     """

@@ -4,7 +4,7 @@ Three counters share one protocol (``TokenCounter``):
 
 - ``EstimateCounter``: opencode's ``Token.estimate``, characters / 4 rounded half up ("" → 0,
   4,000 characters → 1,000, 20,000 → 5,000), plus a fixed charge per media item as the history
-  projection's per-part estimate (``history.estimate``) has.
+  projection's per-part estimate (``history._estimate``) has.
 - ``CalibratedCounter``: learns, per (session, model), what the provider actually charges,
   from the prompt tokens it reports for consecutive calls (``input + cache_read +
   cache_write``) against what the prompt gained by our measure in between. It is a value: a
@@ -17,8 +17,8 @@ Three counters share one protocol (``TokenCounter``):
   providers' models it is a closer approximation, not the truth.
 
 What is counted is a ``PromptMeasure``: characters of text (and reasoning; of a thinking
-block whose text was omitted, its signature: ``history.estimate.reasoning_payload``), of
-tool-call inputs (tool name plus compact JSON, as ``history.estimate.part_chars`` counts them)
+block whose text was omitted, its signature: ``history._estimate.reasoning_payload``), of
+tool-call inputs (tool name plus compact JSON, as ``history._estimate.part_chars`` counts them)
 and of tool outputs, the pieces each kind is cut into (``pieces``: words, digit groups,
 punctuation and whitespace runs, as a tokenizer's pre-split cuts them), tool calls, and media
 items. Its total characters equal ``part_chars`` summed.
@@ -178,7 +178,7 @@ def _tool(tool: str, tool_input: dict[str, Any], output: str, media: int = 0) ->
 
 
 def measure_part(part: Part) -> PromptMeasure:
-    """A history part's measure; its ``chars`` equal ``history.estimate.part_chars(part)``."""
+    """A history part's measure; its ``chars`` equal ``history._estimate.part_chars(part)``."""
     match part:
         case TextPart(text=text):
             return measure_text(text)

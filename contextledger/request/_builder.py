@@ -13,7 +13,6 @@ to append, which ``prepare_request`` does.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,10 +29,10 @@ from contextledger.events._parts import ModelRef, PromptMeasure, ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History, PinnedPrefix
 from contextledger.history._truncate import PAGING_TOOL, shows_truncation
-from contextledger.history._view import ViewOptions, view_messages
+from contextledger.history._view import ViewOptions
 from contextledger.policy._cache import place_marks, watermark_mark, writes_at_the_end
-from contextledger.policy._decisions import last_reported_prompt, output_cap
-from contextledger.policy._prune import plan_prune
+from contextledger.policy._decisions import forced_prune, last_reported_prompt, output_cap
+from contextledger.policy._overflow import preflight_tokens
 from contextledger.policy._tokens import (
     EMPTY,
     Calibration,
@@ -207,15 +206,17 @@ class RequestBuilder:
         wire: WireFormat,
         config: Config = _DEFAULT_CONFIG,
         *,
-        agent_id: str | None = None,
+        agent_id: str = MAIN_AGENT,
         transform: Transform | None = None,
         usable_tokens: int = 0,
         model: Model | None = None,
     ) -> None:
-        """``transform`` (else the one ``config.view.transform`` names) is applied to every
-        view before encoding, told ``usable_tokens`` (0: unknown) in its context. With
-        ``model`` (its limits), every request asks for ``policy._decisions.output_cap``
-        output tokens; without, for what its inputs ask."""
+        """Requests of ``agent_id``'s slice (the main agent's by default: its own messages
+        only, as ``ViewOptions.from_config`` and the runtime send them), whose events are
+        that agent's. ``transform`` (else the one ``config.view.transform`` names) is
+        applied to every view before encoding, told ``usable_tokens`` (0: unknown) in its
+        context. With ``model`` (its limits), every request asks for
+        ``policy._decisions.output_cap`` output tokens; without, for what its inputs ask."""
         self._model = model
         self._wire = wire
         self._config = config
@@ -236,17 +237,15 @@ class RequestBuilder:
     @property
     def agent_id(self) -> str:
         """The agent whose slice this builder sends (and whose events its requests imply)."""
-        return self._agent_id or MAIN_AGENT
+        return self._agent_id
 
     def view_options(self, model: ModelRef, *, strip_media: bool = False) -> ViewOptions:
         """The view options of a request for ``model``; ``strip_media`` replaces media older
         than the latest user message with placeholders (the payload guard's second step)."""
-        options = ViewOptions.from_config(self._config, model)
-        return msgspec.structs.replace(
-            options,
-            agent_id=self._agent_id,
-            historical_media="latest-user" if strip_media else options.historical_media,
-        )
+        options = ViewOptions.from_config(self._config, model, agent_id=self._agent_id)
+        if not strip_media:
+            return options
+        return msgspec.structs.replace(options, historical_media="latest-user")
 
     def build(
         self, history: History, inputs: RequestInputs, *, strip_media: bool = False
@@ -301,22 +300,18 @@ class RequestBuilder:
         counter = self._counter(history, inputs.model)
         counted = None if counter is None else count_request(counter, request, measure)
         if self._model is not None:
-            tokens = self._config.tokens
-            # The configured counter's count; for the plain estimate, the messages' bytes at
-            # the configured characters per token, inflated as preflight inflates its
-            # estimate (characters / 4 under-counts code and JSON).
-            prompt = (
-                counted
-                if counted is not None
-                else math.ceil(
-                    encoded.messages_end / tokens.chars_per_token * tokens.preflight_factor
-                )
-            )
+            # The configured counter's count; for the plain estimate, the messages' bytes
+            # inflated as preflight inflates its estimate (characters / 4 under-counts code
+            # and JSON).
             cap = output_cap(
                 self._model,
                 self._config,
                 requested=inputs.max_output_tokens,
-                prompt_tokens=prompt,
+                prompt_tokens=(
+                    counted
+                    if counted is not None
+                    else preflight_tokens(encoded.messages_end, self._config)
+                ),
                 reported=last_reported_prompt(history, self.agent_id),
             )
             if cap != request.max_output_tokens:
@@ -401,24 +396,16 @@ class RequestBuilder:
         watermark = watermark_mark(messages, pinned.advanced_to, marks, policy.ttl)
         return marks if watermark is None else place((watermark,))
 
-    def payload_prune(
-        self, history: History, model: ModelRef, *, time_ms: int = 0
-    ) -> ToolOutputCleared | None:
-        """The payload guard's first step: old tool outputs to clear (reason
-        ``payload-limit``), or None when opencode's rule finds nothing worth clearing."""
-        prune = self._config.prune
-        plan = plan_prune(
-            view_messages(history, self.view_options(model)),
-            reason="payload-limit",
-            protect_tokens=prune.protect_tokens,
-            minimum_tokens=prune.minimum_tokens,
-            protected_tools=prune.protected_tools,
-        )
+    def payload_prune(self, history: History, *, time_ms: int = 0) -> ToolOutputCleared | None:
+        """The payload guard's first step: the slice's old tool outputs to clear
+        (``forced_prune``, reason ``payload-limit``), or None when opencode's rule finds
+        nothing worth clearing."""
+        plan = forced_prune(history, self._config, agent_id=self._agent_id, reason="payload-limit")
         if plan is None:
             return None
         return ToolOutputCleared(
             session_id=history.session_id,
-            agent_id=self._agent_id or MAIN_AGENT,
+            agent_id=self._agent_id,
             time_ms=time_ms,
             part_ids=plan.part_ids,
             reason=plan.reason,

@@ -65,7 +65,7 @@ async def prepare_request(
     built = builder.build(log.history, inputs)
     if built.over_limit:
         limit = len(built.encoded.body)
-        prune = builder.payload_prune(log.history, inputs.model, time_ms=time_ms)
+        prune = builder.payload_prune(log.history, time_ms=time_ms)
         if prune is not None:
             await log.append([prune])
         built = builder.build(log.history, inputs, strip_media=True)

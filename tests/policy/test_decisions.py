@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 from hypothesis import given, settings
 
@@ -15,6 +17,7 @@ from contextledger.policy._decisions import (
     DecisionViews,
     after_compaction,
     compaction_due,
+    forced_prune,
     last_reported_prompt,
     output_cap,
     prune_plans,
@@ -23,6 +26,7 @@ from contextledger.policy._decisions import (
     written_since,
 )
 from contextledger.policy._overflow import usable
+from contextledger.policy._prune import plan_prune
 from contextledger.policy._tokens import measure_messages
 from contextledger.testing._builder import SessionBuilder
 from contextledger.testing._strategies import session_events
@@ -90,6 +94,40 @@ def test_no_prune_unless_enabled_or_forced() -> None:
     assert forced
     enabled = prune_plans(h, MODEL, Config(prune=EAGER), agent_id=MAIN_AGENT, now_ms=later)
     assert enabled == forced
+
+
+def _two_agents(outputs: int = 4_000) -> History:
+    """The main agent's four turns and a sub-agent's four, each step's output ``outputs``
+    characters long."""
+    b = session(4, output=lambda turn, tool: "m" * outputs)
+    for turn in range(4):
+        user = b.user(f"Sub-step {turn}.", agent_id="task_1")
+        assistant = b.assistant(user, agent_id="task_1")
+        call = b.tool_call(assistant, "bash", {"command": f"ls {turn}"}, agent_id="task_1")
+        b.tool_result(call, "s" * outputs, agent_id="task_1")
+        b.finish(assistant, agent_id="task_1")
+    return history(b.events)
+
+
+@pytest.mark.parametrize("reason", ["post-compaction", "payload-limit"])
+def test_the_forced_prune_clears_the_slice_s_old_outputs_whatever_the_prune_mode(
+    reason: Literal["post-compaction", "payload-limit"],
+) -> None:
+    h = _two_agents()
+    settings = PruneConfig(enabled=False, mode="mimo", protect_tokens=0, minimum_tokens=0)
+    for agent in (MAIN_AGENT, "task_1"):
+        plan = forced_prune(h, Config(prune=settings), agent_id=agent, reason=reason)
+        assert plan is not None and plan.reason == reason
+        owners = {h.message(h.part(part_id).message_id).agent_id for part_id in plan.part_ids}
+        assert owners == {agent}
+        assert plan == plan_prune(
+            slice_facts(h, Config(), agent).messages,
+            reason=reason,
+            protect_tokens=0,
+            minimum_tokens=0,
+        )
+    held = Config(prune=PruneConfig(minimum_tokens=10**6))
+    assert forced_prune(h, held, agent_id=MAIN_AGENT, reason=reason) is None
 
 
 def test_the_cost_prune_keeps_a_warm_cache_and_clears_a_cold_one() -> None:

@@ -11,11 +11,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextledger.config import CompactionConfig, Config, ConfigError, OutputConfig
+from contextledger.config import (
+    CompactionConfig,
+    Config,
+    ConfigError,
+    OutputConfig,
+    TokensConfig,
+)
 from contextledger.events._parts import ToolSchema, Usage
 from contextledger.policy._overflow import (
     COMPACTION_BUFFER,
@@ -40,6 +47,7 @@ from contextledger.policy._overflow import (
     output_budget,
     preflight_baseline,
     preflight_enabled,
+    preflight_tokens,
     pressure_for,
     pressure_level,
     should_compact_preflight,
@@ -759,6 +767,28 @@ def test_tail_is_the_messages_after_the_last_assistant_message() -> None:
 def test_without_an_assistant_message_the_tail_is_everything() -> None:
     messages = [user("x" * 4_000)]
     assert measure_preflight(messages, config()).tail >= 1_300
+
+
+@given(
+    text=st.text(max_size=60),
+    per_token=st.integers(1, 8),
+    factor=st.sampled_from([1.0, 1.1, 1.25, 1.3, 2.0]),
+)
+def test_preflight_tokens_is_the_estimate_the_preflight_tail_makes(
+    text: str, per_token: int, factor: float
+) -> None:
+    """One inflated estimate: the characters at ``chars_per_token`` rounded half up, then times
+    the factor rounded up exactly (not the characters times the factor in floats)."""
+    cfg = Config(tokens=TokensConfig(chars_per_token=per_token, preflight_factor=factor))
+    chars = len(msgspec.json.encode([user(text)]).decode())
+    assert preflight_tokens(chars, cfg) == measure_preflight([user(text)], cfg).tail
+    assert preflight_tokens(0, cfg) == 0
+
+
+def test_preflight_tokens_rounds_the_estimate_before_inflating_it() -> None:
+    # round(13 / 4) = 3 and 3 x 1.3 = 3.9: 4 tokens, where 13 / 4 x 1.3 = 4.225 would be 5.
+    assert preflight_tokens(13, Config()) == 4
+    assert preflight_tokens(6, Config()) == 3  # 2 x 1.3, where 6 / 4 x 1.3 = 1.95 would be 2
 
 
 def test_overhead_is_tools_and_system_text_only() -> None:

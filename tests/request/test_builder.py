@@ -10,6 +10,7 @@ import structlog
 
 from contextledger.config import Config, RequestConfig, ViewConfig
 from contextledger.events import (
+    MAIN_AGENT,
     Event,
     InstructionLoaded,
     MemoryPinned,
@@ -24,6 +25,8 @@ from contextledger.events import (
 from contextledger.events._parts import StepStartPart, ToolSchema
 from contextledger.history import History
 from contextledger.ledger import SessionLog
+from contextledger.policy._decisions import forced_prune
+from contextledger.policy._overflow import preflight_tokens
 from contextledger.policy._tokens import measure_request
 from contextledger.policy._transform import StrategyError, TransformContext
 from contextledger.providers._anthropic import AnthropicMessages
@@ -37,6 +40,7 @@ from contextledger.request._system import SystemSegments
 from contextledger.store._memory import MemoryStore
 from contextledger.testing._builder import SessionBuilder
 from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
+from contextledger.vocabulary._models import Model, ModelLimits
 
 MODEL = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 SEGMENTS = SystemSegments(identity="You are an engineer.", prompt="Be brief.", environment="<env/>")
@@ -324,6 +328,54 @@ def test_the_usage_report_of_an_answer_carries_its_request_s_model_size_and_meas
     assert event.model == MODEL and event.usage.prompt == 12
     assert event.estimated_tokens == built.estimated_tokens > 0
     assert event.measure == built.measure == measure_request(built.request)
+
+
+def test_the_output_cap_reads_the_prompt_as_the_preflight_estimate_of_the_messages() -> None:
+    model = Model(
+        provider_id="anthropic",
+        model_id="claude-sonnet-4-5",
+        limits=ModelLimits(context=8_000, output=8_000),
+    )
+    config = Config()
+    inputs = msgspec.structs.replace(INPUTS, max_output_tokens=6_000)
+    for extra in range(8):  # bodies of eight lengths: every remainder of four characters
+        b = SessionBuilder("ses_test", model=MODEL)
+        _turn(b, "Fix the bug." + "!" * extra)
+        builder = RequestBuilder(AnthropicMessages(), config, model=model)
+        built = builder.build(_history(b.events), inputs)
+        prompt = preflight_tokens(built.encoded.messages_end, config)
+        # The window is what binds: the cap is what the prompt leaves after the safety margin.
+        assert built.request.max_output_tokens == 8_000 - prompt - config.output.safety < 6_000
+
+
+def _with_a_sub_agent() -> History:
+    """Two turns of the main agent and nine of a sub-agent, every output 10,000 tokens."""
+    b = SessionBuilder("ses_test", model=MODEL)
+    for agent, turns in ((MAIN_AGENT, 2), ("task_1", 9)):
+        for turn in range(turns):
+            user = b.user(f"{agent} step {turn}", agent_id=agent)
+            assistant = b.assistant(user, agent_id=agent)
+            call = b.tool_call(assistant, "bash", {"command": "cat big.log"}, agent_id=agent)
+            b.tool_result(call, "x" * 40_000, agent_id=agent)
+            b.finish(assistant, "stop", agent_id=agent)
+    return _history(b.events)
+
+
+def test_a_builder_without_an_agent_sends_and_prunes_the_main_agent_s_slice() -> None:
+    history = _with_a_sub_agent()
+    default = RequestBuilder(AnthropicMessages())
+    main = RequestBuilder(AnthropicMessages(), agent_id=MAIN_AGENT)
+    built = default.build(history, INPUTS)
+    assert built.encoded.body == main.build(history, INPUTS).encoded.body
+    sources = {m.source_id for m in built.request.messages}
+    assert {history.message(s).agent_id for s in sources} == {MAIN_AGENT}
+    assert built.sent_event("ses_test").agent_id == default.agent_id == MAIN_AGENT
+    # The main slice's two turns are protected: only the sub-agent has outputs to clear.
+    assert default.payload_prune(history) is None
+    sub = RequestBuilder(AnthropicMessages(), agent_id="task_1").payload_prune(history)
+    assert sub is not None and sub.agent_id == "task_1" and sub.reason == "payload-limit"
+    plan = forced_prune(history, Config(), agent_id="task_1", reason="payload-limit")
+    assert plan is not None and sub.part_ids == plan.part_ids
 
 
 @pytest.mark.parametrize("strip", [False, True])
