@@ -25,6 +25,21 @@ to come, estimated as the calls made so far (a session that has run ``n`` calls 
 as not to run ``n`` more), the reads saved, ``r·(T - K)`` a call, must exceed ``F(T)``. So a
 short session is sent as it is, as ``baseline`` sends it, unless compacting pays; the overflow
 rule still compacts at the usable window.
+
+**A cold cache** (the last call finished longer ago than the price's TTL, ``ttl_s``) changes
+the sums: keeping the view, the next call writes all of it again, ``w·T``, not ``r·T``; and
+the summary call finds nothing cached either, so it writes the head, ``w·(T - L)``, not
+``r·(T - L)`` (``w`` is 1 where writes cost no more than input). Over ``n`` calls to come::
+
+    keep     = w·T + (n - 1)·r·T
+    compact  = w·(T - L) + o·S + w·K + (n - 1)·r·K
+
+and since ``T - L + K = T + S``, compacting pays when ``(n - 1)·r·(T - K) > (w + o)·S``
+(``cold_compaction_pays``): the reads the later calls save must pay only for writing the
+summary and writing it again, as the whole view is written once either way. The growth
+threshold does not apply: the cycle it optimises has already been broken by the expiry,
+and a compaction that pays now costs more when the cache is warm again (whenever it pays
+warm, it pays cold).
 """
 
 from __future__ import annotations
@@ -106,6 +121,16 @@ def compaction_pays(view_tokens: int, *, calls_to_come: int, economics: Economic
     return saved > compaction_cost(view_tokens, economics)
 
 
+def cold_compaction_pays(view_tokens: int, *, calls_to_come: int, economics: Economics) -> bool:
+    """On a cold cache: whether the reads a compaction saves over the calls after the next
+    (``r·(T - K)`` each) exceed writing its summary out and in again (``(w + o)·S``; see the
+    module docstring). False when the view is no larger than what a compaction keeps."""
+    price = economics.price
+    smaller = max(0, view_tokens - economics.kept_tokens)
+    saved = max(0, calls_to_come - 1) * price.cache_read * smaller
+    return saved > (price.cache_write + price.output) * economics.summary_tokens
+
+
 def step_growth(view: Sequence[ModelMessage]) -> list[int]:
     """The tokens each model step added to ``view`` (estimated as ``estimate_view_tokens``
     does, message by message): an assistant message and the messages after it, up to the next
@@ -133,12 +158,17 @@ def compact_early(
     *,
     calls_to_come: int | Callable[[], int],
     economics: Economics,
+    cold: bool = False,
 ) -> bool:
     """Whether a view of ``view_tokens`` growing by ``growth_per_call`` tokens a call has
     passed its economic threshold and compacting it pays over ``calls_to_come`` calls (a
-    callable is called only once the threshold is passed)."""
+    callable is called only once the threshold is passed); on a ``cold`` cache, whether
+    compacting pays then (``cold_compaction_pays``), whatever the threshold."""
     if view_tokens <= economics.kept_tokens:
         return False
+    if cold:
+        calls = calls_to_come if isinstance(calls_to_come, int) else calls_to_come()
+        return cold_compaction_pays(view_tokens, calls_to_come=calls, economics=economics)
     threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
     if view_tokens <= threshold:
         return False
@@ -149,13 +179,15 @@ def compact_early(
 @dataclass(frozen=True, kw_only=True)
 class EarlyCompaction:
     """What the economic cadence weighs for a view (``early_compaction``): its size, the
-    tokens it grows by a call, what a compaction would keep and cost, and the calls to come
-    (``calls_to_come``, called only once the threshold is passed)."""
+    tokens it grows by a call, what a compaction would keep and cost, the calls to come
+    (``calls_to_come``, called only once the threshold is passed) and whether the prompt cache
+    has expired (``cold``)."""
 
     view_tokens: int
     growth_per_call: float
     economics: Economics
     calls_to_come: Callable[[], int]
+    cold: bool = False
 
     def due(self, freed: int = 0) -> bool:
         """Whether compacting the view, ``freed`` tokens smaller, pays (``compact_early``)."""
@@ -164,18 +196,26 @@ class EarlyCompaction:
             self.growth_per_call,
             calls_to_come=self.calls_to_come,
             economics=self.economics,
+            cold=self.cold,
         )
 
 
 def early_compaction(
-    history: History, view: Sequence[ModelMessage], model: Model, config: Config, *, agent_id: str
+    history: History,
+    view: Sequence[ModelMessage],
+    model: Model,
+    config: Config,
+    *,
+    agent_id: str,
+    cold: bool = False,
 ) -> EarlyCompaction | None:
     """What the economic cadence weighs for ``view`` (``agent_id``'s model view about to be
     sent to ``model``; its size the sum of its messages' estimates): the tail is the tail
     budget; the summary as long as the newest one in the view (``SUMMARY_TOKENS`` without
     one); the growth per call the median step of the view (``step_growth``: one very large
     message is a jump, not the pace the view grows at); the calls to come as many as the
-    agent's finished steps so far; the prices the model's (``price_for``). None under
+    agent's finished steps so far; the prices the model's (``price_for``); ``cold`` whether
+    the prompt cache has expired. None under
     ``cadence = "window"`` or before the view's first step."""
     if config.compaction.cadence != "economic":
         return None
@@ -197,6 +237,7 @@ def early_compaction(
             price=price_for(model.provider_id, model.model_id),
         ),
         calls_to_come=lambda: history.finished_steps(agent_id),
+        cold=cold,
     )
 
 
