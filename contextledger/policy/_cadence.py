@@ -34,12 +34,20 @@ the summary call finds nothing cached either, so it writes the head, ``w·(T - L
     keep     = w·T + (n - 1)·r·T
     compact  = w·(T - L) + o·S + w·K + (n - 1)·r·K
 
-and since ``T - L + K = T + S``, compacting pays when ``(n - 1)·r·(T - K) > (w + o)·S``
-(``cold_compaction_pays``): the reads the later calls save must pay only for writing the
-summary and writing it again, as the whole view is written once either way. The growth
-threshold does not apply: the cycle it optimises has already been broken by the expiry,
-and a compaction that pays now costs more when the cache is warm again (whenever it pays
-warm, it pays cold).
+and since ``T - L + K = T + S``, compacting saves ``(n - 1)·r·(T - K) - (w + o)·S``: the whole
+view is written once either way, and the reads the later calls save must pay for writing the
+summary out and in again (``cold_compaction_pays``). Those reads are saved only until the
+view would have been compacted anyway. Below the threshold ``Θ`` the view is ``(T - K)/g``
+calls into a cycle of ``(Θ - K)/g`` (above), and what compacting it saves over the long run is
+the difference between the rest of a session from ``T`` and from ``K``: the cycle's cost per
+call for those calls less their reads, which at the threshold (where ``F(Θ)·g/(Θ - K)`` equals
+``r·(Θ - K)/2``) is::
+
+    r·(T - K)·((Θ - T) + (Θ - K)) / (2·g)
+
+so a cold compaction below ``Θ`` must also save more than ``(w + o)·S`` by that. The cache's
+expiry is the cheapest moment to shrink the view (whenever compacting pays on a warm cache, it
+pays on a cold one).
 """
 
 from __future__ import annotations
@@ -121,14 +129,29 @@ def compaction_pays(view_tokens: int, *, calls_to_come: int, economics: Economic
     return saved > compaction_cost(view_tokens, economics)
 
 
-def cold_compaction_pays(view_tokens: int, *, calls_to_come: int, economics: Economics) -> bool:
-    """On a cold cache: whether the reads a compaction saves over the calls after the next
-    (``r·(T - K)`` each) exceed writing its summary out and in again (``(w + o)·S``; see the
-    module docstring). False when the view is no larger than what a compaction keeps."""
-    price = economics.price
-    smaller = max(0, view_tokens - economics.kept_tokens)
-    saved = max(0, calls_to_come - 1) * price.cache_read * smaller
-    return saved > (price.cache_write + price.output) * economics.summary_tokens
+def cold_compaction_pays(
+    view_tokens: int,
+    growth_per_call: float,
+    *,
+    calls_to_come: int | Callable[[], int],
+    economics: Economics,
+) -> bool:
+    """On a cold cache: whether compacting a view of ``view_tokens``, growing by
+    ``growth_per_call`` tokens a call, saves more than writing its summary out and in again
+    (``(w + o)·S``; see the module docstring), both over the calls to come (``calls_to_come``,
+    a callable called only when the rest holds) and, below the economic threshold, over the
+    rest of the cycle. False when the view is no larger than what a compaction keeps."""
+    price, kept = economics.price, economics.kept_tokens
+    if view_tokens <= kept:
+        return False
+    rewrite = (price.cache_write + price.output) * economics.summary_tokens
+    threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
+    if view_tokens < threshold < NEVER:
+        rest = (threshold - view_tokens) + (threshold - kept)
+        if price.cache_read * (view_tokens - kept) * rest / (2 * growth_per_call) <= rewrite:
+            return False
+    calls = calls_to_come if isinstance(calls_to_come, int) else calls_to_come()
+    return max(0, calls - 1) * price.cache_read * (view_tokens - kept) > rewrite
 
 
 def step_growth(view: Sequence[ModelMessage]) -> list[int]:
@@ -167,8 +190,9 @@ def compact_early(
     if view_tokens <= economics.kept_tokens:
         return False
     if cold:
-        calls = calls_to_come if isinstance(calls_to_come, int) else calls_to_come()
-        return cold_compaction_pays(view_tokens, calls_to_come=calls, economics=economics)
+        return cold_compaction_pays(
+            view_tokens, growth_per_call, calls_to_come=calls_to_come, economics=economics
+        )
     threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
     if view_tokens <= threshold:
         return False

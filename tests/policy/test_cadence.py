@@ -150,8 +150,9 @@ def test_the_calls_to_come_are_counted_only_once_the_threshold_is_passed() -> No
 def test_on_a_cold_cache_the_reads_saved_after_the_next_call_pay_for_the_summary_twice() -> None:
     economics = _economics()
     # (w + o)·S = 6.25 x 2,048 = 12,800; a later call saves 0.1 x (20,000 - 4,048) = 1,595.2
-    assert not cold_compaction_pays(20_000, calls_to_come=9, economics=economics)
-    assert cold_compaction_pays(20_000, calls_to_come=10, economics=economics)
+    # (without growth there is no cycle: only the calls to come count)
+    assert not cold_compaction_pays(20_000, 0, calls_to_come=9, economics=economics)
+    assert cold_compaction_pays(20_000, 0, calls_to_come=10, economics=economics)
     # keeping writes the whole view again; compacting writes the head and the kept view
     keep = SONNET.cache_write * 20_000 + 9 * SONNET.cache_read * 20_000
     compact = (
@@ -161,20 +162,28 @@ def test_on_a_cold_cache_the_reads_saved_after_the_next_call_pay_for_the_summary
         + 9 * SONNET.cache_read * economics.kept_tokens
     )
     assert keep - compact == pytest.approx(9 * 1_595.2 - 12_800)
-    assert not cold_compaction_pays(economics.kept_tokens, calls_to_come=1_000, economics=economics)
-    assert not cold_compaction_pays(1_000_000, calls_to_come=1, economics=economics)
+    assert not cold_compaction_pays(
+        economics.kept_tokens, 0, calls_to_come=1_000, economics=economics
+    )
+    assert not cold_compaction_pays(1_000_000, 0, calls_to_come=1, economics=economics)
 
 
 def test_a_cold_cache_compacts_below_the_growth_threshold_when_it_pays() -> None:
     economics = _economics()
     threshold = economic_threshold(growth_per_call=600, economics=economics)  # 17,689
-    assert not compact_early(12_000, 600, calls_to_come=100, economics=economics)
-    assert compact_early(12_000, 600, calls_to_come=100, economics=economics, cold=True)
-    assert not compact_early(12_000, 600, calls_to_come=3, economics=economics, cold=True)
+    assert threshold == 17_689
+    # the rest of the cycle: 0.1 x 8,452 x (5,189 + 13,641) / 1,200 = 13,262.9 > 12,800
+    assert not compact_early(12_500, 600, calls_to_come=100, economics=economics)
+    assert compact_early(12_500, 600, calls_to_come=100, economics=economics, cold=True)
+    # ... but not over three calls to come
+    assert not compact_early(12_500, 600, calls_to_come=3, economics=economics, cold=True)
+    # 0.1 x 6,952 x (6,689 + 13,641) / 1,200 = 11,777.9: too early in the cycle, whatever
+    # the calls to come (99 later calls would save 68,824.8)
+    assert not compact_early(11_000, 600, calls_to_come=100, economics=economics, cold=True)
+    assert cold_compaction_pays(11_000, 0, calls_to_come=100, economics=economics)
     assert not compact_early(
         economics.kept_tokens, 600, calls_to_come=100, economics=economics, cold=True
     )
-    assert threshold > 12_000
 
 
 _prices = st.builds(
@@ -206,15 +215,16 @@ def test_a_cold_cache_never_makes_compacting_less_attractive(
         assert compact_early(view, growth, calls_to_come=calls, economics=economics, cold=True)
 
 
-@given(more=st.integers(0, 400_000), **_cold_cases)
+@given(more=st.integers(0, 400_000), growth=st.floats(0, 20_000), **_cold_cases)
 def test_on_a_cold_cache_a_larger_view_pays_at_least_as_well(
-    view: int, more: int, tail: int, summary: int, calls: int, price: Price
+    view: int, more: int, growth: float, tail: int, summary: int, calls: int, price: Price
 ) -> None:
     economics = _economics(tail=tail, summary=summary, price=price)
-    if cold_compaction_pays(view, calls_to_come=calls, economics=economics):
-        assert cold_compaction_pays(view + more, calls_to_come=calls, economics=economics)
+    if cold_compaction_pays(view, growth, calls_to_come=calls, economics=economics):
+        assert cold_compaction_pays(view + more, growth, calls_to_come=calls, economics=economics)
     if summary == 0 and calls > 1:  # a free summary: any view larger than the tail pays
-        assert cold_compaction_pays(view, calls_to_come=calls, economics=economics) == (view > tail)
+        pays = cold_compaction_pays(view, growth, calls_to_come=calls, economics=economics)
+        assert pays == (view > tail)
 
 
 @given(**_cold_cases)
@@ -231,7 +241,7 @@ def test_cold_compaction_pays_exactly_when_compacting_costs_less_than_keeping(
         + later * price.cache_read * kept
     )
     if calls > 0 and view >= tail and abs(keep - compact) > 1e-6 * max(keep, compact, 1):
-        assert cold_compaction_pays(view, calls_to_come=calls, economics=economics) == (
+        assert cold_compaction_pays(view, 0, calls_to_come=calls, economics=economics) == (
             keep > compact
         )
 
