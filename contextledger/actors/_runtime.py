@@ -392,6 +392,7 @@ class SessionHandle(SessionApi):
                 system=system_for(history, inputs.segments),
                 tools=inputs.tools,
                 view=actors.views.of(agent_id),
+                now_ms=runtime.clock(),
             )
 
         await compact_while_due(

@@ -25,6 +25,29 @@ to come, estimated as the calls made so far (a session that has run ``n`` calls 
 as not to run ``n`` more), the reads saved, ``r·(T - K)`` a call, must exceed ``F(T)``. So a
 short session is sent as it is, as ``baseline`` sends it, unless compacting pays; the overflow
 rule still compacts at the usable window.
+
+**A cold cache** (the last call finished longer ago than the price's TTL, ``ttl_s``) changes
+the sums: keeping the view, the next call writes all of it again, ``w·T``, not ``r·T``; and
+the summary call finds nothing cached either, so it writes the head, ``w·(T - L)``, not
+``r·(T - L)`` (``w`` is 1 where writes cost no more than input). Over ``n`` calls to come::
+
+    keep     = w·T + (n - 1)·r·T
+    compact  = w·(T - L) + o·S + w·K + (n - 1)·r·K
+
+and since ``T - L + K = T + S``, compacting saves ``(n - 1)·r·(T - K) - (w + o)·S``: the whole
+view is written once either way, and the reads the later calls save must pay for writing the
+summary out and in again (``cold_compaction_pays``). Those reads are saved only until the
+view would have been compacted anyway. Below the threshold ``Θ`` the view is ``(T - K)/g``
+calls into a cycle of ``(Θ - K)/g`` (above), and what compacting it saves over the long run is
+the difference between the rest of a session from ``T`` and from ``K``: the cycle's cost per
+call for those calls less their reads, which at the threshold (where ``F(Θ)·g/(Θ - K)`` equals
+``r·(Θ - K)/2``) is::
+
+    r·(T - K)·((Θ - T) + (Θ - K)) / (2·g)
+
+so a cold compaction below ``Θ`` must also save more than ``(w + o)·S`` by that. The cache's
+expiry is the cheapest moment to shrink the view (whenever compacting pays on a warm cache, it
+pays on a cold one).
 """
 
 from __future__ import annotations
@@ -106,6 +129,31 @@ def compaction_pays(view_tokens: int, *, calls_to_come: int, economics: Economic
     return saved > compaction_cost(view_tokens, economics)
 
 
+def cold_compaction_pays(
+    view_tokens: int,
+    growth_per_call: float,
+    *,
+    calls_to_come: int | Callable[[], int],
+    economics: Economics,
+) -> bool:
+    """On a cold cache: whether compacting a view of ``view_tokens``, growing by
+    ``growth_per_call`` tokens a call, saves more than writing its summary out and in again
+    (``(w + o)·S``; see the module docstring), both over the calls to come (``calls_to_come``,
+    a callable called only when the rest holds) and, below the economic threshold, over the
+    rest of the cycle. False when the view is no larger than what a compaction keeps."""
+    price, kept = economics.price, economics.kept_tokens
+    if view_tokens <= kept:
+        return False
+    rewrite = (price.cache_write + price.output) * economics.summary_tokens
+    threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
+    if view_tokens < threshold < NEVER:
+        rest = (threshold - view_tokens) + (threshold - kept)
+        if price.cache_read * (view_tokens - kept) * rest / (2 * growth_per_call) <= rewrite:
+            return False
+    calls = calls_to_come if isinstance(calls_to_come, int) else calls_to_come()
+    return max(0, calls - 1) * price.cache_read * (view_tokens - kept) > rewrite
+
+
 def step_growth(view: Sequence[ModelMessage]) -> list[int]:
     """The tokens each model step added to ``view`` (estimated as ``estimate_view_tokens``
     does, message by message): an assistant message and the messages after it, up to the next
@@ -133,12 +181,18 @@ def compact_early(
     *,
     calls_to_come: int | Callable[[], int],
     economics: Economics,
+    cold: bool = False,
 ) -> bool:
     """Whether a view of ``view_tokens`` growing by ``growth_per_call`` tokens a call has
     passed its economic threshold and compacting it pays over ``calls_to_come`` calls (a
-    callable is called only once the threshold is passed)."""
+    callable is called only once the threshold is passed); on a ``cold`` cache, whether
+    compacting pays then (``cold_compaction_pays``), whatever the threshold."""
     if view_tokens <= economics.kept_tokens:
         return False
+    if cold:
+        return cold_compaction_pays(
+            view_tokens, growth_per_call, calls_to_come=calls_to_come, economics=economics
+        )
     threshold = economic_threshold(growth_per_call=growth_per_call, economics=economics)
     if view_tokens <= threshold:
         return False
@@ -149,13 +203,15 @@ def compact_early(
 @dataclass(frozen=True, kw_only=True)
 class EarlyCompaction:
     """What the economic cadence weighs for a view (``early_compaction``): its size, the
-    tokens it grows by a call, what a compaction would keep and cost, and the calls to come
-    (``calls_to_come``, called only once the threshold is passed)."""
+    tokens it grows by a call, what a compaction would keep and cost, the calls to come
+    (``calls_to_come``, called only once the threshold is passed) and whether the prompt cache
+    has expired (``cold``)."""
 
     view_tokens: int
     growth_per_call: float
     economics: Economics
     calls_to_come: Callable[[], int]
+    cold: bool = False
 
     def due(self, freed: int = 0) -> bool:
         """Whether compacting the view, ``freed`` tokens smaller, pays (``compact_early``)."""
@@ -164,18 +220,26 @@ class EarlyCompaction:
             self.growth_per_call,
             calls_to_come=self.calls_to_come,
             economics=self.economics,
+            cold=self.cold,
         )
 
 
 def early_compaction(
-    history: History, view: Sequence[ModelMessage], model: Model, config: Config, *, agent_id: str
+    history: History,
+    view: Sequence[ModelMessage],
+    model: Model,
+    config: Config,
+    *,
+    agent_id: str,
+    cold: bool = False,
 ) -> EarlyCompaction | None:
     """What the economic cadence weighs for ``view`` (``agent_id``'s model view about to be
     sent to ``model``; its size the sum of its messages' estimates): the tail is the tail
     budget; the summary as long as the newest one in the view (``SUMMARY_TOKENS`` without
     one); the growth per call the median step of the view (``step_growth``: one very large
     message is a jump, not the pace the view grows at); the calls to come as many as the
-    agent's finished steps so far; the prices the model's (``price_for``). None under
+    agent's finished steps so far; the prices the model's (``price_for``); ``cold`` whether
+    the prompt cache has expired. None under
     ``cadence = "window"`` or before the view's first step."""
     if config.compaction.cadence != "economic":
         return None
@@ -197,6 +261,7 @@ def early_compaction(
             price=price_for(model.provider_id, model.model_id),
         ),
         calls_to_come=lambda: history.finished_steps(agent_id),
+        cold=cold,
     )
 
 

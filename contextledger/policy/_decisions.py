@@ -36,7 +36,6 @@ from contextledger.history._view import ViewOptions, in_view, model_view, view_m
 from contextledger.policy._cadence import (
     EarlyCompaction,
     early_compaction,
-    early_compaction_due,
     early_compaction_refused,
     estimate_view_tokens,
 )
@@ -59,6 +58,7 @@ from contextledger.policy._prune import (
     BatchBudget,
     Plan,
     PrunePlan,
+    cache_cold,
     clear_plan,
     plan_after_turn,
 )
@@ -110,16 +110,26 @@ def slice_facts(history: History, config: Config, agent_id: str) -> SliceFacts:
     """The ``SliceFacts`` of ``agent_id``'s slice of ``history`` under ``config``."""
     messages = view_messages(history, ViewOptions.from_config(config, agent_id=agent_id))
     answer = latest_answer(history, agent_id)
-    finished = next(
+    return SliceFacts(
+        agent_id,
+        messages,
+        answer,
+        _compacted_since(history, answer, agent_id),
+        last_finished_ms(history, agent_id),
+    )
+
+
+def last_finished_ms(history: History, agent_id: str) -> int | None:
+    """When the newest assistant message of ``agent_id``'s slice view finished (its
+    ``AssistantFinished`` time), the moment the prompt cache was last written; None when
+    none has. Reads the history from its newest message back to that one."""
+    return next(
         (
             m.finished_ms
-            for m in reversed(messages)
-            if m.role == "assistant" and m.finished_ms is not None
+            for m in reversed(history.messages)
+            if m.role == "assistant" and m.finished_ms is not None and in_view(history, m, agent_id)
         ),
         None,
-    )
-    return SliceFacts(
-        agent_id, messages, answer, _compacted_since(history, answer, agent_id), finished
     )
 
 
@@ -168,6 +178,7 @@ def compaction_due(
     system: Sequence[str] = (),
     tools: Sequence[ToolSchema] = (),
     view: LiveView | None = None,
+    now_ms: int | None = None,
 ) -> CompactionReason | None:
     """Why ``agent_id``'s slice must be compacted before its next request, or None.
 
@@ -178,7 +189,9 @@ def compaction_due(
     on and the request (the view with ``system`` and ``tools``) would reach it, mid tool
     round too; else, under
     ``compaction.cadence = "economic"``, ``economic`` when the view has passed its threshold,
-    unless the slice's last early compaction was rolled back and no step finished since.
+    or, when the prompt cache has expired by ``now_ms`` (the caller's clock; None: taken as
+    warm), when compacting pays on the cold cache (``policy.cadence``), unless the slice's
+    last early compaction was rolled back and no step finished since.
 
     ``view``, when given, is the caller's ``LiveView`` of the slice (``DecisionViews``), kept
     between requests so that the view costs what changed since the last one; without it the
@@ -213,9 +226,13 @@ def compaction_due(
         measure = msgspec.structs.replace(measure, continuation=False)
         if should_compact_preflight(model, measure, config).compact:
             return "preflight"
-    if early_compaction_due(
-        history, messages, model, config, agent_id=agent_id
-    ) and not early_compaction_refused(history, agent_id):
+    cold = now_ms is not None and cache_cold(
+        now_ms,
+        last_finished_ms(history, agent_id),
+        price_for(model.provider_id, model.model_id).ttl_s * 1000,
+    )
+    early = early_compaction(history, messages, model, config, agent_id=agent_id, cold=cold)
+    if early is not None and early.due() and not early_compaction_refused(history, agent_id):
         return "economic"
     return None
 

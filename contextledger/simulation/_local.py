@@ -136,6 +136,7 @@ class LocalSession(SessionApi):
                 system=system_for(history, inputs.segments),
                 tools=inputs.tools,
                 view=view,
+                now_ms=self.clock(),
             )
 
         await compact_while_due(

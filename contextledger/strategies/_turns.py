@@ -62,10 +62,12 @@ class Strategy(Protocol):
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
         view: LiveView | None = None,
+        now_ms: int | None = None,
     ) -> CompactionReason | None:
         """Why ``agent_id``'s slice must be compacted before its next request (``config``
         is already ``configure``d), or None; ``view``, when given, is the caller's
-        ``policy._decisions.DecisionViews`` view of the slice."""
+        ``policy._decisions.DecisionViews`` view of the slice; ``now_ms`` the caller's clock
+        (None: the prompt cache is taken as warm)."""
         ...
 
 
@@ -108,6 +110,7 @@ class TransformStrategy:
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
         view: LiveView | None = None,
+        now_ms: int | None = None,
     ) -> CompactionReason | None:
         """Never: a transform only shapes the view."""
         return None
@@ -140,6 +143,7 @@ class CompactAt:
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
         view: LiveView | None = None,
+        now_ms: int | None = None,
     ) -> CompactionReason | None:
         """``strategy`` when the model view's estimate exceeds ``tokens``."""
         if estimate_view_tokens(slice_view(history, config, agent_id, view)) <= self.tokens:
@@ -175,6 +179,7 @@ class CompactOnce:
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
         view: LiveView | None = None,
+        now_ms: int | None = None,
     ) -> CompactionReason | None:
         """``strategy`` when no compaction of the slice has completed yet and its view's
         JSON passes ``chars`` characters."""
@@ -202,10 +207,18 @@ class PolicyStrategy:
         system: Sequence[str] = (),
         tools: Sequence[ToolSchema] = (),
         view: LiveView | None = None,
+        now_ms: int | None = None,
     ) -> CompactionReason | None:
         """``policy._decisions.compaction_due``."""
         return compaction_due(
-            history, model, config, agent_id=agent_id, system=system, tools=tools, view=view
+            history,
+            model,
+            config,
+            agent_id=agent_id,
+            system=system,
+            tools=tools,
+            view=view,
+            now_ms=now_ms,
         )
 
 

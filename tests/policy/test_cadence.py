@@ -13,6 +13,7 @@ from contextledger.policy._cadence import (
     NEVER,
     SUMMARY_TOKENS,
     Economics,
+    cold_compaction_pays,
     compact_early,
     compaction_cost,
     compaction_pays,
@@ -24,6 +25,7 @@ from contextledger.policy._cadence import (
     step_growth,
 )
 from contextledger.policy._compaction import MIN_TAIL_TOKENS
+from contextledger.policy._decisions import compaction_due, last_finished_ms
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing._builder import SessionBuilder
 from tests.strategies._sessions import MODEL, history, session, view_of
@@ -40,7 +42,8 @@ def _economics(
 def _per_call(x: float, *, growth: float, economics: Economics) -> float:
     """The cost per call (input-price units) of compacting every ``x`` tokens of growth."""
     kept = economics.kept_tokens
-    cycle = compaction_cost(round(kept + x), economics)
+    # F grows by ``a`` a token past the kept size, so it is exact between whole tokens too
+    cycle = compaction_cost(kept, economics) + economics.price.cache_read * x
     return economics.price.cache_read * (kept + x / 2) + cycle * growth / x
 
 
@@ -89,8 +92,10 @@ def test_the_threshold_minimises_the_cost_per_call(
     economics = _economics(tail=tail, summary=summary, price=price)
     x = economic_threshold(growth_per_call=growth, economics=economics) - economics.kept_tokens
     best = _per_call(x, growth=growth, economics=economics)
-    for other in (x * (1 - step), x * (1 + step)):
-        assert best <= _per_call(other, growth=growth, economics=economics) * (1 + 1e-6)
+    # the threshold rounds the optimum up to a whole token: it lies between x - 1 and x
+    below = min(best, _per_call(x - 1, growth=growth, economics=economics))
+    assert best <= _per_call(x * (1 + step), growth=growth, economics=economics) * (1 + 1e-6)
+    assert below <= _per_call(x * (1 - step), growth=growth, economics=economics) * (1 + 1e-6)
 
 
 def test_dearer_rewrites_longer_summaries_and_faster_growth_let_the_view_grow_further() -> None:
@@ -142,6 +147,105 @@ def test_the_calls_to_come_are_counted_only_once_the_threshold_is_passed() -> No
     assert counted == [1]
 
 
+def test_on_a_cold_cache_the_reads_saved_after_the_next_call_pay_for_the_summary_twice() -> None:
+    economics = _economics()
+    # (w + o)·S = 6.25 x 2,048 = 12,800; a later call saves 0.1 x (20,000 - 4,048) = 1,595.2
+    # (without growth there is no cycle: only the calls to come count)
+    assert not cold_compaction_pays(20_000, 0, calls_to_come=9, economics=economics)
+    assert cold_compaction_pays(20_000, 0, calls_to_come=10, economics=economics)
+    # keeping writes the whole view again; compacting writes the head and the kept view
+    keep = SONNET.cache_write * 20_000 + 9 * SONNET.cache_read * 20_000
+    compact = (
+        SONNET.cache_write * (20_000 - 2_000)
+        + SONNET.output * SUMMARY_TOKENS
+        + SONNET.cache_write * economics.kept_tokens
+        + 9 * SONNET.cache_read * economics.kept_tokens
+    )
+    assert keep - compact == pytest.approx(9 * 1_595.2 - 12_800)
+    assert not cold_compaction_pays(
+        economics.kept_tokens, 0, calls_to_come=1_000, economics=economics
+    )
+    assert not cold_compaction_pays(1_000_000, 0, calls_to_come=1, economics=economics)
+
+
+def test_a_cold_cache_compacts_below_the_growth_threshold_when_it_pays() -> None:
+    economics = _economics()
+    threshold = economic_threshold(growth_per_call=600, economics=economics)  # 17,689
+    assert threshold == 17_689
+    # the rest of the cycle: 0.1 x 8,452 x (5,189 + 13,641) / 1,200 = 13,262.9 > 12,800
+    assert not compact_early(12_500, 600, calls_to_come=100, economics=economics)
+    assert compact_early(12_500, 600, calls_to_come=100, economics=economics, cold=True)
+    # ... but not over three calls to come
+    assert not compact_early(12_500, 600, calls_to_come=3, economics=economics, cold=True)
+    # 0.1 x 6,952 x (6,689 + 13,641) / 1,200 = 11,777.9: too early in the cycle, whatever
+    # the calls to come (99 later calls would save 68,824.8)
+    assert not compact_early(11_000, 600, calls_to_come=100, economics=economics, cold=True)
+    assert cold_compaction_pays(11_000, 0, calls_to_come=100, economics=economics)
+    assert not compact_early(
+        economics.kept_tokens, 600, calls_to_come=100, economics=economics, cold=True
+    )
+
+
+_prices = st.builds(
+    lambda read, write, output: msgspec.structs.replace(
+        DEFAULT_PRICE, cache_read=read, cache_write=write, output=output
+    ),
+    read=st.floats(0.01, 0.9),
+    write=st.floats(1.0, 2.0),
+    output=st.floats(0.0, 10.0),
+)
+
+
+#: A view, what a compaction keeps of it, the calls to come and the prices.
+_cold_cases = {
+    "view": st.integers(0, 400_000),
+    "tail": st.integers(0, 50_000),
+    "summary": st.integers(0, 20_000),
+    "calls": st.integers(0, 500),
+    "price": _prices,
+}
+
+
+@given(growth=st.floats(0, 20_000), **_cold_cases)
+def test_a_cold_cache_never_makes_compacting_less_attractive(
+    view: int, tail: int, summary: int, growth: float, calls: int, price: Price
+) -> None:
+    economics = _economics(tail=tail, summary=summary, price=price)
+    if compact_early(view, growth, calls_to_come=calls, economics=economics):
+        assert compact_early(view, growth, calls_to_come=calls, economics=economics, cold=True)
+
+
+@given(more=st.integers(0, 400_000), growth=st.floats(0, 20_000), **_cold_cases)
+def test_on_a_cold_cache_a_larger_view_pays_at_least_as_well(
+    view: int, more: int, growth: float, tail: int, summary: int, calls: int, price: Price
+) -> None:
+    economics = _economics(tail=tail, summary=summary, price=price)
+    if cold_compaction_pays(view, growth, calls_to_come=calls, economics=economics):
+        assert cold_compaction_pays(view + more, growth, calls_to_come=calls, economics=economics)
+    if summary == 0 and calls > 1:  # a free summary: any view larger than the tail pays
+        pays = cold_compaction_pays(view, growth, calls_to_come=calls, economics=economics)
+        assert pays == (view > tail)
+
+
+@given(**_cold_cases)
+def test_cold_compaction_pays_exactly_when_compacting_costs_less_than_keeping(
+    view: int, tail: int, summary: int, calls: int, price: Price
+) -> None:
+    economics = _economics(tail=tail, summary=summary, price=price)
+    kept, later = economics.kept_tokens, calls - 1
+    keep = price.cache_write * view + later * price.cache_read * view
+    compact = (
+        price.cache_write * max(0, view - tail)
+        + price.output * summary
+        + price.cache_write * kept
+        + later * price.cache_read * kept
+    )
+    if calls > 0 and view >= tail and abs(keep - compact) > 1e-6 * max(keep, compact, 1):
+        assert cold_compaction_pays(view, 0, calls_to_come=calls, economics=economics) == (
+            keep > compact
+        )
+
+
 def test_steps_are_an_answer_and_what_follows_it_and_the_pace_is_their_median() -> None:
     view = view_of(session(6, output=lambda turn, tool: "z" * (400 if turn != 3 else 80_000)))
     steps = step_growth(view)
@@ -181,6 +285,33 @@ def test_a_view_made_smaller_by_enough_is_no_longer_due() -> None:
     assert not early.due(early.view_tokens - early.economics.kept_tokens)
     assert (
         early_compaction(history(b.events), view_of(b), MODEL, Config(), agent_id=MAIN_AGENT)
+        is None
+    )
+
+
+def test_a_view_below_its_threshold_is_compacted_once_the_cache_has_expired() -> None:
+    b = session(30, output=lambda turn, tool: "z" * 800)
+    h, config = history(b.events), _economic()
+    early = early_compaction(h, view_of(b), MODEL, config, agent_id=MAIN_AGENT)
+    assert early is not None and not early.due()
+    finished = last_finished_ms(h, MAIN_AGENT)
+    assert finished is not None and finished == b.clock_ms
+    ttl_ms = price_for(MODEL.provider_id, MODEL.model_id).ttl_s * 1000
+
+    def due(now_ms: int | None) -> str | None:
+        return compaction_due(h, MODEL, config, agent_id=MAIN_AGENT, now_ms=now_ms)
+
+    assert due(None) is None
+    assert due(finished + ttl_ms) is None
+    assert due(finished + ttl_ms + 1) == "economic"
+    assert (
+        compaction_due(h, MODEL, Config(), agent_id=MAIN_AGENT, now_ms=finished + ttl_ms + 1)
+        is None
+    )
+    # a short session does not earn even a cold compaction back
+    short = session(4, output=lambda turn, tool: "z" * 6_000)
+    assert (
+        compaction_due(history(short.events), MODEL, config, agent_id=MAIN_AGENT, now_ms=10**13)
         is None
     )
 
