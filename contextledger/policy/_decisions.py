@@ -190,7 +190,7 @@ def compaction_due(
     round too; else, under
     ``compaction.cadence = "economic"``, ``economic`` when the view has passed its threshold,
     or, when the prompt cache has expired by ``now_ms`` (the caller's clock; None: taken as
-    warm), when compacting pays on the cold cache (``policy.cadence``), unless the slice's
+    warm), when compacting pays on the cold cache (``policy._cadence``), unless the slice's
     last early compaction was rolled back and no step finished since.
 
     ``view``, when given, is the caller's ``LiveView`` of the slice (``DecisionViews``), kept
