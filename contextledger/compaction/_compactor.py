@@ -584,7 +584,9 @@ class _Run:
 
     async def _resume(self, plan: CompactionPlan) -> str | None:
         """After an automatic compaction: the replayed request, or the continue message.
-        Both are synthetic user messages, so they never count as a new turn."""
+        Both are synthetic user messages, marked so (``compaction_replay``,
+        ``compaction_continue``): they start no turn a person began, but the compaction's tail
+        goes on from them (``policy._turns.resumes_turn``)."""
         texts = plan.replay_parts or ((plan.continue_text,) if plan.continue_text else ())
         if not texts or not plan.auto:
             return None
@@ -612,7 +614,7 @@ class _Run:
                         message_id=message_id,
                         text=text,
                         synthetic=not replayed,
-                        metadata={} if replayed else {"compaction_continue": True},
+                        metadata={"compaction_replay" if replayed else "compaction_continue": True},
                     ),
                 )
                 for text in texts

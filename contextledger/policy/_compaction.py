@@ -70,7 +70,7 @@ from contextledger.policy._transcript import (
     serialize_head,
     unwrap_summary,
 )
-from contextledger.policy._turns import compaction_part, is_real_user
+from contextledger.policy._turns import compaction_part, is_real_user, resumes_turn
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     PREFLIGHT_FACTOR,
@@ -189,9 +189,10 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
 
 def turns(messages: Sequence[Message]) -> list[Turn]:
     """A turn starts at each user message a person wrote (``is_real_user``: not a synthetic
-    one nor a compaction request) and runs to the next one; messages before the first belong
-    to none."""
-    starts = [i for i, m in enumerate(messages) if is_real_user(m)]
+    one nor a compaction request), or at the compactor's message after an automatic compaction
+    (``resumes_turn``: the rest of a turn whose opening was summarised), and runs to the next
+    one; messages before the first belong to none."""
+    starts = [i for i, m in enumerate(messages) if is_real_user(m) or resumes_turn(m)]
     return [Turn(s, e) for s, e in itertools.pairwise([*starts, len(messages)])]
 
 

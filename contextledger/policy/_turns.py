@@ -4,7 +4,9 @@ the next one. The user messages the runtime or a client writes on its own are ma
 Codex context note) and belong to the turn they arrive in, as does a message that arrived
 mid-turn (its text kept only as synthetic and ignored parts); a compaction request starts no
 turn either. Every count of turns (the prune's protected turns, the compaction's tail, the
-request's turn number, the compaction attempts of a turn) reads them through here.
+request's turn number, the compaction attempts of a turn) reads them through here. The
+compaction's tail also goes on from the compactor's own message after an automatic
+compaction (``resumes_turn``): the turn's opening was summarised, and what follows is its rest.
 """
 
 from __future__ import annotations
@@ -26,4 +28,19 @@ def is_real_user(message: Message) -> bool:
         and not message.synthetic
         and compaction_part(message) is None
         and any(not (isinstance(p, TextPart) and (p.synthetic or p.ignored)) for p in message.parts)
+    )
+
+
+def resumes_turn(message: Message) -> bool:
+    """The compactor's message after an automatic compaction: its "continue" note or the
+    request it sends again (a synthetic message with a part marked ``compaction_continue`` or
+    ``compaction_replay``)."""
+    return (
+        message.role == "user"
+        and message.synthetic
+        and any(
+            isinstance(p, TextPart)
+            and bool(p.metadata.get("compaction_continue") or p.metadata.get("compaction_replay"))
+            for p in message.parts
+        )
     )

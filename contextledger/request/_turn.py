@@ -117,14 +117,18 @@ def user_message_events(
         )
     else:
         part(TextPart(id=new_part_id(), message_id=message_id, text=text))
-    reminders = mode_reminders(
-        previous_agents(history, agent_id),
-        agent,
-        plan_agents=plan_agents,
-        plan_path=plan_path,
-        plan_exists=plan_exists,
+    reminders = (
+        ()
+        if synthetic
+        else mode_reminders(
+            previous_agents(history, agent_id),
+            agent,
+            plan_agents=plan_agents,
+            plan_path=plan_path,
+            plan_exists=plan_exists,
+        )
     )
-    for reminder in () if synthetic else reminders:
+    for reminder in reminders:
         part(TextPart(id=new_part_id(), message_id=message_id, text=reminder, synthetic=True))
     for mime, url, filename in files:
         part(

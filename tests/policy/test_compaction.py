@@ -442,6 +442,27 @@ def test_turns_start_only_at_user_messages_a_person_wrote() -> None:
     assert turns(messages) == [Turn(1, 5), Turn(5, 7)]
 
 
+def test_a_second_compaction_in_one_long_turn_keeps_a_tail() -> None:
+    """The first compaction summarised the turn's opening; the rest of the turn goes on from
+    the compactor's "continue" note (or the request it sent again), so the next compaction
+    still keeps the newest steps verbatim, whatever notes arrive meanwhile."""
+    for resume in ("continue", "replay"):
+        b = SessionBuilder()
+        _tool_turns_after(b, b.user("Fix every failing test."), 3)
+        resumed = b.user(synthetic=True)
+        if resume == "continue":
+            b.text(resumed, "Continue.", synthetic=True, metadata={"compaction_continue": True})
+        else:
+            b.text(resumed, "Fix every failing test.", metadata={"compaction_replay": True})
+        b.user("[diagnostics] src/app.py:3: unused import", synthetic=True)
+        _tool_turns_after(b, resumed, 4)
+        rest = _history(b.events).messages[1:]  # the opening went into the first summary
+        at = [m.id for m in rest].index(resumed)
+        assert turns(rest) == [Turn(at, len(rest))]
+        selection = select_tail(rest, tail_turns=2, budget=200)
+        assert selection.tail and selection.tail[0].id > resumed
+
+
 def test_an_attachment_in_the_last_turn_does_not_cut_the_tail_short() -> None:
     b = SessionBuilder()
     _exchange(b, "one")
@@ -890,3 +911,11 @@ def test_an_overflow_without_media_blames_the_conversation_not_media() -> None:
     plan = _plan(b, b.request_compaction(trigger="overflow", parent_id=current))
     assert plan.replay_id is None and plan.continue_text is not None
     assert plan.continue_text == f"{OVERFLOW_CONTEXT_NOTICE}\n\n{CONTINUE_TEXT}"
+
+
+def _tool_turns_after(b: SessionBuilder, parent: str, count: int) -> None:
+    for n in range(count):
+        reply = b.assistant(parent)
+        call = b.tool_call(reply, "bash", {"command": f"pytest -k case_{n}"})
+        b.tool_result(call, f"case_{n} " * 40)
+        b.finish(reply)
