@@ -269,8 +269,9 @@ def early_compaction_due(
     history: History, view: Sequence[ModelMessage], model: Model, config: Config, *, agent_id: str
 ) -> bool:
     """Under ``compaction.cadence = "economic"``: whether ``view`` has passed its economic
-    threshold and compacting it pays (``compact_early`` of ``early_compaction``). Always
-    False under ``cadence = "window"``."""
+    threshold and compacting it pays (``compact_early`` of ``early_compaction``) on a warm
+    prompt cache; ``policy._decisions.compaction_due``, which the runtime calls, also weighs
+    an expired one. Always False under ``cadence = "window"``."""
     early = early_compaction(history, view, model, config, agent_id=agent_id)
     return early is not None and early.due()
 

@@ -226,10 +226,14 @@ def compaction_due(
         measure = msgspec.structs.replace(measure, continuation=False)
         if should_compact_preflight(model, measure, config).compact:
             return "preflight"
-    cold = now_ms is not None and cache_cold(
-        now_ms,
-        last_finished_ms(history, agent_id),
-        price_for(model.provider_id, model.model_id).ttl_s * 1000,
+    cold = (
+        config.compaction.cadence == "economic"
+        and now_ms is not None
+        and cache_cold(
+            now_ms,
+            last_finished_ms(history, agent_id),
+            price_for(model.provider_id, model.model_id).ttl_s * 1000,
+        )
     )
     early = early_compaction(history, messages, model, config, agent_id=agent_id, cold=cold)
     if early is not None and early.due() and not early_compaction_refused(history, agent_id):
