@@ -580,6 +580,31 @@ async def test_a_restored_session_checks_a_call_id_reading_what_it_needs_only(tu
                 assert pages.count("~f") <= 3
 
 
+async def test_a_restored_session_reads_a_bucket_of_fingerprints_once_for_every_new_call() -> None:
+    """Each new call's id is looked up among its bucket's fingerprints; the bucket is read once
+    and then only what was added to it, not again for every call."""
+    store = MemoryStore()
+    b = SessionBuilder()
+    await _saved_with_snapshot(store, b)
+    log = await SessionLog.open(store, b.session_id)
+    same = [c for c in (f"call_new{n}" for n in range(200)) if _pages.call_fingerprint(c)[0] == 0]
+    read: list[int] = []
+    column = _pages.PageTable.column
+
+    def noted(table: _pages.PageTable, c: int, start: int = 0) -> list[str]:
+        read.append(len(table) - start)
+        return column(table, c, start)
+
+    with mock.patch.object(_pages.PageTable, "column", noted):
+        for call_id in same[:4]:
+            batch = _call(b, call_id)
+            assert _refusal(log.history, batch) is None
+            await log.append(batch)
+            b.events.extend(batch)
+    # The first lookup reads the bucket's rows; each later one only the row its call added.
+    assert read[0] >= 0 and read[1:] == [1, 1, 1]
+
+
 async def test_a_call_another_writer_made_after_opening_is_not_used_yet() -> None:
     store = MemoryStore()
     b = SessionBuilder()

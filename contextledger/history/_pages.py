@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Sequence
-from itertools import chain
+from itertools import chain, islice
 from typing import Final, Protocol, TypeVar
 
 import msgspec
@@ -69,7 +69,8 @@ class PageTable:
     The first ``count`` rows of a restored table are read a page at a time when needed
     (``read``, given the table, the page's number and how many of its rows it has); rows
     added later are held here. The
-    first column is the key: rows are added in key order, so ``find`` is a binary search.
+    first column is the key: rows are added in key order, so ``find`` is a binary search
+    (a table of call fingerprints is not in key order: it is only read by ``column``).
     """
 
     __slots__ = ("_count", "_pages", "_read", "name", "width")
@@ -125,10 +126,12 @@ class PageTable:
                 hi = mid
         return lo if lo < self._count and self.key(lo) == key else None
 
-    def column(self, c: int) -> list[str]:
-        """Column ``c`` of every row (reads every page)."""
-        pages = range((self._count + PAGE_ROWS - 1) // PAGE_ROWS)
-        return list(chain.from_iterable(self._page(n)[c] for n in pages))
+    def column(self, c: int, start: int = 0) -> list[str]:
+        """Column ``c`` of the rows from ``start`` on (reads the pages that hold them)."""
+        first = start // PAGE_ROWS
+        pages = range(first, (self._count + PAGE_ROWS - 1) // PAGE_ROWS)
+        rows = chain.from_iterable(self._page(n)[c] for n in pages)
+        return list(islice(rows, start - first * PAGE_ROWS, None))
 
     def pages_since(self, count: int) -> dict[str, bytes]:
         """The encoded pages that changed since the table had ``count`` rows (every page

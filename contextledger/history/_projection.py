@@ -211,6 +211,7 @@ class History:
         "_changed_at",
         "_changes",
         "_estimate",
+        "_fingerprints",
         "_finished",
         "_index",
         "_inputs",
@@ -259,6 +260,8 @@ class History:
         self._source: SnapshotSource | None = None
         self._lazy: _LazyMessages | None = None
         self._calls: dict[str, str] | None = None
+        # Per bucket: how many of its table's rows the set of fingerprints holds.
+        self._fingerprints: dict[int, tuple[int, set[str]]] = {}
         self._rebuilt: History | None = None
 
     # --- reading --------------------------------------------------------------------------
@@ -826,12 +829,20 @@ class History:
         from the pages of calls (once, for every call)."""
         tables = self._listed_tables()
         bucket, fingerprint = call_fingerprint(call_id)
-        if fingerprint not in tables[3 + bucket].column(0):
+        if fingerprint not in self._bucket(tables[3 + bucket], bucket):
             raise KeyError(call_id)
         if self._calls is None:
             calls = tables[2]
             self._calls = dict(zip(calls.column(1), calls.column(0), strict=True))
         return self._calls[call_id]
+
+    def _bucket(self, table: PageTable, bucket: int) -> set[str]:
+        """The fingerprints in ``bucket``'s table, read once and extended as it grows."""
+        seen, known = self._fingerprints.get(bucket, (0, set()))
+        if seen < len(table):
+            known.update(table.column(0, seen))
+            self._fingerprints[bucket] = (len(table), known)
+        return known
 
     def _stripped(self, part_id: str) -> None:
         message, _ = self._parts[part_id]

@@ -81,3 +81,11 @@ def test_a_missing_or_short_page_is_a_page_problem() -> None:
         _restored(short, 2, []).key(0)
     with pytest.raises(PageProblem, match="does not decode"):
         decode_page(b"\xc1", "~p/00000000", 2, 1)
+
+
+@given(st.integers(0, 300), st.integers(0, 320))
+def test_a_column_from_a_row_on_is_the_tail_of_the_whole_column(rows: int, start: int) -> None:
+    table = PageTable("t", 2)
+    for n in range(rows):
+        table.append((f"{n:05d}", f"v{n}"))
+    assert table.column(1, start) == table.column(1)[start:]
