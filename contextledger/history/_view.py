@@ -185,14 +185,14 @@ def _filter_newest_first(newest_first: Iterable[Message]) -> list[Message]:
             if message.id == tail_start:
                 kept.append(message)
                 break
-            if not (message.summary or _compaction_part(message) is not None):
+            if not (message.summary or compaction_part(message) is not None):
                 kept.append(message)
             continue
         kept.append(message)
         if completed_summary(message) and message.parent_id is not None:
             completed.add(message.parent_id)
         if message.role == "user" and message.id in completed:
-            part = _compaction_part(message)
+            part = compaction_part(message)
             if part is not None:
                 if part.tail_start_id is None:
                     break
@@ -201,7 +201,8 @@ def _filter_newest_first(newest_first: Iterable[Message]) -> list[Message]:
     return _reorder(kept)
 
 
-def _compaction_part(message: Message) -> CompactionPart | None:
+def compaction_part(message: Message) -> CompactionPart | None:
+    """The compaction part of a compaction request (None for any other message)."""
     for part in message.parts:
         if isinstance(part, CompactionPart):
             return part
@@ -218,7 +219,7 @@ def _reorder(messages: list[Message]) -> list[Message]:
     """
     for c in range(len(messages) - 1, -1, -1):
         request = messages[c]
-        part = _compaction_part(request) if request.role == "user" else None
+        part = compaction_part(request) if request.role == "user" else None
         if part is None:
             continue
         summary = next(
@@ -327,7 +328,7 @@ def in_view(history: History, message: Message, agent_id: str | None) -> bool:
     if agent_id is not None:
         return message.agent_id == agent_id
     return message.agent_id == MAIN_AGENT or not (
-        message.summary or _compaction_part(message) is not None
+        message.summary or compaction_part(message) is not None
     )
 
 

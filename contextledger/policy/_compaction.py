@@ -53,6 +53,7 @@ from contextledger.history._projection import History, Message
 from contextledger.history._view import (
     CLEARED_OUTPUT,
     ViewOptions,
+    compaction_part,
     completed_summary,
     convert_message,
     view_messages,
@@ -70,7 +71,7 @@ from contextledger.policy._transcript import (
     serialize_head,
     unwrap_summary,
 )
-from contextledger.policy._turns import compaction_part, is_real_user, resumes_turn
+from contextledger.policy._turns import is_real_user, resumes_turn
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     PREFLIGHT_FACTOR,

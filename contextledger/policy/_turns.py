@@ -11,13 +11,9 @@ compaction (``resumes_turn``): the turn's opening was summarised, and what follo
 
 from __future__ import annotations
 
-from contextledger.events._parts import CompactionPart, TextPart
+from contextledger.events._parts import TextPart
 from contextledger.history._projection import Message
-
-
-def compaction_part(message: Message) -> CompactionPart | None:
-    """The compaction part of a compaction request."""
-    return next((p for p in message.parts if isinstance(p, CompactionPart)), None)
+from contextledger.history._view import compaction_part
 
 
 def is_real_user(message: Message) -> bool:

@@ -41,8 +41,8 @@ from contextledger.events._parts import (
     Usage,
 )
 from contextledger.history._projection import History, Message
+from contextledger.history._view import compaction_part
 from contextledger.policy._prune import Plan, PrunePlan, StripPlan, TrimPlan
-from contextledger.policy._turns import compaction_part
 from contextledger.providers._errors import ProviderError
 from contextledger.request._builder import BuiltRequest, RequestInputs
 from contextledger.vocabulary._requests import Request
