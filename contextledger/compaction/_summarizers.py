@@ -313,22 +313,51 @@ def _within(
 ) -> str:
     """The summary of the bullets of each section (each with its rank: new before carried,
     then by position, newest first), without the lowest-ranked bullets, as few as needed
-    for it to hold at most ``max_tokens`` tokens (every bullet when None)."""
+    for it to hold at most ``max_tokens`` tokens (every bullet when None). The identifier
+    list is one long bullet whose names come most used first: when it is among the first
+    bullets that do not fit, it is kept with as many of its names as fit rather than left
+    out whole."""
     ranks = sorted(rank for bullets in ranked.values() for rank, _ in bullets)
+    none: tuple[int, int] = (-1, -1)  # a rank below every bullet's
 
-    def render(kept: int) -> str:
-        cut = ranks[kept - 1] if kept else (-1, -1)
-        filled = {title: [t for r, t in bullets if r <= cut] for title, bullets in ranked.items()}
+    def render(cut: tuple[int, int], names: int | None = None) -> str:
+        filled = {
+            title: [_with_names(text, names) for rank, text in bullets if rank <= cut]
+            for title, bullets in ranked.items()
+        }
         return render_summary(template, filled)
 
-    def fits(kept: int) -> bool:
-        return max_tokens is None or text_tokens(len(render(kept))) <= max_tokens
+    def fits(text: str) -> bool:
+        return max_tokens is None or text_tokens(len(text)) <= max_tokens
 
-    low, high = 0, len(ranks)  # the most bullets that fit lie in [low, high]
+    kept = _most(len(ranks), lambda n: fits(render(ranks[n - 1] if n else none)))
+    if kept < len(ranks):
+        cut = ranks[kept]
+        lists = [t for b in ranked.values() for r, t in b if r == cut and t.startswith(IDENTIFIERS)]
+        if lists:
+            total = len(_IDENTIFIER_ITEM.findall(lists[0]))
+            names = _most(total, lambda n: fits(render(cut, n)))
+            if names:
+                return render(cut, names)
+    return render(ranks[kept - 1] if kept else none)
+
+
+def _most(high: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``n`` in ``[0, high]`` with ``fits(n)`` (``fits`` holds for 0 and, once it
+    fails, for no larger ``n``)."""
+    low = 0
     while low < high:
         middle = (low + high + 1) // 2
         low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return render(low)
+    return low
+
+
+def _with_names(text: str, names: int | None) -> str:
+    """``text``, or, when it is the identifier list and ``names`` is given, the list of its
+    first ``names`` names."""
+    if names is None or not text.startswith(IDENTIFIERS):
+        return text
+    return _identifiers_text(_IDENTIFIER_ITEM.findall(text)[:names])
 
 
 # --- facts to bullets -------------------------------------------------------------------------

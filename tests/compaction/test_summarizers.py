@@ -226,6 +226,21 @@ def test_a_summary_over_its_token_limit_leaves_out_carried_bullets_first(
     assert missing_sections(template, headings) == [] and "older fact" not in headings
 
 
+@both_templates
+def test_an_identifier_list_over_the_limit_keeps_the_names_that_fit(
+    template: SummaryTemplate,
+) -> None:
+    names = tuple(f"name_{i:04d}" for i in range(400))
+    facts = SessionFacts(first_request="Rename the fields.", identifiers=names)
+    whole = extractive_summary(facts, template)
+    limit = text_tokens(len(whole)) // 2
+    cut = extractive_summary(facts, template, max_tokens=limit)
+    assert text_tokens(len(cut)) <= limit
+    assert "Rename the fields." in cut and missing_sections(template, cut) == []
+    kept = [n for n in names if f"`{n}`" in cut]
+    assert len(kept) > 100 and kept == list(names[: len(kept)])  # the most used first
+
+
 def test_file_facts_merge_with_the_previous_summary() -> None:
     previous = render_summary(
         OPENCODE,
