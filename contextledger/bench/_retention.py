@@ -25,8 +25,8 @@ traces; target >= 0.90), ``retention_overall``, ``compactions``, ``target_met``,
 (replays that failed), and the same five with the suffix ``_economic``.
 
 The same replays are also scored by the definition that does not use the summarizer's
-extractor (``simulation._retention``: the facts the agent uses again after the newest few
-calls, held by the request it was sent): ``facts_needed`` and ``independent_retention`` per
+extractor (``simulation._retention``: the facts the agent uses again, mentioned at an
+earlier call, held by the request it was sent): ``facts_needed`` and ``independent_retention`` per
 trace, ``independent_min`` (over the replays that compacted) and ``independent_overall``
 (and ``_economic``).
 Without traces: ``{"available": false, "reason": ...}``.
