@@ -139,6 +139,7 @@ def test_the_summary_table_shows_the_summary_figures(results: Results, page: str
             "lower_bound",
             "cost_vs_lower_bound",
             "retention",
+            "retention_older",
             "compactions",
             "over_window_calls",
             "failed_at",

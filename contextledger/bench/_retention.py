@@ -25,10 +25,11 @@ traces; target >= 0.90), ``retention_overall``, ``compactions``, ``target_met``,
 (replays that failed), and the same five with the suffix ``_economic``.
 
 The same replays are also scored by the definition that does not use the summarizer's
-extractor (``simulation._retention``: the facts the agent uses again after the newest few
-calls, held by the request it was sent): ``facts_needed`` and ``independent_retention`` per
-trace, ``independent_min`` (over the replays that compacted) and ``independent_overall``
-(and ``_economic``).
+extractor (``simulation._retention``'s older measure, the one that tells summaries apart: the
+facts the agent uses again whose latest mention lies before its newest ``RECENT_CALLS`` calls,
+held by the request it was sent): ``facts_needed`` and ``independent_retention`` per trace,
+``independent_min`` (over the replays that compacted) and ``independent_overall`` (and
+``_economic``).
 Without traces: ``{"available": false, "reason": ...}``.
 
 A session that never outgrows the window has no compaction and no retention figure
@@ -278,8 +279,8 @@ def run(options: Options) -> dict[str, Any]:
                     "summary_chars": measure.summary_chars,
                     "summary_max_tokens": measure.summary_max_chars // CHARS_PER_TOKEN,
                     "missed": [s for s, _ in measure.missed.most_common(MISSED_SHOWN)],
-                    "facts_needed": measure.independent.needed,
-                    "independent_retention": measure.independent.share,
+                    "facts_needed": measure.independent.needed_older,
+                    "independent_retention": measure.independent.share_older,
                     "failed_at": measure.failed_at,
                 }
     figures: dict[str, Any] = {"available": True, "traces": per_trace, "unread": unread}

@@ -17,20 +17,23 @@ first N events of each session (for tests).
 
 Keys: ``sets`` -> set -> ``windows`` -> window -> ``traces`` -> trace -> strategy ->
 provider -> the ``TraceResult.summary`` figures (``cost`` = billed input + ``summary_cost``,
-``cost_vs_lower_bound``, ``retention``, ``compactions``, ``over_window_calls``,
-``failed_at``, ...); and ``providers`` -> provider -> strategy -> the figures over the set's
-traces (``Totals``: ``cost``, ``summary_cost``, ``compactions``, ``over_window_calls`` summed,
-``failed`` counted, ``cost_vs_lower_bound`` the worst, ``retention`` over every needed fact)
-and, for ``default`` and ``default/extractive``, ``verdicts``: ``max_cost_vs_lower_bound``
+``cost_vs_lower_bound``, ``retention``, ``retention_older``, ``compactions``,
+``over_window_calls``, ``failed_at``, ...); and ``providers`` -> provider -> strategy -> the
+figures over the set's traces (``Totals``: ``cost``, ``summary_cost``, ``compactions``,
+``over_window_calls`` summed, ``failed`` counted, ``cost_vs_lower_bound`` the worst,
+``retention`` over every needed fact, ``retention_older`` over the older ones) and, for
+``default`` and ``default/extractive``, ``verdicts``: ``max_cost_vs_lower_bound``
 (``cost_vs_lower_bound``: the cost over the least the same calls and summary calls could
 cost), ``max_cost_vs_calls_lower_bound`` (over the least the calls alone could cost),
 ``cheaper_than_pi`` (the traces on which it costs less than each of pi's four),
 ``above_baseline`` (those on which it costs more than ``baseline``), ``dominated`` (those on
-which another strategy that finished is both cheaper and higher in retention),
-``over_window_calls`` and ``failed``. At the top, the ``test`` set's counts over its windows
-and providers (the targets: 0): ``default_above_baseline``, ``default_dominated``,
-``default_over_window_calls``, ``default_failed``; with ``--full``, ``tune_...`` the same for
-``tune``.
+which another strategy that finished is both cheaper and higher in ``retention``: every fact
+the agent used again), ``dominated_older`` (the same in ``retention_older``: the facts last
+mentioned more than five calls back, what tells summaries apart; see
+``simulation._retention``), ``over_window_calls`` and ``failed``. At the top, the ``test``
+set's counts over its windows and providers (the targets: 0): ``default_above_baseline``,
+``default_dominated``, ``default_dominated_older``, ``default_over_window_calls``,
+``default_failed``; with ``--full``, ``tune_...`` the same for ``tune``.
 Targets on ``test``: ``default`` within 1.3x of its lower bound, summaries included, no
 over-window call, no failure, never above ``baseline``, never dominated.
 """
@@ -74,17 +77,25 @@ OURS: Final = ("default", EXTRACTIVE)
 WINDOWS: Final = (200_000, 32_000)
 TARGET_COST_VS_LOWER_BOUND: Final = 1.3
 #: The verdicts counted at the top of the result (traces x windows x providers, ``default``).
-COUNTED: Final = ("above_baseline", "dominated", "over_window_calls", "failed")
+COUNTED: Final = (
+    "above_baseline",
+    "dominated",
+    "dominated_older",
+    "over_window_calls",
+    "failed",
+)
 
 
-def _dominated(by_strategy: dict[str, Any], ours: str, provider: str) -> bool:
+def _dominated(
+    by_strategy: dict[str, Any], ours: str, provider: str, retention: str = "retention"
+) -> bool:
     """Whether a strategy other than ours, that finished, is both cheaper than ``ours`` and
-    higher in retention on one trace."""
+    higher in ``retention`` (the key of the figures) on one trace."""
     mine = by_strategy[ours][provider]
     return any(
         figures[provider]["failed_at"] is None
         and figures[provider]["cost"] < mine["cost"]
-        and (figures[provider]["retention"] or 0) > (mine["retention"] or 0)
+        and (figures[provider][retention] or 0) > (mine[retention] or 0)
         for name, figures in by_strategy.items()
         if name not in OURS
     )
@@ -111,6 +122,9 @@ def _verdicts(traces: dict[str, Any], ours: str, provider: str) -> dict[str, Any
             if mine[name]["cost"] > t["baseline"][provider]["cost"]
         ],
         "dominated": [name for name, t in traces.items() if _dominated(t, ours, provider)],
+        "dominated_older": [
+            name for name, t in traces.items() if _dominated(t, ours, provider, "retention_older")
+        ],
         "over_window_calls": sum(r["over_window_calls"] for r in mine.values()),
         "failed": sum(r["failed_at"] is not None for r in mine.values()),
     }
@@ -118,18 +132,23 @@ def _verdicts(traces: dict[str, Any], ours: str, provider: str) -> dict[str, Any
 
 def _totals(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """A strategy's figures over a set's traces."""
-    needed = sum(r["facts_needed"] for r in runs)
-    retained = sum(r["facts_needed"] * (r["retention"] or 0) for r in runs)
     ratios = [r["cost_vs_lower_bound"] for r in runs if r["cost_vs_lower_bound"]]
     return {
         "cost": sum(r["cost"] for r in runs),
         "summary_cost": sum(r["summary_cost"] for r in runs),
         "cost_vs_lower_bound": max(ratios, default=None),
-        "retention": retained / needed if needed else None,
+        "retention": _share(runs, "facts_retained", "facts_needed"),
+        "retention_older": _share(runs, "facts_retained_older", "facts_needed_older"),
         "compactions": sum(r["compactions"] for r in runs),
         "over_window_calls": sum(r["over_window_calls"] for r in runs),
         "failed": sum(r["failed_at"] is not None for r in runs),
     }
+
+
+def _share(runs: Sequence[dict[str, Any]], retained: str, needed: str) -> float | None:
+    """The ``retained`` counts over the ``needed`` ones, summed over ``runs``."""
+    total = sum(r[needed] for r in runs)
+    return sum(r[retained] for r in runs) / total if total else None
 
 
 def _simulated(
@@ -262,7 +281,8 @@ def run(options: Options) -> dict[str, Any]:
 
 def render(result: dict[str, Any]) -> str:
     """Per set and window, a table of each strategy's cost (USD, summaries included) and
-    retention per trace and provider, one of its totals, then ``default``'s verdicts."""
+    retentions (every fact, older facts) per trace and provider, one of its totals, then
+    ``default``'s verdicts."""
     if not result.get("available"):
         return f"strategies: not measured: {result.get('reason')}\n"
     names: list[str] = result["strategies"]
@@ -270,7 +290,7 @@ def render(result: dict[str, Any]) -> str:
     for set_name, per_set in result["sets"].items():
         for window, figures in per_set["windows"].items():
             text += f"strategies, {set_name} set, {int(window):,}-token window: cost (USD, "
-            text += "summaries included) / retention\n"
+            text += "summaries included) / retention / retention of older facts\n"
             rows = [["trace", "provider", *names]]
             for trace, by_strategy in figures["traces"].items():
                 for provider in PROVIDERS:
@@ -300,6 +320,7 @@ def _totals_table(providers: dict[str, Any], names: Sequence[str]) -> str:
             "summaries",
             "x bound",
             "retention",
+            "retention (older)",
             "compactions",
             "over-window calls",
             "failed",
@@ -316,12 +337,13 @@ def _totals_table(providers: dict[str, Any], names: Sequence[str]) -> str:
                     f"{t['summary_cost']:.3f}",
                     _number(t["cost_vs_lower_bound"], "{:.2f}"),
                     _number(t["retention"], "{:.1%}"),
+                    _number(t["retention_older"], "{:.1%}"),
                     str(t["compactions"]),
                     str(t["over_window_calls"]),
                     str(t["failed"]),
                 ]
             )
-    return table(rows, right=[False, False, *([True] * 7)])
+    return table(rows, right=[False, False, *([True] * 8)])
 
 
 def _verdict_line(provider: str, ours: str, verdict: dict[str, Any], traces: int) -> str:
@@ -332,7 +354,8 @@ def _verdict_line(provider: str, ours: str, verdict: dict[str, Any], traces: int
         f"{TARGET_COST_VS_LOWER_BOUND}x; {strict}x the bound of its calls alone); cheaper "
         f"than each of pi's four on "
         f"{len(verdict['cheaper_than_pi'])} of {traces} traces; above baseline on "
-        f"{len(verdict['above_baseline'])}; dominated on {len(verdict['dominated'])}; "
+        f"{len(verdict['above_baseline'])}; dominated on {len(verdict['dominated'])} "
+        f"({len(verdict['dominated_older'])} on older facts); "
         f"{verdict['over_window_calls']} over-window calls, {verdict['failed']} failed\n"
     )
 
@@ -342,7 +365,10 @@ def _number(value: float | None, form: str) -> str:
 
 
 def _cell(figures: dict[str, Any]) -> str:
-    """A strategy's cost and retention; ``!N`` after it when it failed at call N."""
+    """A strategy's cost, retention and retention of older facts; ``!N`` after them when it
+    failed at call N."""
     failed = figures["failed_at"]
     retention = _number(figures["retention"], "{:.0%}")
-    return f"{figures['cost']:.3f}/{retention}" + (f" !{failed}" if failed is not None else "")
+    older = _number(figures["retention_older"], "{:.0%}")
+    cell = f"{figures['cost']:.3f}/{retention}/{older}"
+    return cell + (f" !{failed}" if failed is not None else "")

@@ -256,6 +256,7 @@ async def simulate(args: argparse.Namespace) -> None:
             "lower_bound",
             "cost_vs_lower_bound",
             "retention",
+            "retention_older",
             "compactions",
             "over_window_calls",
             "failed_at",

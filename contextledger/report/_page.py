@@ -41,6 +41,7 @@ SUMMARY_COLUMNS: Final = (
     "lower_bound",
     "cost_vs_lower_bound",
     "retention",
+    "retention_older",
     "compactions",
     "over_window_calls",
     "failed_at",
@@ -145,7 +146,7 @@ def _cell(column: str, value: float | int | str | None) -> str:
         text = f"${value:,.4f}"
     elif column == "cost_vs_lower_bound":
         text = f"{value:.3f}"
-    elif column == "retention":
+    elif column in ("retention", "retention_older"):
         text = f"{value:.1%}"
     else:
         text = f"{value:,}"
@@ -274,7 +275,10 @@ def render_report(results: Results, *, title: str, window: int) -> str:
         "in USD, as <code>contextledger simulate</code> prices them. The last chart places "
         "each strategy by its cost (summaries included) and its retention (the share of the "
         "facts the agent used again that its requests held); the dashed line is the frontier, "
-        "the strategies no other is both cheaper than and higher in retention.</p>"
+        "the strategies no other is both cheaper than and higher in retention. The tables' "
+        "<code>retention_older</code> counts only the facts last mentioned more than five "
+        "calls before their use: what a compaction kept of the conversation before its tail."
+        "</p>"
         f'<div class="toggle" hidden>show: {toggle}</div><ul class="contents">{contents}</ul>'
         f'{sections}<script type="application/json" id="{DATA_ID}">'
         f"{script_json(report_data(results))}</script><script>{SCRIPT}</script></body></html>\n"

@@ -4,15 +4,23 @@ Defined on the recorded trajectory alone, without the summarizers' code. A *fact
 path, a file name, an identifier (snake_case, camelCase, dotted), a number of three or more
 digits or a version, or an error name (``TypeError``), matched on token boundaries
 (``facts_in``). At each model call of a replay, the facts in the agent's own answer (its text
-and its tool inputs, as recorded) that appeared earlier in the conversation (in a user
-message, an answer, a tool input or a tool output) but not within the last
-``RECENT_CALLS`` calls are *needed*: the agent used again what it had from before any cut a
-strategy makes (every strategy keeps the newest calls). A needed fact is *retained* when it
-is in the request the strategy sent for that call (its messages: summaries, kept turns, tool
-results as sent). Retention is retained over needed, summed over the calls. A strategy that
-sends everything retains every fact the view does not cut (long tool outputs are cut at the
-view's limits); one that compacts, truncates or drops turns keeps what its summary, tail or
-window still holds.
+and its tool inputs, as recorded) that appeared at an earlier call (in a user message, an
+answer, a tool input or a tool output; not in the user message that opens this call) are
+*needed*: the agent used again something it had been shown. A needed fact is *retained* when
+it is in the request the strategy sent for that call (its messages: summaries, kept turns,
+tool results as sent). ``retention`` is retained over needed, summed over the calls.
+
+``older`` counts only the needed facts whose latest mention lies more than ``RECENT_CALLS``
+calls back, and how many of them the request held. It alone would assume that every
+strategy keeps the newest calls whole, and truncating ones do not: ``truncate-500`` cuts
+every tool result to its first 500 characters, the one the agent is reading right now
+included, and ``age-truncate-500-keep-3`` keeps only the newest three. When the agent uses a
+fact from the previous call's output beyond its 500th character, truncate-500's request did
+not hold it; ``older`` never sees that loss, and scores such strategies only on older facts,
+which they keep because they never summarise. So ``retention`` counts every reuse, and
+``older`` is what tells summaries apart: whatever a compaction keeps of the conversation
+before its tail. A strategy that sends everything retains every fact the view does not cut
+(long tool outputs are cut at the view's limits).
 """
 
 from __future__ import annotations
@@ -47,9 +55,10 @@ FACT: Final = re.compile(
     )(?![\w/-])""",
     re.VERBOSE,
 )
-#: How far back (in calls) a fact's latest mention must lie for its use to count: the newest
-#: few calls are in any kept tail (2,000 tokens hold a few steps), so a fact used again
-#: within them says nothing about what a strategy kept of the older conversation.
+#: How far back (in calls) a fact's latest mention must lie for its use to count as
+#: ``older``: the newest few calls are in any kept tail (2,000 tokens hold a few steps), so a
+#: fact used again within them says nothing about what a compaction kept of the conversation
+#: before it.
 RECENT_CALLS: Final = 5
 #: Facts shorter than this (after a trailing full stop is dropped) are left out.
 MIN_FACT_CHARS: Final = 3
@@ -130,15 +139,27 @@ def _message_texts(message: ModelMessage) -> Iterator[str]:
 
 
 class Retention(msgspec.Struct, frozen=True):
-    """``needed`` and ``retained`` fact uses over a replay's calls (see the module docstring)."""
+    """``needed`` and ``retained`` fact uses over a replay's calls, and the ``older`` ones
+    among them (see the module docstring)."""
 
     needed: int = 0
     retained: int = 0
+    needed_older: int = 0
+    retained_older: int = 0
 
     @property
     def share(self) -> float | None:
         """``retained / needed``; None when no fact was needed."""
-        return self.retained / self.needed if self.needed else None
+        return _share(self.retained, self.needed)
+
+    @property
+    def share_older(self) -> float | None:
+        """``retained_older / needed_older``; None when no older fact was needed."""
+        return _share(self.retained_older, self.needed_older)
+
+
+def _share(retained: int, needed: int) -> float | None:
+    return retained / needed if needed else None
 
 
 class RetentionCounter:
@@ -149,7 +170,8 @@ class RetentionCounter:
 
     def __init__(self, turns: Sequence[RecordedTurn], facts: FactMemo | None = None) -> None:
         self._facts = facts = facts or FactMemo()
-        self._needed: list[set[str]] = []  # per call, the facts it needs
+        # Per call, the facts it needs and the older ones among them.
+        self._needed: list[tuple[set[str], set[str]]] = []
         last: dict[str, int] = {}  # a fact: the call at which it was last mentioned
         for turn in turns:
             for call in (*turn.opening(), turn, *turn.steps()):
@@ -159,18 +181,17 @@ class RetentionCounter:
                         last[fact] = number
                     continue
                 used = _used_facts(call, facts)
-                self._needed.append(
-                    {f for f in used if f in last and last[f] < number - RECENT_CALLS}
-                )
+                needed = {f for f in used if f in last and last[f] < number}
+                older = {f for f in needed if last[f] < number - RECENT_CALLS}
+                self._needed.append((needed, older))
                 for fact in used | _call_output_facts(call, facts):
                     last[fact] = number
         self._memo: dict[int, tuple[ModelMessage, set[str]]] = {}
-        self.needed = 0
-        self.retained = 0
+        self._counts = Retention()
 
     def observe(self, number: int, messages: Sequence[ModelMessage]) -> None:
         """Count call ``number``'s needed facts and those in ``messages``, the request sent."""
-        needed = self._needed[number]
+        needed, older = self._needed[number]
         if not needed:
             return
         sent: set[str] = set()
@@ -184,10 +205,15 @@ class RetentionCounter:
         # Only the messages of this request are kept: a live view hands the same objects back
         # while they are unchanged, and the memo stays the size of one request.
         self._memo = memo
-        self.needed += len(needed)
-        self.retained += len(needed & sent)
+        counts = self._counts
+        self._counts = Retention(
+            counts.needed + len(needed),
+            counts.retained + len(needed & sent),
+            counts.needed_older + len(older),
+            counts.retained_older + len(older & sent),
+        )
 
     @property
     def result(self) -> Retention:
         """The counts so far."""
-        return Retention(self.needed, self.retained)
+        return self._counts

@@ -129,7 +129,9 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     written, costing ``summary_cost`` (USD, input and output), priced through the cache
     simulator in that order with the session's calls. ``cost`` is the billed input cost plus
     the summaries'. ``facts_needed`` and ``facts_retained`` count the facts the agent used
-    again and those its requests held (``retention.RetentionCounter``)."""
+    again and those its requests held, ``facts_needed_older`` and ``facts_retained_older``
+    the same for the facts last mentioned more than ``retention.RECENT_CALLS`` calls back
+    (``retention.RetentionCounter``)."""
 
     strategy: str
     provider: Provider
@@ -154,12 +156,29 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     summary_cost: float = 0.0
     facts_needed: int = 0
     facts_retained: int = 0
+    facts_needed_older: int = 0
+    facts_retained_older: int = 0
+
+    @property
+    def _retention(self) -> Retention:
+        return Retention(
+            self.facts_needed,
+            self.facts_retained,
+            self.facts_needed_older,
+            self.facts_retained_older,
+        )
 
     @property
     def retention(self) -> float | None:
         """The share of the facts the agent used again that its requests held
         (``retention.RetentionCounter``); None when it used none again."""
-        return Retention(self.facts_needed, self.facts_retained).share
+        return self._retention.share
+
+    @property
+    def retention_older(self) -> float | None:
+        """``retention`` over the facts last mentioned more than ``retention.RECENT_CALLS``
+        calls back; None when it used none of them again."""
+        return self._retention.share_older
 
     @property
     def cost(self) -> float:
@@ -201,7 +220,11 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
             "summary_cost": self.summary_cost,
             "cost": self.cost,
             "facts_needed": self.facts_needed,
+            "facts_retained": self.facts_retained,
             "retention": self.retention,
+            "facts_needed_older": self.facts_needed_older,
+            "facts_retained_older": self.facts_retained_older,
+            "retention_older": self.retention_older,
         }
 
 
@@ -414,6 +437,7 @@ def trace_result(
     calls = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 1]
     summary_costs = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 0]
     prompts = tuple(r.prompt_tokens for r in requests)
+    counted = retention or Retention()
     return TraceResult(
         strategy=strategy_name,
         provider=provider,
@@ -437,8 +461,10 @@ def trace_result(
         summary_input_tokens=sum(r.prompt_tokens for _, r in summaries),
         summary_output_tokens=sum(r.output_tokens for _, r in summaries),
         summary_cost=sum(c.input_cost + c.output_cost for c in summary_costs),
-        facts_needed=retention.needed if retention is not None else 0,
-        facts_retained=retention.retained if retention is not None else 0,
+        facts_needed=counted.needed,
+        facts_retained=counted.retained,
+        facts_needed_older=counted.needed_older,
+        facts_retained_older=counted.retained_older,
     )
 
 

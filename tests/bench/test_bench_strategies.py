@@ -38,8 +38,8 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                     for provider in ("anthropic", "openai"):
                         summary = by_strategy[strategy][provider]
                         assert summary["cost"] >= summary["billed_input_cost"]
-                        retention = summary["retention"]
-                        assert retention is None or 0 <= retention <= 1
+                        for key in ("retention", "retention_older"):
+                            assert summary[key] is None or 0 <= summary[key] <= 1
                         assert summary["summarizer"] == strategies.VARIANTS.get(strategy, "model")
             for provider in ("anthropic", "openai"):
                 totals = figures["providers"][provider]
@@ -50,12 +50,18 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                         r["failed_at"] is not None for r in runs
                     )
                 for verdict in totals["verdicts"].values():
-                    for key in ("cheaper_than_pi", "above_baseline", "dominated"):
+                    for key in (
+                        "cheaper_than_pi",
+                        "above_baseline",
+                        "dominated",
+                        "dominated_older",
+                    ):
                         assert set(verdict[key]) <= set(figures["traces"])
     for key in strategies.COUNTED:
         assert result[f"default_{key}"] >= 0 and f"tune_default_{key}" not in result
     text = strategies.render(result)
     assert "test set, 200,000-token window" in text and "dominated on" in text
+    assert "retention (older)" in text and "default_dominated_older" in text
 
 
 def test_the_json_output_holds_nothing_but_the_results() -> None:
@@ -82,10 +88,13 @@ def test_the_full_run_adds_the_tuning_set_and_kilo_and_mimo() -> None:
 
 
 def test_above_baseline_and_dominated_follow_their_definitions() -> None:
-    def run(cost: float, retention: float | None, failed: int | None = None) -> dict[str, object]:
+    def run(
+        cost: float, retention: float | None, failed: int | None = None, older: float = 0.5
+    ) -> dict[str, object]:
         return {
             "cost": cost,
             "retention": retention,
+            "retention_older": older,
             "failed_at": failed,
             "cost_vs_lower_bound": 1.0,
             "cost_vs_calls_lower_bound": 1.0 + cost,
@@ -106,13 +115,40 @@ def test_above_baseline_and_dominated_follow_their_definitions() -> None:
         "dear": trace(run(1.5, 0.6)),
         "beaten": trace(run(0.5, 0.6), last_40=run(0.4, 0.7)),
         "beaten-by-a-failure": trace(run(0.5, 0.6), last_40=run(0.4, 0.7, failed=3)),
+        "beaten-on-older-facts": trace(run(0.5, 0.6), last_40=run(0.4, 0.5, older=0.6)),
     }
     verdict = strategies._verdicts(traces, "default", "anthropic")
     assert verdict["above_baseline"] == ["dear"]
     assert verdict["dominated"] == ["beaten"]
-    assert verdict["cheaper_than_pi"] == ["cheap", "beaten", "beaten-by-a-failure"]
+    assert verdict["dominated_older"] == ["beaten-on-older-facts"]
+    assert verdict["cheaper_than_pi"] == [
+        "cheap",
+        "beaten",
+        "beaten-by-a-failure",
+        "beaten-on-older-facts",
+    ]
     assert verdict["max_cost_vs_lower_bound"] == 1.0
     assert verdict["max_cost_vs_calls_lower_bound"] == 2.5
+
+
+def test_the_totals_count_retention_over_every_needed_fact_and_the_older_ones() -> None:
+    def run(needed: int, retained: int, older: int, older_retained: int) -> dict[str, object]:
+        return {
+            "cost": 1.0,
+            "summary_cost": 0.0,
+            "cost_vs_lower_bound": 1.0,
+            "facts_needed": needed,
+            "facts_retained": retained,
+            "facts_needed_older": older,
+            "facts_retained_older": older_retained,
+            "compactions": 0,
+            "over_window_calls": 0,
+            "failed_at": None,
+        }
+
+    totals = strategies._totals([run(10, 5, 4, 4), run(30, 30, 0, 0), run(0, 0, 0, 0)])
+    assert (totals["retention"], totals["retention_older"]) == (35 / 40, 1.0)
+    assert strategies._totals([run(3, 1, 0, 0)])["retention_older"] is None
 
 
 def test_without_traces_it_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

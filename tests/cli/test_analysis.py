@@ -298,12 +298,16 @@ def test_simulate_json_has_the_figures_per_trace_strategy_and_provider(
         "summary_cost",
         "cost",
         "facts_needed",
+        "facts_retained",
         "retention",
+        "facts_needed_older",
+        "facts_retained_older",
+        "retention_older",
     }
     assert figures["anthropic"]["calls"] == 2
     assert figures["anthropic"]["failed_at"] is None
     code, out, _ = _run(capsys, "simulate", str(chat), "--provider", "openai")
-    assert code == 0 and "anthropic" not in out
+    assert code == 0 and "anthropic" not in out and "retention_older" in out
     assert all(name in out for name in DEFAULT_STRATEGIES)
 
 
