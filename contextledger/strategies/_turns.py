@@ -287,8 +287,10 @@ class DefaultStrategy(PolicyStrategy):
     pays: compaction comes at the economic threshold (``cadence = "economic"``: once the
     view's extra reads cost more than compacting; never later than the usable window, ``mimo``
     variant), keeps the verbatim tail and writes the continuation summary so the agent resumes
-    where it stopped; between compactions the after-turn prune runs in ``cost`` mode (clear
-    old outputs only when the saving over the expected remaining turns beats the rewrite).
+    where it stopped; between compactions the prune runs in ``batch`` mode after every step
+    (old outputs soft-trimmed all at once, one cache break, when the next prompt nears the
+    window, in place of an early compaction the trim makes unnecessary, or when the saving
+    over the expected remaining calls beats the rewrite).
     Compactions come often, so the verbatim tail kept after each is opencode's smallest
     (``MIN_TAIL_TOKENS``, 2,000 tokens): it is written again at every compaction, and a
     larger one raises the threshold and the reads with it. The window keeps
@@ -303,7 +305,7 @@ class DefaultStrategy(PolicyStrategy):
     def configure(self, config: Config) -> Config:
         """``economic`` cadence, attempts per step, a 2,000-token tail, ``mimo`` window with
         an ``ECONOMIC_OUTPUT_RESERVE`` output reserve, continuation template, autocontinue;
-        ``prune`` on in ``cost`` mode."""
+        ``prune`` on in ``batch`` mode, trimming to ``BATCH_TRIM_KEEP_CHARS``."""
         config = _replace_section(
             config,
             "compaction",
