@@ -300,10 +300,17 @@ def summary_steps(
             kept[target].append(bullet.text)
     ranked = {
         title: [((0, i), b.text) for i, b in enumerate(new[title])]
-        + [((1, i), text) for i, text in enumerate(kept[title][:SECTION_CARRIED])]
+        + [(_carried_rank(i, text), text) for i, text in enumerate(kept[title][:SECTION_CARRIED])]
         for title in sections
     }
     return _within(template, ranked, max_tokens)
+
+
+def _carried_rank(position: int, text: str) -> tuple[int, int]:
+    """The rank of a carried bullet: after every new one, the newest first; but the task,
+    which only a first summary writes, before all of them: a summary that lost it would
+    leave the agent without what it was asked to do."""
+    return (-1, 0) if text.startswith(TASK) else (1, position)
 
 
 def _within(
@@ -311,12 +318,12 @@ def _within(
     ranked: Mapping[str, Sequence[tuple[tuple[int, int], str]]],
     max_tokens: int | None,
 ) -> str:
-    """The summary of the bullets of each section (each with its rank: new before carried,
-    then by position, newest first), without the lowest-ranked bullets, as few as needed
-    for it to hold at most ``max_tokens`` tokens (every bullet when None). The identifier
-    list is one long bullet whose names come most used first: when it is among the first
-    bullets that do not fit, it is kept with as many of its names as fit rather than left
-    out whole."""
+    """The summary of the bullets of each section (each with its rank, ``_carried_rank``:
+    the task, then new before carried, then by position, newest first), without the
+    lowest-ranked bullets, as few as needed for it to hold at most ``max_tokens`` tokens
+    (every bullet when None). The identifier list is one long bullet whose names come most
+    used first: when it is among the first bullets that do not fit, it is kept with as many
+    of its names as fit rather than left out whole."""
     ranks = sorted(rank for bullets in ranked.values() for rank, _ in bullets)
     none: tuple[int, int] = (-1, -1)  # a rank below every bullet's
 

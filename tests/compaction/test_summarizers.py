@@ -241,6 +241,21 @@ def test_an_identifier_list_over_the_limit_keeps_the_names_that_fit(
     assert len(kept) > 100 and kept == list(names[: len(kept)])  # the most used first
 
 
+@both_templates
+def test_a_later_summary_over_its_limit_keeps_the_task_it_carries(
+    template: SummaryTemplate,
+) -> None:
+    first = extractive_summary(SessionFacts(first_request="Port the parser to Rust."), template)
+    names = tuple(f"name_{i:04d}" for i in range(400))
+    later = SessionFacts(latest_request="Now the tests.", identifiers=names)
+    whole = extractive_summary(later, template, first)
+    limit = text_tokens(len(whole)) // 2
+    cut = extractive_summary(later, template, first, max_tokens=limit)
+    assert text_tokens(len(cut)) <= limit
+    assert "Task: Port the parser to Rust." in cut and "Now the tests." in cut
+    assert "`name_0000`" in cut and "`name_0399`" not in cut
+
+
 def test_file_facts_merge_with_the_previous_summary() -> None:
     previous = render_summary(
         OPENCODE,
