@@ -29,7 +29,7 @@ from contextledger.events._parts import ModelRef, PromptMeasure, ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History, PinnedPrefix
 from contextledger.history._truncate import PAGING_TOOL, shows_truncation
-from contextledger.history._view import ViewOptions
+from contextledger.history._view import ViewOptions, is_real_user
 from contextledger.policy._cache import place_marks, watermark_mark, writes_at_the_end
 from contextledger.policy._decisions import forced_prune, last_reported_prompt, output_cap
 from contextledger.policy._overflow import preflight_tokens
@@ -49,7 +49,6 @@ from contextledger.policy._transform import (
     apply_transform,
     load_transform,
 )
-from contextledger.policy._turns import is_real_user
 from contextledger.providers._base import EncodedRequest, WireFormat
 from contextledger.request._context import max_steps_message
 from contextledger.request._instructions import InstructionFile, render_system_instructions
