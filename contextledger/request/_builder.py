@@ -25,7 +25,7 @@ from contextledger.events._catalogue import (
     RequestSent,
     ToolOutputCleared,
 )
-from contextledger.events._parts import ModelRef, PromptMeasure, ToolSchema
+from contextledger.events._parts import ModelRef, PromptMeasure, ToolChoice, ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History, PinnedPrefix
 from contextledger.history._truncate import PAGING_TOOL, shows_truncation
@@ -57,7 +57,7 @@ from contextledger.request._system import SystemSegments, system_blocks
 from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
 from contextledger.vocabulary._models import Model
-from contextledger.vocabulary._requests import CacheMark, Request, ToolChoice
+from contextledger.vocabulary._requests import CacheMark, Request
 
 _DEFAULT_CONFIG = Config()
 
@@ -108,7 +108,8 @@ class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):
         self, session_id: str, *, time_ms: int = 0, agent_id: str = MAIN_AGENT
     ) -> RequestSent:
         """The ``RequestSent`` event of this request: SHA-256 of the body and of its bytes
-        before the last message (what the next step must repeat), size, marked messages."""
+        before the last message (what the next step must repeat), size, marked messages, its
+        tool choice."""
         body = self.encoded.body
         messages = self.request.messages
         return RequestSent(
@@ -124,6 +125,7 @@ class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):
             breakpoints=tuple(m.index for m in self.request.marks if m.target == "message"),
             last_message_id=messages[-1].source_id if messages else None,
             measure=self.measure,
+            tool_choice=self.request.tool_choice,
         )
 
 
