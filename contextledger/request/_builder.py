@@ -242,7 +242,8 @@ class RequestBuilder:
 
     def view_options(self, model: ModelRef, *, strip_media: bool = False) -> ViewOptions:
         """The view options of a request for ``model``; ``strip_media`` replaces media older
-        than the latest user message with placeholders (the payload guard's second step)."""
+        than the latest user message a person wrote with placeholders (the payload guard's
+        second step)."""
         options = ViewOptions.from_config(self._config, model, agent_id=self._agent_id)
         if not strip_media:
             return options
