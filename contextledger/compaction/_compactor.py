@@ -316,10 +316,10 @@ class _Run:
         compaction's prompt and summary included) through the head's last message, or further,
         through the last message of the session's last successful request (``_sent``) when
         that is later: the verbatim tail it held goes too, as ``kept`` messages, so the
-        request's prefix is that request's. Its cache breakpoints are the session's pinned
-        system and tools' and those the session's policy puts on that request's messages, none
-        after them: a model summarizer reads the session's prompt cache for all it held and
-        writes no prefix that no later request would read."""
+        request's prefix is that request's, and so is its tool choice. Its cache breakpoints
+        are the session's pinned system and tools' and those the session's policy puts on that
+        request's messages, none after them: a model summarizer reads the session's prompt
+        cache for all it held and writes no prefix that no later request would read."""
         history = self.log.history
         head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
         prefix = history.pinned_prefix(self.agent_id)
@@ -337,6 +337,7 @@ class _Run:
                 kept = len(messages) - heads
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
+        last = history.state.last_request
         return SummaryInput(
             session_id=self.log.session_id,
             head=head,
@@ -351,6 +352,7 @@ class _Run:
             marks=self._marks(len(tools), len(system), messages[:sent]),
             sent=sent,
             kept=kept,
+            tool_choice=last.tool_choice if sent and last is not None else None,
         )
 
     def _marks(

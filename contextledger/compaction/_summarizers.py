@@ -41,7 +41,7 @@ from contextledger.compaction._facts import (
     walk_facts,
     within_budget,
 )
-from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.events._parts import ModelRef, ToolChoice, ToolSchema
 from contextledger.history._projection import Message
 from contextledger.policy._compaction import text_tokens
 from contextledger.policy._templates import NONE, SummaryTemplate, missing_sections, render_summary
@@ -81,7 +81,8 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     prompt cache holds them; 0 when none is known to); its last ``kept`` messages are not to
     be summarised: the verbatim tail, sent because that request held them. ``rest`` is the
     head's part after ``messages`` as a transcript (outputs cut), when the request could not
-    hold it as messages.
+    hold it as messages. ``tool_choice`` is the tool choice that request was sent with, when
+    ``sent`` (a changed one empties Anthropic's cache of its messages).
     """
 
     session_id: str
@@ -99,6 +100,7 @@ class SummaryInput(msgspec.Struct, frozen=True, kw_only=True):
     kept: int = 0
     rest: str = ""
     max_output_tokens: int | None = None
+    tool_choice: ToolChoice | None = None
 
 
 class Summarizer(Protocol):
@@ -587,10 +589,10 @@ def _slot_of(title: str | None) -> Slot:
 SUMMARY_OUTPUT_TOKENS: Final = 13_107
 #: The view message the instruction is sent as names this as its source.
 PROMPT_SOURCE: Final = "summary-prompt"
-#: Opens every summary instruction. The request keeps the session's tool choice (unset: a
-#: change would make Anthropic drop the session's cached messages), so the model may call
-#: the session's tools; it is asked in words not to, and an answer of only a tool call is
-#: empty.
+#: Opens every summary instruction. The request keeps the tool choice of the session's last
+#: request (a change would make Anthropic drop the session's cached messages), so the model
+#: may call the session's tools; it is asked in words not to, and an answer of only a tool
+#: call is empty.
 SUMMARY_OPENING: Final = (
     "Respond with text only and call no tool: this request asks for a summary of the "
     "conversation, not for a step of its task."
@@ -613,8 +615,8 @@ class ModelSummarizer:
     """Asks a model for the summary through ``client``.
 
     The request is the session's: its pinned system blocks and tool table, its cache marks,
-    its view as last sent, then the instruction as the last user message, with no
-    ``tool_choice``, as the session's requests (the tools stay in the table and the choice
+    its view as last sent, then the instruction as the last user message, with the
+    ``tool_choice`` of the session's last request (the tools stay in the table and the choice
     unchanged, so the prefix is byte-identical with the session's requests and reads all of
     their prompt cache; the instruction opens with ``SUMMARY_OPENING``). ``model`` is used
     when the task names none; ``max_input_tokens`` is what one call can read (0, the
@@ -662,8 +664,9 @@ def summary_request(
     """The request a model summarizer sends for ``task``: the session's pinned system blocks,
     tool table and cache marks, the task's messages, then the instruction as the last user
     message (opening with ``SUMMARY_OPENING``; saying which messages are kept, ``KEPT_NOTE``,
-    when ``task.kept``; after ``task.rest`` under ``REST_OPENING`` when there is one), the
-    tool choice left unset as the session's requests leave it. Without
+    when ``task.kept``; after ``task.rest`` under ``REST_OPENING`` when there is one), with
+    the tool choice of the request it continues (``task.tool_choice``), unless that one
+    required a tool call, which would leave the summary no answer in text. Without
     ``task.messages`` the transcript (when there is one: a chunk's prompt carries its own) and
     the instruction go as one user message, and message marks are dropped. It asks for
     ``max_output_tokens``, or less when the task says so (``task.max_output_tokens``: a
@@ -703,6 +706,7 @@ def summary_request(
         messages=messages,
         marks=marks,
         max_output_tokens=min(task.max_output_tokens or max_output_tokens, max_output_tokens),
+        tool_choice=None if task.tool_choice == "required" else task.tool_choice,
     )
 
 

@@ -21,6 +21,7 @@ from contextledger.events._parts import (
     ModelRef,
     Part,
     PromptMeasure,
+    ToolChoice,
     ToolCompleted,
     ToolErrored,
     ToolRunning,
@@ -262,9 +263,11 @@ class PrefixAdvanced(EventBase, tag="prefix.advanced", frozen=True):
 class RequestSent(EventBase, tag="request.sent", frozen=True):
     """A provider request was built and sent: what it hashed to and where breakpoints were.
     Version 2 adds ``measure``, the ``PromptMeasure`` of the prompt (None in version 1
-    events), which the ``UsageReported`` of its answer carries for calibration."""
+    events), which the ``UsageReported`` of its answer carries for calibration. Version 3
+    adds ``tool_choice``, the request's tool choice as sent (None: unset, and in older
+    events: not recorded), which a summary request repeats to keep the prompt cache."""
 
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     provider_id: str
     model_id: str
@@ -275,6 +278,7 @@ class RequestSent(EventBase, tag="request.sent", frozen=True):
     breakpoints: tuple[int, ...] = ()
     last_message_id: str | None = None
     measure: PromptMeasure | None = None
+    tool_choice: ToolChoice | None = None
 
 
 class UsageReported(EventBase, tag="usage.reported", frozen=True):

@@ -35,6 +35,10 @@ class ToolSchema(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_o
     input_schema: dict[str, Any] = {}
 
 
+#: Which tools a request lets the model call: any it chooses, none, or at least one.
+ToolChoice = Literal["auto", "none", "required"]
+
+
 class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True, kw_only=True):
     """Token usage of one model call as the provider reported it.
 

@@ -66,3 +66,10 @@ def _request_without_measure(raw: RawEvent) -> RawEvent:
     """Version 1 did not record the prompt's measure: version 2 reads that as None (the
     usage report of its answer then carries none, and calibration skips it)."""
     return raw
+
+
+@UPCASTERS.register("request.sent", 2)
+def _request_without_tool_choice(raw: RawEvent) -> RawEvent:
+    """Version 2 did not record the tool choice: version 3 reads that as None, unset (the
+    choice of most requests then; a last step's ``"none"`` is not known)."""
+    return raw

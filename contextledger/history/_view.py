@@ -209,6 +209,19 @@ def compaction_part(message: Message) -> CompactionPart | None:
     return None
 
 
+def is_real_user(message: Message) -> bool:
+    """A user message a person wrote: not a compaction request, not written by the runtime or
+    the client on its own (``synthetic``: an attachment, a hook's output, the compactor's
+    note), with a part other than synthetic or ignored text (a message that arrived mid-turn
+    keeps its text only as such parts). A turn begins at one (``policy._turns``)."""
+    return (
+        message.role == "user"
+        and not message.synthetic
+        and compaction_part(message) is None
+        and any(not (isinstance(p, TextPart) and (p.synthetic or p.ignored)) for p in message.parts)
+    )
+
+
 def _reorder(messages: list[Message]) -> list[Message]:
     """Put the last completed compaction (its request and summary) before what it keeps:
     its kept tail, then every other message after the request, in order (§3.1 step 5).
@@ -265,11 +278,12 @@ def trim_before_last_summary(messages: list[Message]) -> list[Message]:
 
 
 def media_cutoff(messages: Sequence[Message]) -> int:
-    """The index of the last user message with a part other than synthetic text (-1: none).
-    Media before it is historical."""
+    """The index of the last user message a person wrote (``is_real_user``; -1: none). Media
+    before it is historical. Kilo Code's rule skips user messages of synthetic text only, so
+    that a note the runtime writes does not strip what the user has just attached; a message
+    marked synthetic whole (an attachment, a hook's output) is such a note too."""
     for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if m.role == "user" and any(not (isinstance(p, TextPart) and p.synthetic) for p in m.parts):
+        if is_real_user(messages[i]):
             return i
     return -1
 
@@ -378,9 +392,12 @@ def model_view(history: History, options: ViewOptions | None = None) -> list[Mod
 
 
 def latest_user_id(messages: Sequence[Message]) -> str | None:
-    """The newest user message: the greatest id, not the last position (the compaction
-    reorder moves older messages after newer ones)."""
-    return max((m.id for m in messages if m.role == "user"), default=None)
+    """The newest user message a person wrote (``is_real_user``), which opens the running
+    turn: the greatest id, not the last position (the compaction reorder moves older messages
+    after newer ones). Kilo Code keeps one environment block per user turn, byte-identical at
+    every step of it; the synthetic messages of a turn (attachments, hook output, the
+    compactor's note) do not move it."""
+    return max((m.id for m in messages if is_real_user(m)), default=None)
 
 
 def _environment(

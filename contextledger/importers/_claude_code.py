@@ -14,7 +14,9 @@
 - ``user``: each ``tool_result`` block completes (or, with ``is_error``, fails) the tool part
   whose ``call_id`` is its ``tool_use_id``; text blocks are joined with ``"\\n"``, images become
   attachments. Text (a string ``content`` or text blocks) and images become one user message;
-  ``isMeta`` records (notes the CLI writes into the conversation) are marked synthetic.
+  ``isMeta`` records (notes the CLI writes into the conversation: a slash command's expanded
+  text, a skill's instructions, the local-command caveat) are marked synthetic, and the answer
+  that follows still replies to the user's last prompt.
 - ``attachment`` (Claude Code 2.1: context the CLI adds itself, sent to the model as user
   content): a user message of one synthetic text part, the content the attachment carries
   under a line naming its kind (``_claude_code_attachments``); a prompt the user typed while
@@ -884,11 +886,11 @@ class _Thread:
         *,
         attachment: str | None = None,
     ) -> None:
-        """A user message of ``texts`` and ``files``; one made of a synthetic attachment is
-        neither the message the next answer replies to nor a sub-agent's first prompt."""
+        """A user message of ``texts`` and ``files``; a synthetic one (``meta``: an ``isMeta``
+        note or an attachment the CLI sent on its own) is neither the message the next answer
+        replies to nor a sub-agent's first prompt."""
         message_id = self._message_ids.next(now)
-        spoken = attachment is None or not meta
-        if spoken:
+        if not meta:
             self._last_user = message_id
         self._add(
             MessageAdded(
@@ -899,7 +901,7 @@ class _Thread:
                 synthetic=meta,
             )
         )
-        if self.first_prompt is None and spoken:
+        if self.first_prompt is None and not meta:
             self.first_prompt = TEXT_BLOCK_SEPARATOR.join(texts)
         origin: dict[str, Any] = {"uuid": record.uuid}
         if attachment is not None:

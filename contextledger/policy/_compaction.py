@@ -56,6 +56,7 @@ from contextledger.history._view import (
     compaction_part,
     completed_summary,
     convert_message,
+    is_real_user,
     view_messages,
 )
 from contextledger.policy._overflow import token_count
@@ -71,7 +72,7 @@ from contextledger.policy._transcript import (
     serialize_head,
     unwrap_summary,
 )
-from contextledger.policy._turns import is_real_user, resumes_turn
+from contextledger.policy._turns import resumes_turn
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,
     PREFLIGHT_FACTOR,

@@ -57,8 +57,7 @@ from contextledger.events._parts import (
 )
 from contextledger.history._estimate import estimate_part_tokens
 from contextledger.history._projection import Message
-from contextledger.history._view import soft_trimmed
-from contextledger.policy._turns import is_real_user
+from contextledger.history._view import is_real_user, soft_trimmed
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price
 from contextledger.vocabulary._defaults import (
     CHARS_PER_TOKEN,

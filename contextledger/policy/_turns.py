@@ -1,5 +1,6 @@
-"""What a turn is: it begins at a user message a person wrote (``is_real_user``) and runs to
-the next one. The user messages the runtime or a client writes on its own are marked
+"""What a turn is: it begins at a user message a person wrote (``is_real_user``, defined in
+``history._view``, whose environment block and historical media follow the same turns) and
+runs to the next one. The user messages the runtime or a client writes on its own are marked
 ``synthetic`` (a compaction's "continue" or replayed request, a Claude Code attachment, a
 Codex context note) and belong to the turn they arrive in, as does a message that arrived
 mid-turn (its text kept only as synthetic and ignored parts); a compaction request starts no
@@ -13,18 +14,6 @@ from __future__ import annotations
 
 from contextledger.events._parts import TextPart
 from contextledger.history._projection import Message
-from contextledger.history._view import compaction_part
-
-
-def is_real_user(message: Message) -> bool:
-    """A user message a person wrote: not a compaction request, not written by the runtime,
-    with a part other than synthetic or ignored text."""
-    return (
-        message.role == "user"
-        and not message.synthetic
-        and compaction_part(message) is None
-        and any(not (isinstance(p, TextPart) and (p.synthetic or p.ignored)) for p in message.parts)
-    )
 
 
 def resumes_turn(message: Message) -> bool:

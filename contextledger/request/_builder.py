@@ -25,11 +25,11 @@ from contextledger.events._catalogue import (
     RequestSent,
     ToolOutputCleared,
 )
-from contextledger.events._parts import ModelRef, PromptMeasure, ToolSchema
+from contextledger.events._parts import ModelRef, PromptMeasure, ToolChoice, ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History, PinnedPrefix
 from contextledger.history._truncate import PAGING_TOOL, shows_truncation
-from contextledger.history._view import ViewOptions
+from contextledger.history._view import ViewOptions, is_real_user
 from contextledger.policy._cache import place_marks, watermark_mark, writes_at_the_end
 from contextledger.policy._decisions import forced_prune, last_reported_prompt, output_cap
 from contextledger.policy._overflow import preflight_tokens
@@ -49,7 +49,6 @@ from contextledger.policy._transform import (
     apply_transform,
     load_transform,
 )
-from contextledger.policy._turns import is_real_user
 from contextledger.providers._base import EncodedRequest, WireFormat
 from contextledger.request._context import max_steps_message
 from contextledger.request._instructions import InstructionFile, render_system_instructions
@@ -58,7 +57,7 @@ from contextledger.request._system import SystemSegments, system_blocks
 from contextledger.vocabulary._defaults import CHARS_PER_TOKEN
 from contextledger.vocabulary._messages import ModelMessage, ModelToolResult
 from contextledger.vocabulary._models import Model
-from contextledger.vocabulary._requests import CacheMark, Request, ToolChoice
+from contextledger.vocabulary._requests import CacheMark, Request
 
 _DEFAULT_CONFIG = Config()
 
@@ -109,7 +108,8 @@ class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):
         self, session_id: str, *, time_ms: int = 0, agent_id: str = MAIN_AGENT
     ) -> RequestSent:
         """The ``RequestSent`` event of this request: SHA-256 of the body and of its bytes
-        before the last message (what the next step must repeat), size, marked messages."""
+        before the last message (what the next step must repeat), size, marked messages, its
+        tool choice."""
         body = self.encoded.body
         messages = self.request.messages
         return RequestSent(
@@ -125,6 +125,7 @@ class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):
             breakpoints=tuple(m.index for m in self.request.marks if m.target == "message"),
             last_message_id=messages[-1].source_id if messages else None,
             measure=self.measure,
+            tool_choice=self.request.tool_choice,
         )
 
 
@@ -241,7 +242,8 @@ class RequestBuilder:
 
     def view_options(self, model: ModelRef, *, strip_media: bool = False) -> ViewOptions:
         """The view options of a request for ``model``; ``strip_media`` replaces media older
-        than the latest user message with placeholders (the payload guard's second step)."""
+        than the latest user message a person wrote with placeholders (the payload guard's
+        second step)."""
         options = ViewOptions.from_config(self._config, model, agent_id=self._agent_id)
         if not strip_media:
             return options

@@ -23,6 +23,7 @@ from contextledger.events._catalogue import MAIN_AGENT
 from contextledger.events._parts import ToolSchema
 from contextledger.history._live_view import LiveView
 from contextledger.history._projection import History
+from contextledger.history._view import is_real_user
 from contextledger.policy._cadence import estimate_view_tokens
 from contextledger.policy._compaction import MIN_TAIL_TOKENS
 from contextledger.policy._decisions import CompactionReason, compaction_due, slice_view
@@ -32,7 +33,6 @@ from contextledger.policy._transform import (
     TransformContext,
     apply_transform,
 )
-from contextledger.policy._turns import is_real_user
 from contextledger.vocabulary._defaults import BATCH_TRIM_KEEP_CHARS, ECONOMIC_OUTPUT_RESERVE
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model

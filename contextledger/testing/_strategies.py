@@ -110,6 +110,15 @@ def _user_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
         s.turns.append(message_id)
 
 
+def _note(draw: st.DrawFn, s: _State) -> None:
+    """A user message the client sent on its own (an attachment, a hook's output): synthetic,
+    it starts no turn."""
+    message_id = s.b.user(
+        draw(_TEXT) or "note", synthetic=True, environment=draw(st.none() | _TEXT)
+    )
+    s.user_ids.append(message_id)
+
+
 def _tool_outcome(draw: st.DrawFn, s: _State, part_id: str, agent_id: str) -> None:
     outcome = draw(
         st.sampled_from(
@@ -352,6 +361,7 @@ def _instruction(draw: st.DrawFn, s: _State) -> None:
 
 _MOVES = {
     "user": lambda draw, s: _user_turn(draw, s, "main"),
+    "note": _note,
     "assistant": lambda draw, s: _assistant_turn(draw, s, "main"),
     "subagent": lambda draw, s: _assistant_turn(draw, s, "explore"),
     "prune": _prune,
@@ -365,6 +375,7 @@ _MOVES = {
 }
 _MOVE_WEIGHTS = [
     "user",
+    "note",
     "assistant",
     "assistant",
     "assistant",

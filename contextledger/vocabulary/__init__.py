@@ -14,6 +14,7 @@ A leaf package: it imports nothing of contextledger but ``contextledger.events``
 The types and parsers are re-exported here; the defaults are read from their module.
 """
 
+from contextledger.events._parts import ToolChoice
 from contextledger.vocabulary._messages import (
     ModelContent,
     ModelFile,
@@ -45,7 +46,6 @@ from contextledger.vocabulary._requests import (
     MarkTarget,
     MessageTarget,
     Request,
-    ToolChoice,
 )
 
 __all__ = [

@@ -13,12 +13,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from contextledger.events._parts import ModelRef, ToolSchema
+from contextledger.events._parts import ModelRef, ToolChoice, ToolSchema
 from contextledger.vocabulary._messages import ModelMessage
 
 CacheTTL = Literal["5m", "1h"]
 MarkTarget = Literal["tool", "system", "message"]
-ToolChoice = Literal["auto", "none", "required"]
 #: How automatic breakpoints are placed (``request.cache``; ``contextledger.policy._cache``).
 CacheMode = Literal["auto", "ai-sdk", "none"]
 #: Which message an automatic breakpoint marks (``request.cache_messages``).

@@ -10,8 +10,8 @@ import pytest
 import trio
 
 from contextledger.history._projection import History
+from contextledger.history._view import is_real_user
 from contextledger.ledger import SessionLog
-from contextledger.policy._turns import is_real_user
 from contextledger.store._sqlite import SQLiteStore
 from tests.cli.generated import run_cli as _run
 from tests.cli.test_demo_session import write_claude_code_session

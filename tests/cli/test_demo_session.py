@@ -27,10 +27,10 @@ from contextledger.cli._demo_session import (
 )
 from contextledger.events._catalogue import MessageAdded
 from contextledger.history._projection import History
+from contextledger.history._view import is_real_user
 from contextledger.importers._errors import TraceImportError
 from contextledger.ledger import SessionLog
 from contextledger.policy._prune import PrunePlan
-from contextledger.policy._turns import is_real_user
 from contextledger.simulation._synthetic import synthetic_session
 from contextledger.store._memory import MemoryStore
 

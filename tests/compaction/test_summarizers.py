@@ -41,7 +41,7 @@ from contextledger.compaction._summarizers import (
     summary_request,
 )
 from contextledger.events._catalogue import RecordedEvent
-from contextledger.events._parts import ModelRef, ToolCompleted, ToolPart
+from contextledger.events._parts import ModelRef, ToolChoice, ToolCompleted, ToolPart
 from contextledger.history._projection import History, Message
 from contextledger.importers._claude_code import import_claude_code
 from contextledger.policy._compaction import rollback_reason, text_tokens
@@ -483,6 +483,20 @@ async def test_the_anthropic_body_keeps_the_tool_choice_and_asks_for_text_only(
     assert sent["max_tokens"] == 4096
     assert sent["messages"][-1]["role"] == "user"
     assert sent["messages"][-1]["content"][-1]["text"] == INSTRUCTION
+
+
+@pytest.mark.parametrize(
+    ("last", "repeated"),
+    # A required tool call would leave the summary no answer in text: not repeated.
+    [(None, None), ("none", "none"), ("auto", "auto"), ("required", None)],
+)
+def test_the_summary_request_repeats_the_last_request_s_tool_choice(
+    last: ToolChoice | None, repeated: ToolChoice | None
+) -> None:
+    model = ANSWERS["anthropic"].model
+    _, summary_task = _session_task(model)
+    chosen = msgspec.structs.replace(summary_task, tool_choice=last)
+    assert summary_request(chosen, model=model, max_output_tokens=1_000).tool_choice == repeated
 
 
 def test_without_a_view_the_transcript_goes_as_one_user_message() -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
-from contextledger.cachesim import PromptCache, SimRequest
+from contextledger.cachesim import PromptCache, SimRequest, sim_request
 from contextledger.compaction import _compactor as compactor
 from contextledger.compaction._summarizers import KEPT_NOTE, REST_OPENING
 from contextledger.events._catalogue import RecordedEvent, SessionStarted, ToolOutputCleared
@@ -109,6 +110,31 @@ async def test_the_summary_request_opens_with_the_last_request_byte_for_byte(wir
     assert f'user\'s message that opens with "{opening.text}"' in text.text
     assert request.messages[0].role == "user"
     check_tool_pairs(request.messages[:-1])
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai-chat"])
+async def test_a_summary_after_a_last_step_keeps_its_tool_choice(wire: str) -> None:
+    """The session's last request closed a turn (tool choice ``"none"``): the summary request
+    continues it with the same choice, since Anthropic keys its cached messages by it."""
+    session, summarizer, _ = await _session(wire, turns=5)
+    user = await session.add_user("Step 5: say what is left.")
+    last = await session.build_request(msgspec.structs.replace(INPUTS, last_step=True))
+    await session.record_assistant(
+        user, text="Nothing is left.", usage=Usage(input=last.estimated_tokens, output=10)
+    )
+    result = await session.compact()
+    assert result.outcome == "completed"
+    (call,) = summarizer.calls
+    request = call.request
+    assert last.request.tool_choice == request.tool_choice == "none"
+    # It opens with what the last request sent before its closing prompt, and reads that
+    # from the cache the last request wrote.
+    assert request.messages[: len(last.request.messages) - 1] == last.request.messages[:-1]
+    if wire == "anthropic":
+        cache = PromptCache(price_for("claude-sonnet-4-5", "anthropic"))
+        cache.charge(sim_request(last.request, 0.0))
+        summary = call.sim(60.0)
+        assert cache.charge(summary).cache_read >= 0.75 * summary.prompt_tokens
 
 
 async def test_a_head_past_the_last_request_goes_as_text_after_it_when_it_would_not_fit() -> None:

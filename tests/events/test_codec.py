@@ -38,6 +38,7 @@ from contextledger.events import (
     PrefixPinned,
     PrefixProfile,
     PrefixRotated,
+    PromptMeasure,
     ReasoningPart,
     RequestSent,
     RetryPart,
@@ -474,18 +475,34 @@ def test_a_version_1_prefix_event_reads_as_version_2_with_no_tool_table() -> Non
         assert decoded.v == 2 and decoded.tool_table == ()
 
 
-def test_a_version_1_request_sent_reads_as_version_2_without_a_measure() -> None:
-    event = RequestSent(
-        session_id=S,
-        provider_id="anthropic",
-        model_id="m",
-        prefix_hash="p",
-        body_hash="b",
-        body_bytes=10,
-        estimated_tokens=3,
-    )
-    raw = msgspec.msgpack.decode(DEFAULT_CODEC.encode(event))
+#: A request sent, as version 1 stored it (no measure, no tool choice).
+SENT = RequestSent(
+    session_id=S,
+    provider_id="anthropic",
+    model_id="m",
+    prefix_hash="p",
+    body_hash="b",
+    body_bytes=10,
+    estimated_tokens=3,
+)
+
+
+def test_a_version_1_request_sent_reads_as_the_current_version_without_a_measure() -> None:
+    raw = msgspec.msgpack.decode(DEFAULT_CODEC.encode(SENT))
     assert "measure" not in raw
-    decoded = DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(event), 1, msgspec.msgpack.encode(raw))
+    decoded = DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(SENT), 1, msgspec.msgpack.encode(raw))
+    assert decoded == SENT
+    assert decoded.v == RequestSent.VERSION and decoded.measure is None
+
+
+def test_a_version_2_request_sent_reads_as_version_3_with_its_tool_choice_unset() -> None:
+    event = msgspec.structs.replace(SENT, measure=PromptMeasure(text_chars=40))
+    raw = msgspec.msgpack.decode(DEFAULT_CODEC.encode(event))
+    assert "tool_choice" not in raw
+    decoded = DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(event), 2, msgspec.msgpack.encode(raw))
     assert decoded == event
-    assert decoded.v == 2 and decoded.measure is None
+    assert decoded.v == 3 and decoded.tool_choice is None
+    chosen = msgspec.structs.replace(event, tool_choice="none")
+    assert DEFAULT_CODEC.decode(DEFAULT_CODEC.tag_of(chosen), 3, DEFAULT_CODEC.encode(chosen)) == (
+        chosen
+    )

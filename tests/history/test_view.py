@@ -272,6 +272,21 @@ def test_each_user_message_keeps_its_captured_environment() -> None:
     assert each[0].source_id == first
 
 
+def test_the_latest_environment_stays_on_the_turn_its_synthetic_messages_arrive_in() -> None:
+    """An attachment or hook output the client sent in the turn is a user message too, but
+    the turn's block stays on the message the person typed, in the full view and the live
+    one alike."""
+    b = SessionBuilder()
+    b.user("one", environment="<env>1</env>")
+    typed = b.user("two", environment="<env>2</env>")
+    b.assistant(typed)
+    b.user("[hook] tests pass", synthetic=True)
+    latest = _view(b, environment="latest")
+    assert _texts(latest) == ["one", "two", "<env>2</env>", "[hook] tests pass"]
+    options = ViewOptions(model=DEFAULT_MODEL, environment="latest")
+    assert list(LiveView(options).update(_history(b))) == latest
+
+
 # --- §3 projection and §9.4 history trims --------------------------------------------------------
 
 
@@ -454,6 +469,20 @@ def test_by_default_media_is_stripped_only_before_the_newest_compaction() -> Non
     assert [c.filename for m in view for c in m.content if isinstance(c, ModelFile)] == ["new.png"]
     kilo = _view(b, historical_media="latest-user")
     assert not [c for m in kilo for c in m.content if isinstance(c, ModelFile)]
+
+
+def test_kilo_s_cut_off_is_the_last_message_a_person_wrote_not_a_synthetic_one() -> None:
+    """Media the user has just attached stays when a synthetic message (an attachment the
+    client sent, a hook's output) follows it in the turn: it is no newer turn."""
+    b = SessionBuilder()
+    b.user("old", files=[("image/png", "old.png")])
+    b.compact("summary")
+    b.user("look at this", files=[("image/png", "new.png")])
+    b.user("[edited_text_file] src/a.py", synthetic=True)
+    options = ViewOptions(model=DEFAULT_MODEL, historical_media="latest-user")
+    view = _view(b, historical_media="latest-user")
+    assert [c.filename for m in view for c in m.content if isinstance(c, ModelFile)] == ["new.png"]
+    assert list(LiveView(options).update(_history(b))) == view
 
 
 def test_calls_left_without_a_result_are_answered_once_by_an_event() -> None:

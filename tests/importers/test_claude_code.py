@@ -299,6 +299,26 @@ def test_meta_user_records_are_synthetic() -> None:
     assert isinstance(part, TextPart) and part.synthetic
 
 
+def test_an_answer_after_a_meta_note_replies_to_the_users_prompt() -> None:
+    """A slash command the user typed, the text it expands to (a note the CLI writes,
+    ``isMeta``), the answer; then a skill the model loads mid-turn, whose instructions come
+    as another note: both answers reply to the typed command."""
+    t = Transcript()
+    t.user("<command-name>/review-pr</command-name>")
+    t.user([text("# Comprehensive PR Review\n\nRun a review.")], isMeta=True)
+    t.assistant("msg_A", tool_use("toolu_1", "Skill", skill="review"), stop_reason="tool_use")
+    t.user([tool_result("toolu_1", "Launching skill: review")])
+    t.user([text("Base directory for this skill: /repo/.claude/skills/review")], isMeta=True)
+    t.assistant("msg_B", text("The PR looks fine."), stop_reason="end_turn")
+    imported = t.imported()
+    messages = of_type(imported.events, MessageAdded)
+    users = [m for m in messages if m.role == "user"]
+    assert [m.synthetic for m in users] == [False, True, True]
+    answers = [m for m in messages if m.role == "assistant"]
+    assert [m.parent_id for m in answers] == [users[0].message_id] * 2
+    assert_valid(imported)
+
+
 def test_user_images_become_file_parts() -> None:
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "B"}}
     t = Transcript()

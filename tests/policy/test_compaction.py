@@ -39,6 +39,7 @@ from contextledger.history._validation import SessionIndex
 from contextledger.history._view import (
     COMPACTION_PROMPT,
     ViewOptions,
+    is_real_user,
     model_view,
     view_messages,
 )
@@ -72,7 +73,6 @@ from contextledger.policy._transcript import (
     OVERFLOW_NOTICE,
     wrap_summary,
 )
-from contextledger.policy._turns import is_real_user
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing._builder import SessionBuilder
 from contextledger.vocabulary._models import Model, ModelLimits

@@ -38,6 +38,7 @@ from contextledger.history._validation import SessionIndex
 from contextledger.history._view import (
     CLEARED_OUTPUT,
     ViewOptions,
+    is_real_user,
     model_view,
     soft_trimmed,
     view_messages,
@@ -63,7 +64,6 @@ from contextledger.policy._prune import (
     prune_pays,
     trimmed_tokens,
 )
-from contextledger.policy._turns import is_real_user
 from contextledger.prices._multipliers import DEFAULT_PRICE, Price, price_for
 from contextledger.testing import check_tool_pairs, session_events
 from contextledger.testing._builder import SessionBuilder

@@ -223,6 +223,15 @@ def test_the_last_step_ends_with_a_user_message_and_disables_tools() -> None:
     assert [t["name"] for t in body["tools"]] == ["read"]
 
 
+def test_the_sent_event_records_the_tool_choice_as_sent() -> None:
+    b = SessionBuilder("ses_test", model=MODEL)
+    _turn(b)
+    builder = RequestBuilder(AnthropicMessages())
+    last = RequestInputs(model=MODEL, segments=SEGMENTS, tools=(READ,), last_step=True)
+    assert builder.build(_history(b.events), last).sent_event("ses_test").tool_choice == "none"
+    assert builder.build(_history(b.events), INPUTS).sent_event("ses_test").tool_choice is None
+
+
 def test_the_sent_event_hashes_the_body_and_the_span_before_the_last_message() -> None:
     import hashlib
 

@@ -13,8 +13,8 @@ from contextledger.actors import Runtime
 from contextledger.config import Config
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.history._projection import History, Message
+from contextledger.history._view import is_real_user
 from contextledger.importers._detect import import_trace
-from contextledger.policy._turns import is_real_user
 from contextledger.simulation import (
     RecordedCall,
     RecordedNote,
