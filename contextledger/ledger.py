@@ -24,7 +24,6 @@ from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._errors import EventDecodeError, InvalidEvent, LedgerError
 from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import struct_tag
-from contextledger.history._pages import SnapshotSource
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History, SnapshotCursor
 from contextledger.store._checker import Problem
 from contextledger.store._errors import ConcurrencyError, SnapshotBaseError, StoreCorruptError
@@ -90,20 +89,25 @@ class EventLog(Protocol):
 
 class _Source:
     """The ``SnapshotSource`` of a restored projection: a store's ``SnapshotReader``, logging
-    a snapshot found unusable once it was opened."""
+    a snapshot found unusable once it was opened, and refusing to rebuild from the events of
+    a session created again under the id of the ``log`` it serves."""
 
-    __slots__ = ("_reader", "_session_id")
+    __slots__ = ("_reader", "_session_id", "log")
 
     def __init__(self, reader: SnapshotReader, session_id: str) -> None:
         self._reader = reader
         self._session_id = session_id
+        self.log: SessionLog | None = None
 
     def chunk(self, key: str) -> bytes | None:
         return self._reader.chunk(key)
 
     def events(self, reason: str) -> list[RecordedEvent]:
         _log.warning("snapshot unusable, rebuilding", session_id=self._session_id, error=reason)
-        return self._reader.events()
+        recorded = self._reader.events()
+        if self.log is not None:
+            self.log._check_place(recorded)
+        return recorded
 
 
 class _Chunks:
@@ -122,7 +126,7 @@ class _Chunks:
 
 
 async def _restored(
-    store: EventStore, session_id: str, *, whole: bool = False
+    store: EventStore, session_id: str, source: _Source | None
 ) -> tuple[History | None, str | None]:
     """The session's projection as its snapshot holds it, when there is a snapshot it can be
     loaded from, else None and why not: ``None`` when there is none or it is of another
@@ -131,8 +135,10 @@ async def _restored(
     event, of another session). Such a snapshot is ignored in favour of a rebuild.
 
     Only the snapshot's head is read: the projection reads its messages from the store as
-    it needs them, and rebuilds itself from the events if one of them is unusable. With
-    ``whole``, every chunk is read and checked first, and read from memory (``check``)."""
+    it needs them through ``source``, and rebuilds itself from the events if one of them is
+    unusable. Without a ``source``, every chunk is read and checked first, and read from
+    memory (``check``)."""
+    whole = source is None
     try:
         if whole:
             snapshot = await store.load_snapshot(session_id)
@@ -150,14 +156,9 @@ async def _restored(
             current=SNAPSHOT_SCHEMA,
         )
         return None, None
-    source: SnapshotSource = (
-        _Chunks(snapshot.chunks)
-        if whole
-        else _Source(store.snapshot_reader(session_id), session_id)
-    )
     undecodable = f"the snapshot at seq {snapshot.seq} does not decode"
     try:
-        history = History.restore(snapshot.data, source)
+        history = History.restore(snapshot.data, source or _Chunks(snapshot.chunks))
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
         return None, f"{undecodable}: {exc}"
     version = await store.stream_version(session_id)
@@ -174,10 +175,23 @@ async def _restored(
     return history, None
 
 
+class SessionReplacedError(ConcurrencyError):
+    """The session a log holds was deleted since the log read it, and may have been created
+    again under its id: the events the store now holds are another session's. Nothing was
+    written or applied; open the session again (``SessionLog.open``)."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(stream, expected, actual)
+        self.args = (
+            f"session {stream!r} was deleted since this log read it at seq {expected} (it "
+            f"now has {actual} events): open it again",
+        )
+
+
 class SessionLog:
     """A session's event stream and its ``History``, kept in step."""
 
-    __slots__ = ("_snapshot_every", "_snapshot_seq", "_stored", "history", "store")
+    __slots__ = ("_place", "_snapshot_every", "_snapshot_seq", "_stored", "history", "store")
 
     def __init__(
         self, store: EventStore, history: History, *, snapshot_every: int = SNAPSHOT_EVERY
@@ -193,6 +207,10 @@ class SessionLog:
         # The seq of the snapshot this log knows stored and the history's cursor as of it:
         # the next snapshot writes what changed since. None: write it whole.
         self._stored: tuple[int, SnapshotCursor] | None = None
+        # The seq and position of the last event this log applied (the position None until
+        # known): no other event is ever given that position, so it tells this session from
+        # one created again under its id.
+        self._place: tuple[int, int | None] = (history.seq, None)
 
     @property
     def session_id(self) -> str:
@@ -206,15 +224,16 @@ class SessionLog:
         """Load ``session_id`` from its latest snapshot plus the events after it (an empty
         history when the session has no events yet). A snapshot of another schema, or a
         damaged one, is ignored and the session rebuilt from its events."""
-        restored, problem = await _restored(store, session_id)
+        source = _Source(store.snapshot_reader(session_id), session_id)
+        restored, problem = await _restored(store, session_id, source)
         if problem is not None:
             _log.warning("snapshot unusable, rebuilding", session_id=session_id, error=problem)
         history = restored or History(session_id)
         # A stale or damaged snapshot counts as none: the next append past the interval
         # replaces it whole. A restored history's changes are those of the events after it.
         stored = None if restored is None else (restored.seq, restored.snapshot_cursor())
-        history.apply_all(await store.read(session_id, history.seq + 1))
-        log = cls(store, history, snapshot_every=snapshot_every)
+        log = source.log = cls(store, history, snapshot_every=snapshot_every)
+        await log.refresh()
         log._snapshot_seq = 0 if restored is None else restored.seq
         log._stored = stored
         return log
@@ -231,13 +250,21 @@ class SessionLog:
         ``ConcurrencyError`` with nothing written and the projection unchanged. Once the
         batch has committed this returns normally: a snapshot written after it that fails is
         logged as a warning (``snapshot failed``) and tried again ``snapshot_every`` events
-        later.
+        later. A session that lost events since this log read it was deleted, and may have
+        been created again: ``SessionReplacedError`` (a ``ConcurrencyError``).
         """
         check_append(self.session_id, self.history.seq, events)
         typed = DEFAULT_CODEC.typed_copies(events)
         self.history.validate(typed)
-        recorded = await self.store.append(self.session_id, self.history.seq, typed)
+        try:
+            recorded = await self.store.append(self.session_id, self.history.seq, typed)
+        except ConcurrencyError as exc:
+            if exc.actual < exc.expected:
+                raise SessionReplacedError(exc.stream, exc.expected, exc.actual) from None
+            raise
         self.history.apply_all(recorded)
+        if recorded:  # an empty batch writes nothing
+            self._place = (recorded[-1].seq, recorded[-1].position)
         if self.history.seq - self._snapshot_seq >= self._snapshot_every:
             # The batch is committed; a snapshot is only a shortcut for loading, so neither a
             # cancellation nor any failure of it may turn this append into an error.
@@ -261,10 +288,29 @@ class SessionLog:
         return await self.append(compose(NewIds(self.history)))
 
     async def refresh(self) -> int:
-        """Apply events other writers appended since; return how many there were."""
-        tail = await self.store.read(self.session_id, self.history.seq + 1)
+        """Apply events other writers appended since; return how many there were. Raises
+        ``SessionReplacedError``, applying nothing, when the session was deleted since this
+        log read it: the event at the history's seq is gone, or is another one (at another
+        position)."""
+        seq = self.history.seq
+        recorded = await self.store.read(self.session_id, max(seq, 1))
+        self._check_place(recorded)
+        tail = recorded[1:] if seq else recorded
         self.history.apply_all(tail)
+        if recorded:
+            self._place = (recorded[-1].seq, recorded[-1].position)
         return len(tail)
+
+    def _check_place(self, recorded: Sequence[RecordedEvent]) -> None:
+        """Raise ``SessionReplacedError`` when ``recorded``, the session's events as the
+        store now holds them (from seq 1, or from the history's seq, to the last), does not
+        hold the last event this log applied: the session was deleted since."""
+        seq, position = self._place
+        if not seq:
+            return
+        at = seq - recorded[0].seq if recorded else -1
+        if not 0 <= at < len(recorded) or position not in (None, recorded[at].position):
+            raise SessionReplacedError(self.session_id, seq, recorded[-1].seq if recorded else 0)
 
     async def save_snapshot(self) -> None:
         """Store a snapshot of the projection as of now: its head and the messages changed
@@ -304,7 +350,7 @@ async def check_sessions(store: EventStore) -> list[Problem]:
             problems.append(Problem("decode", str(exc), stream, where))
             continue
         history = History(stream)
-        restored, problem = await _restored(store, stream, whole=True)
+        restored, problem = await _restored(store, stream, None)
         if problem is not None:
             problems.append(Problem("snapshot", problem, stream))
         for r in recorded:

@@ -4,6 +4,7 @@ loading, snapshots that fail after a commit."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -26,7 +27,7 @@ from contextledger.events import (
     ToolPending,
 )
 from contextledger.history import SNAPSHOT_SCHEMA, History, _pages, _projection, model_view
-from contextledger.ledger import SessionLog
+from contextledger.ledger import SessionLog, SessionReplacedError, delete_session
 from contextledger.store import (
     ConcurrencyError,
     EventStore,
@@ -35,7 +36,7 @@ from contextledger.store import (
     SQLiteStore,
     StoreFullError,
 )
-from contextledger.testing._builder import SessionBuilder
+from contextledger.testing._builder import DEFAULT_START_MS, SessionBuilder
 from contextledger.testing._strategies import session_events
 
 
@@ -637,3 +638,81 @@ async def test_damaged_call_fingerprints_are_read_from_the_events(tmp_path: Path
                 batch = _call(b, call_id)
                 assert _refusal(reopened.history, batch) == _refusal(rebuilt, batch)
         assert [e["event"] for e in logs] == ["snapshot unusable, rebuilding"]
+
+
+# --- a session deleted and created again under an open log -------------------------------
+
+
+async def _replace(store: EventStore, session_id: str, events: int) -> None:
+    """Delete the session, then write another under its id, of ``events`` events (its ids
+    and turns all different)."""
+    await delete_session(store, session_id)
+    b = SessionBuilder(session_id, start_ms=DEFAULT_START_MS + 10**9)
+    _turns(b, events)
+    while len(b.events) < events:
+        b.add(MemoryPinned, text="another session")
+    log = await SessionLog.open(store, session_id)
+    await log.append(b.events[:events])
+
+
+@pytest.fixture(params=["one store", "two connections"])
+async def two_stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[EventStore, EventStore]]:
+    """The store an open log reads, and the one through which another writer works: the
+    same, or two connections to one file."""
+    if request.param == "one store":
+        store = MemoryStore()
+        yield store, store
+        return
+    async with (
+        SQLiteStore.open(tmp_path / "x.db") as store,
+        SQLiteStore.open(tmp_path / "x.db") as other,
+    ):
+        yield store, other
+
+
+@pytest.mark.parametrize("opened", ["from its events", "from a snapshot"])
+@pytest.mark.parametrize("length", ["shorter", "longer"])
+async def test_a_log_refuses_a_session_deleted_and_created_again_under_it(
+    two_stores: tuple[EventStore, EventStore], opened: str, length: str
+) -> None:
+    store, other = two_stores
+    b = SessionBuilder()
+    _turns(b, 3)
+    writer = await SessionLog.open(store, b.session_id)
+    await writer.append(b.events)
+    if opened == "from a snapshot":
+        await writer.save_snapshot()
+    stale = await SessionLog.open(store, b.session_id)
+    before = stale.history.snapshot()
+    seq = stale.history.seq
+
+    await _replace(other, b.session_id, seq - 3 if length == "shorter" else seq + 3)
+    b.user("after the other session was written")
+    # A session that went back is known replaced at once; one that went on may have
+    # another writer's events, which a refresh tells apart.
+    with pytest.raises(SessionReplacedError if length == "shorter" else ConcurrencyError):
+        await stale.append(b.events[-2:])
+    with pytest.raises(SessionReplacedError, match="open it again"):
+        await stale.refresh()
+    assert stale.history.snapshot() == before  # nothing of the other session applied
+    reopened = await SessionLog.open(store, b.session_id)
+    assert reopened.history == History.rebuild(b.session_id, await store.read(b.session_id))
+
+
+@pytest.mark.parametrize("then", ["deleted", "created again"])
+async def test_a_lazily_opened_log_refuses_to_rebuild_from_another_session(
+    two_stores: tuple[EventStore, EventStore], then: str
+) -> None:
+    store, other = two_stores
+    b = SessionBuilder()
+    await _saved_with_snapshot(store, b)
+    stale = await SessionLog.open(store, b.session_id)  # reads no message yet
+    await delete_session(other, b.session_id)
+    if then == "created again":
+        await _replace(other, b.session_id, stale.history.seq)
+    # The first message's chunk is gone: the projection would rebuild from the events the
+    # store now holds, which are not this session's.
+    with pytest.raises(SessionReplacedError):
+        stale.history.messages[0]

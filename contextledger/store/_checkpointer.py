@@ -181,16 +181,17 @@ class Checkpointer:
         return gap_missed
 
 
-def checkpoint_until(conn: apsw.Connection, mode: int, deadline: float) -> None:
+def checkpoint_until(conn: apsw.Connection, mode: int, deadline: float) -> int:
     """A checkpoint of ``mode`` on ``conn``, waiting for other connections' locks (its busy
     timeout) and tried again every ``BUSY_RETRY_SECONDS`` while another connection
-    checkpoints, until ``deadline`` (``time.monotonic``); then ``apsw.BusyError``. Leaves
-    ``conn``'s busy timeout changed."""
+    checkpoints, until ``deadline`` (``time.monotonic``); then ``apsw.BusyError``. Returns
+    the pages the WAL holds after it, as SQLite counts them (none after a ``TRUNCATE``).
+    Leaves ``conn``'s busy timeout changed."""
     while True:
         conn.set_busy_timeout(max(0, int((deadline - time.monotonic()) * 1000)))
         try:
-            conn.wal_checkpoint(mode=mode)
-            return
+            pages, _ = conn.wal_checkpoint(mode=mode)
+            return pages
         except apsw.BusyError:
             if time.monotonic() >= deadline:
                 raise

@@ -128,7 +128,10 @@ class SQLiteStore:
         self._versions: dict[str, tuple[int, int]] = {}
         self._last_position = 0
         self._data_version = -1
-        self._wal_pages = 0
+        #: The WAL's size in pages as SQLite reported it since the last commit or checkpoint
+        #: of the writer: None once the checkpointer has it (a rolled-back transaction
+        #: reports nothing, its WAL is where the last commit left it).
+        self._wal_pages: int | None = None
         self._writer.set_wal_hook(self._on_wal)
         self._readers = ReaderPool(self.path, self._access)
         (page_size,) = one(self._writer.cursor(), "PRAGMA page_size")
@@ -328,16 +331,17 @@ class SQLiteStore:
         self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
         try:
             self._writer.execute("VACUUM")
-            self._truncate_wal(time.monotonic() + BUSY_TIMEOUT_MS / 1000)
+            self._wal_pages = self._truncate_wal(time.monotonic() + BUSY_TIMEOUT_MS / 1000)
         except SQLITE_ERRORS as exc:
             raise store_error(exc, self.path, self._writer.system_errno) from exc
         finally:
             self._writer.set_busy_timeout(0)
 
-    def _truncate_wal(self, deadline: float) -> None:
+    def _truncate_wal(self, deadline: float) -> int:
         """A ``TRUNCATE`` checkpoint, tried again until ``deadline`` while another connection
-        checkpoints (a checkpointer thread, this store's or another process's)."""
-        checkpoint_until(self._writer, apsw.SQLITE_CHECKPOINT_TRUNCATE, deadline)
+        checkpoints (a checkpointer thread, this store's or another process's); the pages
+        the WAL then holds (none)."""
+        return checkpoint_until(self._writer, apsw.SQLITE_CHECKPOINT_TRUNCATE, deadline)
 
     def _size(self) -> int:
         return sum(
@@ -357,7 +361,9 @@ class SQLiteStore:
         if self._committed is not None:
             self._committed.set()
             self._committed = None
-        self._checkpointer.wal_grew(self._wal_pages)
+        if self._wal_pages is not None:
+            self._checkpointer.wal_grew(self._wal_pages)
+            self._wal_pages = None
 
     def _forget_caches(self) -> None:
         """The caches may hold rolled-back writes (or the file changed): reload them."""

@@ -18,7 +18,7 @@ import pytest
 import structlog.testing
 
 import contextledger.store._checkpointer as checkpointer_module
-from contextledger.store import SQLiteStore
+from contextledger.store import ConcurrencyError, SQLiteStore, StoreFullError
 from contextledger.store._checkpointer import Checkpointer
 from contextledger.testing._store_contract import note
 from tests.store._rows import raw_connection
@@ -31,6 +31,9 @@ TEXT = "w" * 60_000
 #: The WAL may pass the limit by the commit that crossed it (an append's pages, its stream
 #: row and the frames' headers), far less than this.
 SLACK_BYTES = 256 * 1024
+#: SQLite's WAL file: a header, then a header before each page (a frame).
+WAL_HEADER_BYTES = 32
+FRAME_HEADER_BYTES = 24
 
 
 @pytest.fixture
@@ -153,3 +156,63 @@ async def test_a_restart_the_writer_cannot_make_is_logged_and_the_append_lands(
         assert [log["event"] for log in logs] == ["wal restart failed"]
         assert [r.event.text for r in await store.read("s")] == ["first", "second"]
         assert not store._checkpointer.limit_reached()  # not tried again at once
+
+
+@pytest.fixture
+def restarts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The WAL's size in pages, as the writer counted it, at each restart the writer makes;
+    the checkpointer thread never restarts it (its rounds find no gap)."""
+    monkeypatch.setattr(Checkpointer, "_checkpoint", lambda self, conn: False)
+    made: list[int] = []
+    restart = Checkpointer.restart_wal
+
+    def counted(self: Checkpointer, writer: apsw.Connection) -> None:
+        made.append(self.wal_pages)
+        restart(self, writer)
+
+    monkeypatch.setattr(Checkpointer, "restart_wal", counted)
+    return made
+
+
+@pytest.mark.usefixtures("small_limits")
+@pytest.mark.parametrize("failure", ["a version conflict", "a full disk"])
+async def test_a_failed_commit_leaves_the_wal_count_where_the_wal_is(
+    tmp_path: Path, restarts: list[int], failure: str
+) -> None:
+    async with SQLiteStore.open(tmp_path / "x.db") as store:
+        version = 0
+        while not store._checkpointer.limit_reached():
+            await store.append("s", version, [note(TEXT)])
+            version += 1
+        if failure == "a version conflict":
+            with pytest.raises(ConcurrencyError):
+                await store.append("s", version + 1, [note("late")])
+        else:
+            (pages,) = store._writer.execute("PRAGMA page_count").fetchone()
+            store._writer.execute(f"PRAGMA max_page_count={pages}")
+            with pytest.raises(StoreFullError):
+                await store.append("s", version, [note(TEXT)])
+            store._writer.execute("PRAGMA max_page_count=4294967294")
+        # The restart ran before the failed commit; the WAL starts over with the next one.
+        assert len(restarts) == 1
+        await append_bytes(store, LIMIT_BYTES // 2)
+        assert len(restarts) == 1  # half the limit written since: no restart due yet
+
+
+@pytest.mark.usefixtures("small_limits")
+async def test_after_reclaiming_space_the_wal_count_starts_from_the_empty_wal(
+    tmp_path: Path, restarts: list[int]
+) -> None:
+    db = tmp_path / "x.db"
+    async with SQLiteStore.open(db) as store:
+        await store.append("gone", 0, [note(TEXT)])
+        await append_bytes(store, 2 * LIMIT_BYTES)  # the vacuum copies more than the limit
+        made = len(restarts)
+        await store.delete_streams(["gone"])
+        await store.reclaim_space()
+        assert wal_size(db) == 0
+        await store.append("s", await store.stream_version("s"), [note("after")])
+        assert len(restarts) == made  # no restart of the WAL the truncate emptied
+        (page_size,) = store._writer.execute("PRAGMA page_size").fetchone()
+        frames = (wal_size(db) - WAL_HEADER_BYTES) // (page_size + FRAME_HEADER_BYTES)
+        assert store._checkpointer.wal_pages == frames
