@@ -365,7 +365,8 @@ def render(result: dict[str, Any]) -> str:
         f"{'met' if result['target_met_economic'] else 'NOT met'})\n"
     )
     text += (
-        "independent (simulation.retention: facts the agent used again, held by its requests): "
+        "independent (simulation._retention's older facts: those the agent used again, last "
+        "mentioned before its newest five calls, held by its requests): "
         f"min {_percent(result['independent_min'])}, overall "
         f"{_percent(result['independent_overall'])}; economic cadence: min "
         f"{_percent(result['independent_min_economic'])}, overall "
