@@ -524,6 +524,7 @@ __all__ = [
     "InvalidExport",
     "NewIds",
     "SessionLog",
+    "SessionReplacedError",
     "check_sessions",
     "delete_session",
     "expire_sessions",

@@ -29,7 +29,7 @@ cost), ``max_cost_vs_calls_lower_bound`` (over the least the calls alone could c
 ``above_baseline`` (those on which it costs more than ``baseline``), ``dominated`` (those on
 which another strategy that finished is both cheaper and higher in ``retention``: every fact
 the agent used again), ``dominated_older`` (the same in ``retention_older``: the facts last
-mentioned more than five calls back, what tells summaries apart; see
+mentioned more than ``RECENT_CALLS`` calls back, what tells summaries apart; see
 ``simulation._retention``), ``over_window_calls`` and ``failed``. At the top, the ``test``
 set's counts over its windows and providers (the targets: 0): ``default_above_baseline``,
 ``default_dominated``, ``default_dominated_older``, ``default_over_window_calls``,

@@ -77,11 +77,12 @@ IDENTIFIER_CHARS: Final = 7_000
 NAME_CHARS: Final = 256
 #: A value the user or the agent wrote (texts, tool inputs): a number of three digits or more
 #: or a dotted version (``20000``, ``8080``, ``1.21.4``), not part of a word, a path or a
-#: longer number. A value is a fact the session may need again as much as a name is (a limit, a
-#: port, an issue number); those only a tool printed (line numbers, sizes, timestamps) are too
-#: many to rank, so they are left out. On the tuning traces, the values were about 40 % of the
+#: longer number or version (``1.2.3-rc1`` and ``18.3.0-rc.1`` give none). A value is a fact
+#: the session may need again as much as a name is (a limit, a port, an issue number); those
+#: only a tool printed (line numbers, sizes, timestamps) are too many to rank, so they are
+#: left out. On the tuning traces, the values were about 40 % of the
 #: facts an agent used again after a compaction and its summary did not hold.
-VALUE: Final = re.compile(r"(?<![\w./,-])(?:\d+(?:\.\d+)+|\d{3,})(?![\w/-])")
+VALUE: Final = re.compile(r"(?<![\w./,-])(?:\d+(?:\.\d+)+|\d{3,})(?![\w/-]|\.\w)")
 #: A name written by the user or the agent (texts, tool inputs) counts twice as much as one
 #: a tool printed: the session chose to use it.
 WRITTEN_WEIGHT: Final = 2

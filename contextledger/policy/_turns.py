@@ -5,9 +5,10 @@ runs to the next one. The user messages the runtime or a client writes on its ow
 Codex context note) and belong to the turn they arrive in, as does a message that arrived
 mid-turn (its text kept only as synthetic and ignored parts); a compaction request starts no
 turn either. Every count of turns (the prune's protected turns, the compaction's tail, the
-request's turn number, the compaction attempts of a turn) reads them through here. The
-compaction's tail also goes on from the compactor's own message after an automatic
-compaction (``resumes_turn``): the turn's opening was summarised, and what follows is its rest.
+request's turn number, the compaction attempts of a turn) reads them through
+``is_real_user``. The compaction's tail also goes on from the compactor's own message after
+an automatic compaction (``resumes_turn``, here): the turn's opening was summarised, and what
+follows is its rest.
 """
 
 from __future__ import annotations

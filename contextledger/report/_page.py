@@ -13,7 +13,7 @@ from itertools import accumulate
 from typing import Any, Final
 
 from contextledger.report._svg import Point, Series, frontier_chart, line_chart
-from contextledger.simulation import TraceResult
+from contextledger.simulation import RECENT_CALLS, TraceResult
 
 Results = Mapping[str, Mapping[str, Mapping[str, TraceResult]]]
 
@@ -276,8 +276,9 @@ def render_report(results: Results, *, title: str, window: int) -> str:
         "each strategy by its cost (summaries included) and its retention (the share of the "
         "facts the agent used again that its requests held); the dashed line is the frontier, "
         "the strategies no other is both cheaper than and higher in retention. The tables' "
-        "<code>retention_older</code> counts only the facts last mentioned more than five "
-        "calls before their use: what a compaction kept of the conversation before its tail."
+        "<code>retention_older</code> counts only the facts last mentioned more than "
+        f"{RECENT_CALLS} calls before their use: what a compaction kept of the conversation "
+        "before its tail."
         "</p>"
         f'<div class="toggle" hidden>show: {toggle}</div><ul class="contents">{contents}</ul>'
         f'{sections}<script type="application/json" id="{DATA_ID}">'

@@ -20,6 +20,7 @@ from contextledger.simulation._replay import (
     recorded_turns,
 )
 from contextledger.simulation._retention import (
+    RECENT_CALLS,
     FactMemo,
     Retention,
     RetentionCounter,
@@ -59,6 +60,7 @@ __all__ = [
     "MANAGEMENT_EVENTS",
     "OUTPUT_LIMIT",
     "PROVIDERS",
+    "RECENT_CALLS",
     "TRANSCRIPT_SUFFIXES",
     "FactMemo",
     "LocalLog",

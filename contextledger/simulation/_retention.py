@@ -44,15 +44,16 @@ from contextledger.vocabulary._messages import (
 #: A fact, on token boundaries: a path (with a slash), a dotted name (a file name with its
 #: extension, ``os.path.join``), a version or a number of three or more digits, an
 #: identifier with an underscore or a lower-to-upper case change (``snake_case``,
-#: ``camelCase``, ``TypeError``). Shorter numbers and plain words are too common to say that
-#: a particular earlier fact was used.
+#: ``camelCase``, ``TypeError``); never the start of a longer one (``1.2.3-rc1`` holds no
+#: fact, not ``1.2``). Shorter numbers and plain words are too common to say that a particular
+#: earlier fact was used.
 FACT: Final = re.compile(
     r"""(?<![\w./-])(?:
         (?:[\w.-]*/)+[\w.-]+
       | [A-Za-z_][\w-]*(?:\.[A-Za-z_]\w*)+
       | \d+(?:\.\d+)+ | \d{3,}
       | [A-Za-z_]\w*(?:_|[a-z][A-Z])\w*
-    )(?![\w/-])""",
+    )(?![\w/-]|\.\w)""",
     re.VERBOSE,
 )
 #: How far back (in calls) a fact's latest mention must lie for its use to count as

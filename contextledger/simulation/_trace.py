@@ -130,8 +130,8 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     simulator in that order with the session's calls. ``cost`` is the billed input cost plus
     the summaries'. ``facts_needed`` and ``facts_retained`` count the facts the agent used
     again and those its requests held, ``facts_needed_older`` and ``facts_retained_older``
-    the same for the facts last mentioned more than ``retention.RECENT_CALLS`` calls back
-    (``retention.RetentionCounter``)."""
+    the same for the facts last mentioned more than ``_retention.RECENT_CALLS`` calls back
+    (``_retention.RetentionCounter``)."""
 
     strategy: str
     provider: Provider
@@ -171,12 +171,12 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def retention(self) -> float | None:
         """The share of the facts the agent used again that its requests held
-        (``retention.RetentionCounter``); None when it used none again."""
+        (``_retention.RetentionCounter``); None when it used none again."""
         return self._retention.share
 
     @property
     def retention_older(self) -> float | None:
-        """``retention`` over the facts last mentioned more than ``retention.RECENT_CALLS``
+        """``retention`` over the facts last mentioned more than ``_retention.RECENT_CALLS``
         calls back; None when it used none of them again."""
         return self._retention.share_older
 

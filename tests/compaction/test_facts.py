@@ -280,13 +280,17 @@ def test_values_the_session_wrote_are_kept_and_those_only_printed_are_not() -> N
     b = SessionBuilder()
     user = b.user("Raise the body limit to 20000 bytes and pin go 1.21.4, as in issue 386.")
     reply = b.assistant(user)
-    b.text(reply, "I'll serve it on localhost:8080 (12,000 requests, v2 API, src/v100/a.py).")
+    b.text(
+        reply,
+        "I'll serve it on localhost:8080 (12,000 requests, v2 API, src/v100/a.py), "
+        "then try react 18.3.0-rc.1 and 1.2.3_4.",
+    )
     call = b.tool_call(reply, "Bash", {"command": "curl -s localhost:8080/health?n=250"})
     b.tool_result(call, "line 4521: ok after 73 ms, 9.9.9 build\n")
     b.finish(reply)
     identifiers = set(extract_facts(messages(b)).identifiers)
     assert {"20000", "1.21.4", "386", "8080", "250"} <= identifiers
-    assert not {"4521", "9.9.9", "000", "100", "73"} & identifiers
+    assert not {"4521", "9.9.9", "000", "100", "73", "18.3", "18.3.0", "1.2"} & identifiers
 
 
 # --- the pieces -------------------------------------------------------------------------------

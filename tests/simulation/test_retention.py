@@ -36,6 +36,7 @@ def test_facts_are_paths_names_identifiers_numbers_and_errors_on_token_boundarie
         "xparse_args",
     }
     assert facts_in("words only, and 42.") == set()
+    assert facts_in("bump to 1.2.3-rc1, react 18.3.0-rc.1, then 2.0.") == {"2.0"}
 
 
 def _call(n: int, text: str = "", tool_input: str = "", output: str = "") -> RecordedCall:
