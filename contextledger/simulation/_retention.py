@@ -171,8 +171,9 @@ class RetentionCounter:
 
     def __init__(self, turns: Sequence[RecordedTurn], facts: FactMemo | None = None) -> None:
         self._facts = facts = facts or FactMemo()
-        # Per call, the facts it needs and the older ones among them.
-        self._needed: list[tuple[set[str], set[str]]] = []
+        # Per call, the facts it needs, the older ones first, and how many are older (a
+        # tuple each: a replay of 16,000 calls keeps one per call).
+        self._needed: list[tuple[tuple[str, ...], int]] = []
         last: dict[str, int] = {}  # a fact: the call at which it was last mentioned
         for turn in turns:
             for call in (*turn.opening(), turn, *turn.steps()):
@@ -182,9 +183,10 @@ class RetentionCounter:
                         last[fact] = number
                     continue
                 used = _used_facts(call, facts)
-                needed = {f for f in used if f in last and last[f] < number}
-                older = {f for f in needed if last[f] < number - RECENT_CALLS}
-                self._needed.append((needed, older))
+                seen = [f for f in used if f in last and last[f] < number]
+                older = [f for f in seen if last[f] < number - RECENT_CALLS]
+                recent = [f for f in seen if last[f] >= number - RECENT_CALLS]
+                self._needed.append((tuple(older + recent), len(older)))
                 for fact in used | _call_output_facts(call, facts):
                     last[fact] = number
         self._memo: dict[int, tuple[ModelMessage, set[str]]] = {}
@@ -206,12 +208,13 @@ class RetentionCounter:
         # Only the messages of this request are kept: a live view hands the same objects back
         # while they are unchanged, and the memo stays the size of one request.
         self._memo = memo
+        held = [fact in sent for fact in needed]
         counts = self._counts
         self._counts = Retention(
             counts.needed + len(needed),
-            counts.retained + len(needed & sent),
-            counts.needed_older + len(older),
-            counts.retained_older + len(older & sent),
+            counts.retained + sum(held),
+            counts.needed_older + older,
+            counts.retained_older + sum(held[:older]),
         )
 
     @property
