@@ -36,7 +36,7 @@ from contextledger.events._catalogue import (
     RollbackReason,
     ToolOutputCleared,
 )
-from contextledger.events._parts import CompactionTrigger, ModelRef, TextPart
+from contextledger.events._parts import CompactionTrigger, ModelRef, PromptMeasure, TextPart
 from contextledger.history._projection import History
 from contextledger.history._view import ViewOptions, model_view
 from contextledger.ledger import EventLog, NewIds
@@ -61,6 +61,7 @@ from contextledger.policy._decisions import (
 )
 from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._templates import TEMPLATES, summary_prompt
+from contextledger.policy._tokens import measure_messages
 from contextledger.policy._transcript import (
     conversation_request,
     render_manifest,
@@ -68,12 +69,7 @@ from contextledger.policy._transcript import (
     wrap_summary,
 )
 from contextledger.providers._errors import ContextOverflowError, ProviderError
-from contextledger.vocabulary._messages import (
-    ModelFile,
-    ModelMessage,
-    ModelToolCall,
-    ModelToolResult,
-)
+from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
 from contextledger.vocabulary._requests import CacheMark
 
@@ -382,9 +378,11 @@ class _Run:
         ):
             return 0
         count = _through(view, {request.last_message_id})
-        measured = request.measure
-        same = _held(view[:count]) == (measured.output_chars, measured.tool_calls, measured.media)
-        return count if same else 0
+        return (
+            count
+            if _held(measure_messages(view[:count], cut=False)) == _held(request.measure)
+            else 0
+        )
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         """The summary: of one request (``_fitted``) unless the planner cut the head into
@@ -681,21 +679,11 @@ def _previous_above(plan: CompactionPlan, task: SummaryInput) -> SummaryInput:
     return msgspec.structs.replace(task, prompt=prompt)
 
 
-def _held(messages: Sequence[ModelMessage]) -> tuple[int, int, int]:
-    """The tool output characters, tool calls and media items of ``messages``, as
-    ``policy._tokens.measure_messages`` counts them (without cutting texts into pieces, which
-    takes tens of milliseconds on a long view)."""
-    outputs = calls = media = 0
-    for message in messages:
-        for content in message.content:
-            if isinstance(content, ModelToolResult):
-                outputs += len(content.output)
-                media += len(content.attachments)
-            elif isinstance(content, ModelToolCall):
-                calls += 1
-            elif isinstance(content, ModelFile):
-                media += 1
-    return outputs, calls, media
+def _held(measure: PromptMeasure) -> tuple[int, int, int]:
+    """The tool output characters, tool calls and media items of ``measure``: what a prune
+    changes in a view, the same in the view and in the request that sent it (whose system
+    blocks and tool table count as text and tool input)."""
+    return measure.output_chars, measure.tool_calls, measure.media
 
 
 def _through(view: Sequence[ModelMessage], sources: Container[str | None]) -> int:

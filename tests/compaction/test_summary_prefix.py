@@ -17,7 +17,7 @@ from contextledger.events._parts import ModelRef, ToolPart, ToolSchema, Usage
 from contextledger.history._projection import History
 from contextledger.history._view import model_view
 from contextledger.policy._compaction import CompactionPlan, plan_compaction
-from contextledger.policy._tokens import measure_messages
+from contextledger.policy._tokens import measure_messages, measure_request
 from contextledger.prices._tables import price_for
 from contextledger.providers._registry import WIRE_FORMATS
 from contextledger.request._builder import BuiltRequest, RequestInputs
@@ -29,6 +29,7 @@ from contextledger.strategies import strategy
 from contextledger.testing import check_tool_pairs
 from contextledger.vocabulary import Model, ModelLimits
 from contextledger.vocabulary._messages import ModelText, ModelToolResult
+from contextledger.vocabulary._requests import Request
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
 INPUTS = RequestInputs(
@@ -269,6 +270,12 @@ def test_what_a_view_holds_is_counted_as_a_request_measure_counts_it() -> None:
     view = model_view(history)
     assert any(isinstance(c, ModelToolResult) for m in view for c in m.content)
     for end in range(0, len(view) + 1, 7):
-        measure = measure_messages(view[:end])
-        counted = (measure.output_chars, measure.tool_calls, measure.media)
-        assert compactor._held(view[:end]) == counted
+        request = Request(
+            model=REF,
+            session_id="ses_held",
+            system=("Be brief.",),
+            tools=INPUTS.tools,
+            messages=tuple(view[:end]),
+        )
+        held = compactor._held(measure_messages(view[:end], cut=False))
+        assert held == compactor._held(measure_request(request))

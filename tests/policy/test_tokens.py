@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextledger.events._catalogue import RecordedEvent
-from contextledger.history import History, part_chars
+from contextledger.history import History, model_view, part_chars
 from contextledger.history._estimate import MEDIA_TOKENS
 from contextledger.policy._tokens import (
     MAX_OVERHEAD,
@@ -117,6 +117,21 @@ def test_part_measure_has_the_characters_the_history_counts(events: list[Any]) -
     for message in history.messages:
         for part in message.parts:
             assert measure_part(part).chars == part_chars(part)
+
+
+@settings(max_examples=50, deadline=None)
+@given(session_events(max_moves=10))
+def test_a_measure_without_pieces_is_the_measure_with_its_pieces_left_out(
+    events: list[Any],
+) -> None:
+    history = History.rebuild(
+        "ses_test", (RecordedEvent("ses_test", i, i, e) for i, e in enumerate(events, 1))
+    )
+    view = [*model_view(history), *VIEW]
+    unpieced = msgspec.structs.replace(
+        measure_messages(view), text_pieces=0, input_pieces=0, output_pieces=0
+    )
+    assert measure_messages(view, cut=False) == unpieced
 
 
 @pytest.mark.parametrize(
