@@ -59,7 +59,7 @@ from contextledger.history._view import (
     is_real_user,
     view_messages,
 )
-from contextledger.policy._overflow import token_count
+from contextledger.policy._overflow import inflated, token_count
 from contextledger.policy._prune import output_tokens
 from contextledger.policy._templates import TEMPLATES, summary_prompt
 from contextledger.policy._transcript import (
@@ -323,8 +323,10 @@ def split_chunks(
 def needs_chunks(
     head_tokens: int, usable_tokens: int, output_tokens: int, factor: float = PREFLIGHT_FACTOR
 ) -> bool:
-    """Kilo Code: the single request cannot fit, ``ceil(head × 1.3) + output > usable``."""
-    return math.ceil(head_tokens * Fraction(repr(factor))) + output_tokens > usable_tokens
+    """Kilo Code: the single request cannot fit, its head inflated as preflight inflates an
+    estimate (``policy._overflow.inflated``: ``ceil(head × 1.3)``) plus ``output`` over
+    ``usable``."""
+    return inflated(head_tokens, factor) + output_tokens > usable_tokens
 
 
 # --- guards ---------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from contextledger.events._parts import ToolSchema, Usage
 from contextledger.vocabulary._defaults import (
     DEFAULT_TRIGGER_RATIO,
     OUTPUT_TOKEN_MAX,
+    PREFLIGHT_FACTOR,
     PRESSURE_PERCENTS,
 )
 from contextledger.vocabulary._messages import (
@@ -313,7 +314,7 @@ def step_overflows(model: Model, reported: Usage, written_tokens: int, cfg: Conf
     """
     if not (cfg.compaction.auto and cfg.compaction.step_guard) or model.limits.context == 0:
         return False
-    written = _inflated(written_tokens, cfg)
+    written = inflated(written_tokens, cfg.tokens.preflight_factor)
     return token_count(reported, cfg) + written >= compaction_limit(model, cfg)
 
 
@@ -453,6 +454,12 @@ def preflight_enabled(model: Model, cfg: Config) -> bool:
     return compaction.auto and compaction.threshold_percent is not None and model.limits.context > 0
 
 
+def inflated(tokens: int, factor: float = PREFLIGHT_FACTOR) -> int:
+    """Kilo's inflation of an estimate: ``tokens`` times ``factor`` (the configured
+    ``tokens.preflight_factor``), rounded up exactly (10 x 1.3 is 13)."""
+    return math.ceil(tokens * _exact(factor))
+
+
 def measure_preflight(
     messages: Sequence[ModelMessage],
     cfg: Config,
@@ -469,7 +476,7 @@ def measure_preflight(
     ``MEDIA_MARKER`` in ``normalized`` and in full in ``raw``; encrypted reasoning likewise
     with ``OPAQUE_MARKER``. ``system`` is the system text sent ahead of the messages.
     """
-    per_token = cfg.tokens.chars_per_token
+    per_token, factor = cfg.tokens.chars_per_token, cfg.tokens.preflight_factor
     sizes = [_message_size(message, per_token) for message in messages]
     last_assistant = _last_index(messages, "assistant")
     message_tokens = _estimate(_array_chars([chars for chars, _, _ in sizes]), per_token)
@@ -478,10 +485,10 @@ def measure_preflight(
     tool_tokens = _estimate(len(_JSON.encode(tuple(tools)).decode()), per_token)
     lead = sum(_estimate(len(text), per_token) for text in system)
     return PreflightMeasure(
-        normalized=_inflated(message_tokens + lead + tool_tokens, cfg),
-        raw=_inflated(message_tokens + extra + lead + tool_tokens, cfg),
+        normalized=inflated(message_tokens + lead + tool_tokens, factor),
+        raw=inflated(message_tokens + extra + lead + tool_tokens, factor),
         tail=preflight_tokens(tail_chars, cfg),
-        overhead=_inflated(tool_tokens + lead, cfg),
+        overhead=inflated(tool_tokens + lead, factor),
         continuation=mid_tool_round(messages),
         media=sum(media for _, _, media in sizes),
     )
@@ -493,7 +500,7 @@ def preflight_tokens(chars: int, cfg: Config) -> int:
     ``tokens.preflight_factor`` rounded up exactly. ``measure_preflight``'s tail is this of
     the tail's JSON; the request builder's output cap takes the prompt as this of the encoded
     messages' bytes when it counts with the plain estimate."""
-    return _inflated(_estimate(chars, cfg.tokens.chars_per_token), cfg)
+    return inflated(_estimate(chars, cfg.tokens.chars_per_token), cfg.tokens.preflight_factor)
 
 
 def mid_tool_round(messages: Sequence[ModelMessage]) -> bool:
@@ -560,11 +567,6 @@ def should_compact_preflight(
 def _exact(number: float) -> Fraction:
     """``number`` as the decimal it was written as (0.7 is 7/10, not 0.6999...)."""
     return Fraction(repr(number))
-
-
-def _inflated(tokens: int, cfg: Config) -> int:
-    """``tokens`` times ``tokens.preflight_factor``, rounded up exactly (10 x 1.3 is 13)."""
-    return math.ceil(tokens * _exact(cfg.tokens.preflight_factor))
 
 
 def _estimate(chars: int, per_token: int) -> int:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from contextledger.config import CompactionConfig, Config, OutputConfig, ViewConfig
+from contextledger.config import CompactionConfig, Config, OutputConfig, TokensConfig, ViewConfig
 from contextledger.events import Event, RecordedEvent
 from contextledger.events._catalogue import (
     AssistantFinished,
@@ -65,7 +65,7 @@ from contextledger.policy._compaction import (
     turns,
     view_estimate,
 )
-from contextledger.policy._overflow import usable
+from contextledger.policy._overflow import preflight_tokens, usable
 from contextledger.policy._templates import OPENCODE, render_summary, summary_prompt
 from contextledger.policy._transcript import (
     CONTINUE_TEXT,
@@ -707,6 +707,22 @@ def test_needs_chunks_inflates_the_head_by_1_3() -> None:
     assert needs_chunks(10_000, 14_999, 2_000)
     assert not needs_chunks(10, 13, 0)
     assert needs_chunks(10, 12, 0)
+
+
+@given(
+    chars=st.integers(0, 400_000),
+    usable_tokens=st.integers(0, 200_000),
+    output_tokens=st.integers(0, 8_000),
+    factor=st.sampled_from([1.0, 1.1, 1.3, 1.5, 2.0]),
+)
+def test_the_chunk_check_inflates_the_head_as_the_preflight_estimate_does(
+    chars: int, usable_tokens: int, output_tokens: int, factor: float
+) -> None:
+    config = Config(tokens=TokensConfig(preflight_factor=factor))
+    estimate = preflight_tokens(chars, config)
+    assert needs_chunks(text_tokens(chars), usable_tokens, output_tokens, factor) == (
+        estimate + output_tokens > usable_tokens
+    )
 
 
 def test_a_head_too_big_for_one_request_is_planned_in_chunks() -> None:
