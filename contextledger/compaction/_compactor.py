@@ -14,7 +14,7 @@ never half visible: the view is exactly what it was before, or the compacted one
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Container, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterator, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
@@ -389,7 +389,7 @@ class _Run:
         chunks and that request holds no messages (a head as text too large for one call),
         else of the chunks, merged."""
         whole = self._input(plan, plan.transcript, plan.prompt, whole=True)
-        task = self._fitted(_previous_above(plan, whole), whole)
+        task, _ = self._fitted(_previous_above(plan, whole), whole)
         if not plan.chunks or self.summarizer.max_input_tokens is None or task.messages:
             return await self.summarizer.summarize(task)
         prompts = [plan.chunk_request(index) for index in range(len(plan.chunks))]
@@ -433,8 +433,9 @@ class _Run:
         not fit the window, they are merged in runs first (each run's request fits, two
         partials at least, so every round shortens the list)."""
         while True:
-            task = self._fitted(self._input(plan, "", plan.merge_request(partials), whole=True))
-            if len(partials) < 2 or self._fits(task):
+            merge = self._input(plan, "", plan.merge_request(partials), whole=True)
+            task, prompt = self._fitted(merge)
+            if len(partials) < 2 or self._fits(prompt):
                 return await self.summarizer.summarize(task)
             runs: list[list[str]] = []
             for partial in partials:
@@ -445,7 +446,7 @@ class _Run:
             partials = await self._partials(plan, [plan.merge_request(run) for run in runs])
 
     def _fits_merge(self, plan: CompactionPlan, run: list[str]) -> bool:
-        return self._fits(self._input(plan, "", plan.merge_request(run), whole=False))
+        return self._fits(self._tokens(self._input(plan, "", plan.merge_request(run), whole=False)))
 
     def _window(self) -> int:
         """The tokens one summary request may hold with its answer: the usable window, or
@@ -471,27 +472,41 @@ class _Run:
         rest = request.messages[task.sent - len(task.messages) - 1 :]
         return min(measure.normalized, reported + measure_preflight(rest, self.config).normalized)
 
-    def _fits(self, task: SummaryInput) -> bool:
-        return self._tokens(task) + CHUNK_OUTPUT_TOKENS <= self._window()
+    def _fits(self, prompt_tokens: int) -> bool:
+        """Whether a summary request of ``prompt_tokens`` leaves ``CHUNK_OUTPUT_TOKENS`` of
+        the window for its answer."""
+        return prompt_tokens + CHUNK_OUTPUT_TOKENS <= self._window()
 
-    def _fitted(self, task: SummaryInput, bare: SummaryInput | None = None) -> SummaryInput:
-        """``task`` made to fit a summarizer that reads a window: when the request with its
-        messages would not fit (``_fits``: with ``CHUNK_OUTPUT_TOKENS`` for the answer, so the
-        summary gets the room it gets as a transcript), fewer of them (``_cut``), or else
-        ``bare`` (by default ``task``) without messages, the whole head as its transcript;
-        then the task asks for no more output than the window leaves beside its prompt
-        (``policy._decisions.output_cap``)."""
+    def _fitted(
+        self, task: SummaryInput, bare: SummaryInput | None = None
+    ) -> tuple[SummaryInput, int]:
+        """``task`` made to fit a summarizer that reads a window, and its prompt's tokens:
+        when the request with its messages would not fit (``_fits``: with
+        ``CHUNK_OUTPUT_TOKENS`` for the answer, so the summary gets the room it gets as a
+        transcript), fewer of them (``_cut``), or else ``bare`` (by default ``task``) without
+        messages, the whole head as its transcript; then the task asks for no more output
+        than the window leaves beside its prompt (``policy._decisions.output_cap``). Each
+        candidate is measured once."""
         if self.summarizer.max_input_tokens is None:
             prompt = text_tokens(len(conversation_request(task.transcript, task.prompt)))
         else:
-            if task.messages and not self._fits(task):
-                cut = self._cut(task)
-                if cut is None or not self._fits(cut):
-                    cut = msgspec.structs.replace(bare or task, messages=(), sent=0, kept=0)
-                task = cut
-            prompt = self._tokens(task)
+            for candidate in self._candidates(task, bare):
+                prompt = self._tokens(candidate)
+                if self._fits(prompt):
+                    break
+            task = candidate
         room = output_cap(self.model, self.config, requested=None, prompt_tokens=prompt)
-        return msgspec.structs.replace(task, max_output_tokens=room)
+        return msgspec.structs.replace(task, max_output_tokens=room), prompt
+
+    def _candidates(self, task: SummaryInput, bare: SummaryInput | None) -> Iterator[SummaryInput]:
+        """What ``_fitted`` tries, in order: ``task``; when it holds messages, fewer of them
+        (``_cut``), then ``bare`` (by default ``task``) without messages."""
+        yield task
+        if task.messages:
+            cut = self._cut(task)
+            if cut is not None:
+                yield cut
+            yield msgspec.structs.replace(bare or task, messages=(), sent=0, kept=0)
 
     def _cut(self, task: SummaryInput) -> SummaryInput | None:
         """``task`` with fewer messages, all sent by the session's last request: when the head
