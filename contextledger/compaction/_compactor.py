@@ -33,12 +33,13 @@ from contextledger.events._catalogue import (
     MessageAdded,
     PartAdded,
     RecordedEvent,
+    RequestSent,
     RollbackReason,
     ToolOutputCleared,
 )
 from contextledger.events._parts import CompactionTrigger, ModelRef, PromptMeasure, TextPart
-from contextledger.history._projection import History
-from contextledger.history._view import ViewOptions, model_view
+from contextledger.history._projection import History, PinnedPrefix
+from contextledger.history._view import ViewOptions, is_real_user, model_view
 from contextledger.ledger import EventLog, NewIds
 from contextledger.logging import mask_secrets
 from contextledger.policy._cache import place_marks
@@ -61,17 +62,23 @@ from contextledger.policy._decisions import (
 )
 from contextledger.policy._overflow import measure_preflight, usable
 from contextledger.policy._templates import TEMPLATES, summary_prompt
-from contextledger.policy._tokens import measure_messages
+from contextledger.policy._tokens import measure_messages, measure_request
 from contextledger.policy._transcript import (
     conversation_request,
     render_manifest,
     serialize_head,
     wrap_summary,
 )
+from contextledger.policy._transform import (
+    Transform,
+    TransformContext,
+    apply_transform,
+    view_transform,
+)
 from contextledger.providers._errors import ContextOverflowError, ProviderError
 from contextledger.vocabulary._messages import ModelMessage
 from contextledger.vocabulary._models import Model
-from contextledger.vocabulary._requests import CacheMark
+from contextledger.vocabulary._requests import CacheMark, Request
 
 _log = structlog.get_logger(__name__)
 
@@ -157,13 +164,24 @@ async def compact(
     clock: Clock,
     trigger: CompactionTrigger = "auto",
     agent_id: str = MAIN_AGENT,
+    transform: Transform | None = None,
 ) -> CompactionResult:
     """Compact ``agent_id``'s slice of the session: the open request, or a new one.
+    ``transform`` is the view transform the session's requests go through, when it is not
+    the one ``config.view.transform`` names (as ``RequestBuilder`` takes it).
 
     Cancelled (or failing) at any point, it leaves the compaction completed or rolled back:
     a new request is appended shielded from cancellation, and from then on whatever
     interrupts the run rolls it back (shielded too) unless it has completed."""
-    run = _Run(log, summarizer, model=model, config=config, clock=clock, agent_id=agent_id)
+    run = _Run(
+        log,
+        summarizer,
+        model=model,
+        config=config,
+        clock=clock,
+        agent_id=agent_id,
+        transform=view_transform(transform, config.view.transform),
+    )
     return await run.run(trigger)
 
 
@@ -179,6 +197,7 @@ class _Run:
         config: Config,
         clock: Clock,
         agent_id: str,
+        transform: Transform | None,
     ) -> None:
         self.log = log
         self.summarizer = summarizer
@@ -186,6 +205,7 @@ class _Run:
         self.config = config
         self.clock = clock
         self.agent_id = agent_id
+        self.transform = transform
 
     async def run(self, trigger: CompactionTrigger) -> CompactionResult:
         request_id = open_request(self.log.history, self.agent_id)
@@ -312,10 +332,11 @@ class _Run:
         compaction's prompt and summary included) through the head's last message, or further,
         through the last message of the session's last successful request (``_sent``) when
         that is later: the verbatim tail it held goes too, as ``kept`` messages, so the
-        request's prefix is that request's, and so is its tool choice. Its cache breakpoints
-        are the session's pinned system and tools' and those the session's policy puts on that
-        request's messages, none after them: a model summarizer reads the session's prompt
-        cache for all it held and writes no prefix that no later request would read."""
+        request's prefix is that request's (through the session's view transform, as it
+        went), and so is its tool choice. Its cache breakpoints are the session's pinned
+        system and tools' and those the session's policy puts on that request's messages, none
+        after them: a model summarizer reads the session's prompt cache for all it held and
+        writes no prefix that no later request would read."""
         history = self.log.history
         head = tuple(history.message(i) for i in plan.head_ids) if whole else ()
         prefix = history.pinned_prefix(self.agent_id)
@@ -326,10 +347,10 @@ class _Run:
             view = model_view(
                 history, ViewOptions.from_config(self.config, ref, agent_id=self.agent_id)
             )
-            heads = _through(view, frozenset(plan.head_ids))
-            if heads:
-                sent = self._sent(view)
-                messages = tuple(view[: max(heads, sent)])
+            if _through(view, frozenset(plan.head_ids)):
+                sent, shown = self._sent(view)
+                heads = _through(shown, frozenset(plan.head_ids))
+                messages = tuple(shown[: max(heads, sent)])
                 kept = len(messages) - heads
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
@@ -359,12 +380,17 @@ class _Run:
         policy = self.config.request.cache_policy()
         return place_marks(policy, tools=tools, system_blocks=system, messages=sent)
 
-    def _sent(self, view: Sequence[ModelMessage]) -> int:
-        """How many leading messages of ``view`` the session's last request sent, as it sent
-        them: that request succeeded (the pinned prefix advanced to its last message), no
-        compaction completed since, and its tool outputs, calls and media are what ``view``
-        holds up to there (no prune changed them since). 0 otherwise: no cached prompt of the
-        session's is known to be a prefix of a request opening with ``view``."""
+    def _sent(self, view: Sequence[ModelMessage]) -> tuple[int, Sequence[ModelMessage]]:
+        """How many leading messages of ``view`` the session's last request sent, and ``view``
+        with those messages as it sent them: that request succeeded (the pinned prefix
+        advanced to its last message), no compaction completed since, and its tool outputs,
+        calls and media are what ``view`` holds up to there (no prune changed them since).
+        Through a view transform (``transform``), the messages it sent are the transform's
+        result for ``view`` up to there, in that request's context, when they hold every
+        message they are made from and measure (pieces, system blocks and tool table
+        included) exactly as that request did; a transform that saw something else (other
+        messages, another window) gives no such result. 0 and ``view`` otherwise: no cached
+        prompt of the session's is known to be a prefix of a request opening with ``view``."""
         history = self.log.history
         request = history.state.last_request
         prefix = history.pinned_prefix(self.agent_id)
@@ -376,13 +402,40 @@ class _Run:
             or prefix.advanced_to != request.last_message_id
             or last_reported_prompt(history, self.agent_id) is None
         ):
-            return 0
+            return 0, view
         count = _through(view, {request.last_message_id})
-        return (
-            count
-            if _held(measure_messages(view[:count], cut=False)) == _held(request.measure)
-            else 0
+        if self.transform is None:
+            same = _held(measure_messages(view[:count], cut=False)) == _held(request.measure)
+            return (count, view) if same else (0, view)
+        shown = self._transformed(self.transform, view[:count], request, prefix)
+        return (0, view) if shown is None else (len(shown), (*shown, *view[count:]))
+
+    def _transformed(
+        self,
+        transform: Transform,
+        view: Sequence[ModelMessage],
+        request: RequestSent,
+        prefix: PinnedPrefix,
+    ) -> list[ModelMessage] | None:
+        """``view`` (through ``request``'s last message) as ``transform`` gave it to
+        ``request``, when that is what it gives now: told the turn ``request`` was sent
+        in, it holds every message of ``view`` and measures (``measure_request``) exactly as
+        ``request`` did, with the pinned system blocks and tool table; else None."""
+        last = request.last_message_id or ""
+        turn = sum(1 for m in self.log.history.messages if m.id <= last and is_real_user(m))
+        context = TransformContext(usable_tokens=usable(self.model, self.config), turn=turn)
+        shown = apply_transform(transform, view, context)
+        measure = measure_request(
+            Request(
+                model=self._model_ref(),
+                session_id=self.log.session_id,
+                system=prefix.profile.system,
+                tools=prefix.tool_table,
+                messages=tuple(shown),
+            )
         )
+        whole = {m.source_id for m in shown} == {m.source_id for m in view}
+        return shown if whole and measure == request.measure else None
 
     async def _summarize(self, plan: CompactionPlan) -> str:
         """The summary: of one request (``_fitted``) unless the planner cut the head into

@@ -85,6 +85,7 @@ from contextledger.policy._transform import (
     TransformContext,
     apply_transform,
     load_transform,
+    view_transform,
 )
 
 __all__ = [
@@ -157,4 +158,5 @@ __all__ = [
     "slice_view",
     "tail_budget",
     "usable",
+    "view_transform",
 ]

@@ -3,7 +3,8 @@
 A ``Transform`` takes the view about to be encoded and a ``TransformContext`` and returns the
 messages to send. It is pure: the log keeps every event, only what the model sees changes.
 ``apply_transform`` runs one and refuses a result that separates a tool call from its result;
-``load_transform`` resolves a transform named in configuration as ``"module.path:function"``.
+``load_transform`` resolves a transform named in configuration as ``"module.path:function"``,
+and ``view_transform`` says which one a session's requests go through.
 """
 
 from __future__ import annotations
@@ -73,3 +74,9 @@ def load_transform(spec: str) -> Transform:
     if not callable(target):
         raise StrategyError(f"transform {spec!r} is a {type(target).__name__}, not callable")
     return cast(Transform, target)
+
+
+def view_transform(transform: Transform | None, named: str | None) -> Transform | None:
+    """The transform a session's requests go through: ``transform`` when given, else the one
+    ``named`` names (``config.view.transform``, loaded by ``load_transform``), else None."""
+    return transform or (load_transform(named) if named else None)

@@ -47,7 +47,7 @@ from contextledger.policy._transform import (
     Transform,
     TransformContext,
     apply_transform,
-    load_transform,
+    view_transform,
 )
 from contextledger.providers._base import EncodedRequest, WireFormat
 from contextledger.request._context import max_steps_message
@@ -223,8 +223,7 @@ class RequestBuilder:
         self._config = config
         self._agent_id = agent_id
         self._views: dict[tuple[ModelRef, bool], LiveView] = {}
-        named = config.view.transform
-        self._transform = transform or (load_transform(named) if named else None)
+        self._transform = view_transform(transform, config.view.transform)
         self._usable_tokens = usable_tokens
         self._totals = _RunningTotals()
         #: Per model: how many of the history's usage reports were learnt, and what they taught.

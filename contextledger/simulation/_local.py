@@ -175,6 +175,7 @@ class LocalSession(SessionApi):
             clock=self.clock,
             trigger=trigger,
             agent_id=agent_id,
+            transform=self.strategy.transform,
         )
 
     async def prune(self, *, agent_id: str = MAIN_AGENT, force: bool = True) -> list[Plan]:

@@ -9,6 +9,7 @@ from contextledger.policy._transform import (
     TransformContext,
     apply_transform,
     load_transform,
+    view_transform,
 )
 from contextledger.strategies._registry import STRATEGIES, StrategyFactory, strategy
 from contextledger.strategies._transforms import (
@@ -66,4 +67,5 @@ __all__ = [
     "strategy_view",
     "transform_context",
     "truncate",
+    "view_transform",
 ]

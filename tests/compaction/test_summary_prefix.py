@@ -4,6 +4,7 @@ the cache, with nothing written that no later call reads."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -12,12 +13,14 @@ import pytest
 from contextledger.cachesim import PromptCache, SimRequest, sim_request
 from contextledger.compaction import _compactor as compactor
 from contextledger.compaction._summarizers import KEPT_NOTE, REST_OPENING
+from contextledger.config import Config, ViewConfig
 from contextledger.events._catalogue import RecordedEvent, SessionStarted, ToolOutputCleared
 from contextledger.events._parts import ModelRef, ToolPart, ToolSchema, Usage
 from contextledger.history._projection import History
 from contextledger.history._view import model_view
 from contextledger.policy._compaction import CompactionPlan, plan_compaction
 from contextledger.policy._tokens import measure_messages, measure_request
+from contextledger.policy._transform import TransformContext
 from contextledger.prices._tables import price_for
 from contextledger.providers._registry import WIRE_FORMATS
 from contextledger.request._builder import BuiltRequest, RequestInputs
@@ -25,10 +28,10 @@ from contextledger.request._system import SystemSegments
 from contextledger.simulation import LocalLog, LocalSession, raw_events, strategy_steps
 from contextledger.simulation._summaries import PricedSummarizer
 from contextledger.simulation._synthetic import synthetic_session
-from contextledger.strategies import strategy
+from contextledger.strategies import Strategy, TransformStrategy, strategy
 from contextledger.testing import check_tool_pairs
 from contextledger.vocabulary import Model, ModelLimits
-from contextledger.vocabulary._messages import ModelText, ModelToolResult
+from contextledger.vocabulary._messages import ModelMessage, ModelText, ModelToolResult
 from contextledger.vocabulary._requests import Request
 
 REF = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
@@ -51,20 +54,26 @@ def _model(context: int) -> Model:
 
 
 async def _session(
-    wire: str, turns: int, context: int = 200_000
+    wire: str,
+    turns: int,
+    context: int = 200_000,
+    chosen: Strategy | None = None,
+    config: Config | None = None,
 ) -> tuple[LocalSession, PricedSummarizer, BuiltRequest | None]:
-    """A session of ``turns`` answered requests (each answer a tool call and its output);
-    its summarizer, and its last request."""
+    """A session of ``turns`` answered requests (each answer a tool call and its output)
+    under ``chosen`` (by default ``runtime``) and ``config``; its summarizer, and its last
+    request."""
     ticks = iter(range(1_767_225_600_000, 1_767_225_600_000 + 10**8, 1_000))
     log = LocalLog(History("ses_prefix"))
     await log.append([SessionStarted(session_id="ses_prefix", time_ms=next(ticks))])
     summarizer = PricedSummarizer()
     session = LocalSession(
         log,
-        strategy("runtime"),
+        chosen or strategy("runtime"),
         model=_model(context),
         wire=WIRE_FORMATS[wire](),
         clock=lambda: next(ticks),
+        config=config,
         summarizer=summarizer,
     )
     built: BuiltRequest | None = None
@@ -136,6 +145,70 @@ async def test_a_summary_after_a_last_step_keeps_its_tool_choice(wire: str) -> N
         cache.charge(sim_request(last.request, 0.0))
         summary = call.sim(60.0)
         assert cache.charge(summary).cache_read >= 0.75 * summary.prompt_tokens
+
+
+def shout(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
+    """Every assistant text in capitals: a view transform that changes texts only."""
+    return [
+        msgspec.structs.replace(
+            m,
+            content=tuple(
+                msgspec.structs.replace(c, text=c.text.upper()) if isinstance(c, ModelText) else c
+                for c in m.content
+            ),
+        )
+        if m.role == "assistant"
+        else m
+        for m in view
+    ]
+
+
+@pytest.mark.parametrize("route", ["shout", "named shout", "truncate-500"])
+async def test_through_a_view_transform_the_summary_request_opens_with_what_was_sent(
+    route: str,
+) -> None:
+    """The session's requests go through a transform (a strategy's, or the one the config
+    names) that changes texts only, or cuts tool outputs: the summary request opens with the
+    messages the last request sent, as the transform made them, byte for byte on the wire."""
+    if route == "named shout":
+        config = Config(view=ViewConfig(transform=f"{__name__}:shout"))
+        session, summarizer, last = await _session("anthropic", 6, config=config)
+    else:
+        chosen = TransformStrategy("shout", shout) if route == "shout" else strategy(route)
+        session, summarizer, last = await _session("anthropic", 6, chosen=chosen)
+    assert last is not None
+    sent = last.request.messages
+    assert sent != tuple(model_view(session.log.history)[: len(sent)])  # the transform's work
+    result = await session.compact()
+    assert result.outcome == "completed"
+    (call,) = summarizer.calls
+    request = call.request
+    assert request.messages[: len(sent)] == sent
+    body = WIRE_FORMATS["anthropic"]().encode(request).body
+    assert body.startswith(last.encoded.body[: last.encoded.messages_end])
+    assert request.marks == last.request.marks
+
+
+async def test_a_transform_that_gives_the_view_otherwise_now_claims_no_cached_prefix() -> None:
+    """A transform whose result the compactor cannot make again (here it depends on how often
+    it ran): the summary request claims none of the session's cache, so it places no
+    breakpoint on its messages."""
+    runs = 0
+
+    def lengthening(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
+        nonlocal runs
+        runs += 1
+        first = view[0]
+        note = ModelText(text="." * runs)
+        return [msgspec.structs.replace(first, content=(*first.content, note)), *view[1:]]
+
+    chosen = TransformStrategy("lengthening", lengthening)
+    session, summarizer, last = await _session("anthropic", 6, chosen=chosen)
+    assert last is not None and any(m.target == "message" for m in last.request.marks)
+    result = await session.compact()
+    assert result.outcome == "completed"
+    (call,) = summarizer.calls
+    assert {m.target for m in call.request.marks} == {"tool", "system"}
 
 
 async def test_a_head_past_the_last_request_goes_as_text_after_it_when_it_would_not_fit() -> None:
