@@ -7,7 +7,8 @@ and say how to open a fresh, empty store of your backend::
         def open_store(self, directory: Path) -> AbstractAsyncContextManager[EventStore]:
             return MyStore.open(directory / "events")
 
-Every test opens its own store in its own temporary directory and closes it after. This is
+Every test opens its own store in its own temporary directory and closes it after (the
+hypothesis test of expected positions, one for each example). This is
 how contextledger runs it for ``MemoryStore`` and ``SQLiteStore``
 (``tests/store/test_contract.py``), so the backends cannot drift apart.
 """
