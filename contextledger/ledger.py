@@ -250,16 +250,20 @@ class SessionLog:
         ``ConcurrencyError`` with nothing written and the projection unchanged. Once the
         batch has committed this returns normally: a snapshot written after it that fails is
         logged as a warning (``snapshot failed``) and tried again ``snapshot_every`` events
-        later. A session that lost events since this log read it was deleted, and may have
-        been created again: ``SessionReplacedError`` (a ``ConcurrencyError``).
+        later. The store is also told the position of the last event this log applied, so
+        a session deleted since this log read it, and maybe created again, even to the same
+        number of events, raises ``SessionReplacedError`` (a ``ConcurrencyError``).
         """
         check_append(self.session_id, self.history.seq, events)
         typed = DEFAULT_CODEC.typed_copies(events)
         self.history.validate(typed)
         try:
-            recorded = await self.store.append(self.session_id, self.history.seq, typed)
+            recorded = await self.store.append(
+                self.session_id, self.history.seq, typed, expected_position=self._place[1]
+            )
         except ConcurrencyError as exc:
-            if exc.actual < exc.expected:
+            # Fewer events than this log applied, or as many ending in another one.
+            if exc.actual < exc.expected or exc.actual_position is not None:
                 raise SessionReplacedError(exc.stream, exc.expected, exc.actual) from None
             raise
         self.history.apply_all(recorded)

@@ -672,8 +672,12 @@ async def two_stores(
         yield store, other
 
 
+#: How many events the session written again has, against the stale log's.
+LENGTHS = {"shorter": -3, "as long": 0, "longer": 3}
+
+
 @pytest.mark.parametrize("opened", ["from its events", "from a snapshot"])
-@pytest.mark.parametrize("length", ["shorter", "longer"])
+@pytest.mark.parametrize("length", list(LENGTHS))
 async def test_a_log_refuses_a_session_deleted_and_created_again_under_it(
     two_stores: tuple[EventStore, EventStore], opened: str, length: str
 ) -> None:
@@ -688,12 +692,15 @@ async def test_a_log_refuses_a_session_deleted_and_created_again_under_it(
     before = stale.history.snapshot()
     seq = stale.history.seq
 
-    await _replace(other, b.session_id, seq - 3 if length == "shorter" else seq + 3)
+    await _replace(other, b.session_id, seq + LENGTHS[length])
+    written = await other.read(b.session_id)
     b.user("after the other session was written")
-    # A session that went back is known replaced at once; one that went on may have
-    # another writer's events, which a refresh tells apart.
-    with pytest.raises(SessionReplacedError if length == "shorter" else ConcurrencyError):
+    # A session that went back, or ends in another event at the log's seq, is known
+    # replaced at once; one that went on may have another writer's events, which a
+    # refresh tells apart.
+    with pytest.raises(SessionReplacedError if length != "longer" else ConcurrencyError):
         await stale.append(b.events[-2:])
+    assert await store.read(b.session_id) == written
     with pytest.raises(SessionReplacedError, match="open it again"):
         await stale.refresh()
     assert stale.history.snapshot() == before  # nothing of the other session applied

@@ -3,7 +3,8 @@
 On events shaped like the traces' (``contextledger.simulation._synthetic``), measured in one run:
 
 - ours: ``SQLiteStore`` (durability ``"normal"``): single-event appends (one ``append`` and one
-  commit each), batched appends (``BATCH`` events per ``append``), replay (``store.read`` plus
+  commit each), batched appends (``BATCH`` events per ``append``), each expecting the stream's
+  version and last position as ``SessionLog``'s appends do, replay (``store.read`` plus
   ``History.rebuild``: read, decode and apply), and batched appends at ``"full"`` to compare
   with the peer at equal durability;
 - the floor: apsw alone on the same schema and pragmas as the store's writer (WAL, the same
@@ -206,9 +207,17 @@ def _remove_db(path: str, *, keep: bool = False) -> str:
 async def _ours_batched(path: str, corpus: _Corpus, durability: Durability) -> float:
     async with SQLiteStore.open(path, durability=durability) as store:
         start = time.perf_counter()
-        for stream, version, events in corpus.batches:
-            await store.append(stream, version, events)
+        await _appended(store, corpus.batches)
         return time.perf_counter() - start
+
+
+async def _appended(store: SQLiteStore, appends: list[tuple[str, int, list[Event]]]) -> None:
+    """Make ``appends`` as ``SessionLog`` makes them: each expecting the stream's version and
+    the position of its last event, as the append before returned it."""
+    ends: dict[str, int] = {}
+    for stream, version, events in appends:
+        recorded = await store.append(stream, version, events, expected_position=ends.get(stream))
+        ends[stream] = recorded[-1].position
 
 
 def _without_checksums() -> contextlib.AbstractContextManager[Any]:
@@ -222,8 +231,7 @@ async def _ours_single(path: str, corpus: _Corpus, count: int) -> float:
     items = [(stream, seq - 1, [event]) for stream, seq, event in corpus.flat[:count]]
     async with SQLiteStore.open(path) as store:
         start = time.perf_counter()
-        for stream, version, events in items:
-            await store.append(stream, version, events)
+        await _appended(store, items)
         return time.perf_counter() - start
 
 

@@ -17,15 +17,33 @@ class StoreError(LedgerError):
 
 
 class ConcurrencyError(StoreError):
-    """An append expected the stream at one version and found another; nothing was written."""
+    """An append expected the stream at one version, or its last event at one position, and
+    found another; nothing was written. ``expected`` and ``actual`` are the versions;
+    ``expected_position`` is the position the append named (None when it named none) and
+    ``actual_position`` the position of the stream's last event (0 when it has none) when
+    the version was as expected and the position was not, else None."""
 
-    def __init__(self, stream: str, expected: int, actual: int) -> None:
-        super().__init__(
-            f"stream {stream!r} is at version {actual}, the append expected {expected}"
-        )
+    def __init__(
+        self,
+        stream: str,
+        expected: int,
+        actual: int,
+        expected_position: int | None = None,
+        actual_position: int | None = None,
+    ) -> None:
+        if actual_position is None:
+            message = f"stream {stream!r} is at version {actual}, the append expected {expected}"
+        else:
+            message = (
+                f"stream {stream!r} ends at position {actual_position}, the append expected "
+                f"its last event at position {expected_position}"
+            )
+        super().__init__(message)
         self.stream = stream
         self.expected = expected
         self.actual = actual
+        self.expected_position = expected_position
+        self.actual_position = actual_position
 
 
 class SnapshotBaseError(StoreError):

@@ -9,12 +9,12 @@ import trio
 
 from contextledger.events._catalogue import Event, RecordedEvent
 from contextledger.events._codec import DEFAULT_CODEC, EventCodec
-from contextledger.store._errors import ConcurrencyError, SnapshotBaseError, StoreClosedError
+from contextledger.store._errors import SnapshotBaseError, StoreClosedError
 from contextledger.store._protocol import (
-    ANY_VERSION,
     Snapshot,
     SnapshotReader,
     check_append,
+    check_expected,
     check_snapshot,
     check_stream_names,
     snapshot_base_error,
@@ -47,17 +47,22 @@ class MemoryStore:
             raise StoreClosedError("the store is closed")
 
     async def append(
-        self, stream: str, expected_version: int, events: Sequence[Event]
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[Event],
+        *,
+        expected_position: int | None = None,
     ) -> list[RecordedEvent]:
         """See ``EventStore.append``."""
         self._check_open()
-        check_append(stream, expected_version, events)
+        check_append(stream, expected_version, events, expected_position)
         if not events:
             await trio.lowlevel.checkpoint()
             return []
         existing = self._streams.get(stream, [])
-        if expected_version not in (ANY_VERSION, len(existing)):
-            raise ConcurrencyError(stream, expected_version, len(existing))
+        end = existing[-1].position if existing else 0
+        check_expected(stream, expected_version, expected_position, len(existing), end)
         codec = self._codec
         batch = codec.encode_batch(events)
         decoded = [

@@ -18,7 +18,7 @@ from typing import Final, Protocol
 import msgspec
 
 from contextledger.events._catalogue import Event, RecordedEvent
-from contextledger.store._errors import StoreArgumentError
+from contextledger.store._errors import ConcurrencyError, StoreArgumentError
 
 #: Pass as ``expected_version`` to append without a concurrency check.
 ANY_VERSION: Final = -1
@@ -52,10 +52,13 @@ def check_stream_names(streams: object) -> list[str]:
     return list(streams)
 
 
-def check_append(stream: object, expected_version: object, events: object) -> None:
+def check_append(
+    stream: object, expected_version: object, events: object, expected_position: object = None
+) -> None:
     """Raise ``StoreArgumentError`` unless ``stream`` is text, ``expected_version`` an int
-    (not a bool) and ``events`` a list or tuple: what every backend's ``append`` checks
-    first. (The events themselves are checked by encoding them, ``EventEncodeError``.)"""
+    (not a bool), ``events`` a list or tuple and ``expected_position`` None or an int: what
+    every backend's ``append`` checks first. (The events themselves are checked by encoding
+    them, ``EventEncodeError``.)"""
     if type(stream) is not str:
         raise StoreArgumentError(f"a stream name is text, not {type(stream).__name__}")
     if type(expected_version) is not int:
@@ -63,6 +66,26 @@ def check_append(stream: object, expected_version: object, events: object) -> No
         raise StoreArgumentError(f"an expected version is an int, not {kind}")
     if not isinstance(events, list | tuple):
         raise StoreArgumentError(f"events come as a list, not {type(events).__name__}")
+    if expected_position is not None and type(expected_position) is not int:
+        kind = type(expected_position).__name__
+        raise StoreArgumentError(f"an expected position is an int or None, not {kind}")
+
+
+def check_expected(
+    stream: str,
+    expected_version: int,
+    expected_position: int | None,
+    version: int,
+    position: int | None,
+) -> None:
+    """Raise ``ConcurrencyError`` unless ``stream``, at ``version`` with its last event at
+    ``position`` (0 when it has none), is where an append expects it: at
+    ``expected_version`` (unless ``ANY_VERSION``) and ending at ``expected_position``
+    (unless None; ``position`` may be None only then)."""
+    if expected_version not in (ANY_VERSION, version):
+        raise ConcurrencyError(stream, expected_version, version, expected_position)
+    if expected_position is not None and expected_position != position:
+        raise ConcurrencyError(stream, expected_version, version, expected_position, position)
 
 
 def check_snapshot(snapshot: object) -> None:
@@ -119,14 +142,23 @@ class EventStore(Protocol):
     """An append-only store of event streams. All methods are trio-async."""
 
     async def append(
-        self, stream: str, expected_version: int, events: Sequence[Event]
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[Event],
+        *,
+        expected_position: int | None = None,
     ) -> list[RecordedEvent]:
         """Append ``events`` to ``stream`` atomically and return them as recorded.
 
         Returns only after the events are committed. Raises ``StoreArgumentError`` for
         wrongly typed arguments (``check_append``) and ``ConcurrencyError`` (nothing
         written) when the stream's version is not ``expected_version`` (``ANY_VERSION`` skips
-        the check). An empty ``events`` writes nothing, checks nothing and returns ``[]``.
+        the check), or when ``expected_position`` is given and the stream's last event is
+        not at that position (0: the stream has none). Positions are never given twice, so
+        the position of the last event read tells that stream apart from one deleted and
+        written again to the same version since (``check_expected``). An empty ``events``
+        writes nothing, checks nothing and returns ``[]``.
         Once called, an append runs to completion: a cancellation arriving meanwhile takes
         effect at the caller's next checkpoint, so a returned result is always committed and
         a raised error always means nothing was written.

@@ -47,7 +47,6 @@ from contextledger.store._connections import (
     store_error,
 )
 from contextledger.store._errors import (
-    ConcurrencyError,
     SnapshotBaseError,
     StoreClosedError,
     StoreCorruptError,
@@ -55,10 +54,10 @@ from contextledger.store._errors import (
     StoreReadOnlyError,
 )
 from contextledger.store._protocol import (
-    ANY_VERSION,
     Snapshot,
     SnapshotReader,
     check_append,
+    check_expected,
     check_snapshot,
     check_stream_names,
     snapshot_base_error,
@@ -124,8 +123,9 @@ class SQLiteStore:
         self.read_only = self._access.read_only
         self._writer = open_writer(self.path, self._access, durability, create)
         self._writer.set_busy_timeout(0)
-        # stream name -> (its row id in ``streams``, its version), for the writer.
-        self._versions: dict[str, tuple[int, int]] = {}
+        # stream name -> (its row id in ``streams``, its version, the position of its last
+        # event: None until an append asks for it), for the writer.
+        self._versions: dict[str, tuple[int, int, int | None]] = {}
         self._last_position = 0
         self._data_version = -1
         #: The WAL's size in pages as SQLite reported it since the last commit or checkpoint
@@ -174,11 +174,16 @@ class SQLiteStore:
     # --- writing --------------------------------------------------------------------------
 
     async def append(
-        self, stream: str, expected_version: int, events: Sequence[Event]
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[Event],
+        *,
+        expected_position: int | None = None,
     ) -> list[RecordedEvent]:
         """See ``EventStore.append``."""
         self._check_writable()
-        check_append(stream, expected_version, events)
+        check_append(stream, expected_version, events, expected_position)
         if not events:
             return []
         batch = self._codec.encode_batch(events, BATCH_HEAD_BYTES * len(events))
@@ -188,7 +193,7 @@ class SQLiteStore:
         given = list(events)
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
-            return self._insert(cur, stream, expected_version, data, given)
+            return self._insert(cur, stream, (expected_version, expected_position), data, given)
 
         result: list[RecordedEvent] = await self._commits.submit(run, len(data))
         return result
@@ -197,21 +202,25 @@ class SQLiteStore:
         self,
         cur: apsw.Cursor,
         stream: str,
-        expected: int,
+        expected: tuple[int, int | None],
         data: bytearray,
         events: list[Event],
     ) -> list[RecordedEvent]:
+        """Write ``events`` (encoded in ``data``) to ``stream`` if it is where ``expected``,
+        its version and the position of its last event, says (``check_expected``)."""
         known = self._versions.get(stream)
         if known is None:
             row = cur.execute(_STREAM, (stream,)).fetchone()
             if row is not None:
                 head = verified_stream(row, stream)
-                known = (head.id, head.version)
+                known = (head.id, head.version, None if head.version else 0)
             else:
-                known = (0, 0)
-        stream_id, version = known
-        if expected not in (ANY_VERSION, version):
-            raise ConcurrencyError(stream, expected, version)
+                known = (0, 0, 0)
+        stream_id, version, end = known
+        expected_version, expected_position = expected
+        if expected_position is not None and end is None:
+            end = self._stream_end(cur, stream, stream_id, version)
+        check_expected(stream, expected_version, expected_position, version, end)
         new_version = version + len(events)
         if stream_id:
             cur.execute(
@@ -229,10 +238,23 @@ class SQLiteStore:
         crc = batch_crc(stream_id, new_version, position, len(events), data)
         cur.execute(INSERT_BATCH, (position, stream_id, new_version, len(events), data, crc))
         # Only once the row is written: a write that fails leaves the caches as they were.
-        self._versions[stream] = (stream_id, new_version)
+        self._versions[stream] = (stream_id, new_version, position)
         self._last_position = position
         seqs = range(version + 1, new_version + 1)
         return list(map(RecordedEvent, repeat(stream), seqs, range(last + 1, position + 1), events))
+
+    @staticmethod
+    def _stream_end(cur: apsw.Cursor, stream: str, stream_id: int, version: int) -> int:
+        """The position of the last event of ``stream`` (its row ``stream_id``, at
+        ``version`` > 0): its last batch row's, one lookup in the index on (stream, seq)."""
+        row = cur.execute(
+            "SELECT position FROM batches WHERE stream = ? AND seq = ?", (stream_id, version)
+        ).fetchone()
+        if row is None:
+            missing = f"the batch row of its last seq {version} is missing"
+            raise StoreIntegrityError(stream, None, missing)
+        position: int = row[0]
+        return position
 
     async def save_snapshot(self, snapshot: Snapshot) -> None:
         """See ``EventStore.save_snapshot``: writes the head row and the chunks given, so a

@@ -7,7 +7,8 @@ and say how to open a fresh, empty store of your backend::
         def open_store(self, directory: Path) -> AbstractAsyncContextManager[EventStore]:
             return MyStore.open(directory / "events")
 
-Every test opens its own store in its own temporary directory and closes it after. This is
+Every test opens its own store in its own temporary directory and closes it after (the
+hypothesis test of expected positions, one for each example). This is
 how contextledger runs it for ``MemoryStore`` and ``SQLiteStore``
 (``tests/store/test_contract.py``), so the backends cannot drift apart.
 """
@@ -23,6 +24,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from contextledger.events import (
     DEFAULT_CODEC,
@@ -158,6 +161,29 @@ async def _forward(
         await send.send(recorded)
 
 
+async def _race(
+    append: Callable[[str], Awaitable[object]],
+) -> tuple[list[str], list[ConcurrencyError]]:
+    """Run ``append`` for ten writers (``w0`` to ``w9``) at once; return the names of those
+    whose append landed and the errors of those it refused."""
+    won: list[str] = []
+    lost: list[ConcurrencyError] = []
+
+    async def write(name: str) -> None:
+        try:
+            await append(name)
+        except ConcurrencyError as exc:
+            lost.append(exc)
+        else:
+            won.append(name)
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            for i in range(10):
+                nursery.start_soon(write, f"w{i}")
+    return won, lost
+
+
 # --- closing ------------------------------------------------------------------------------
 
 CLOSED_CALLS: dict[str, Callable[[EventStore], Awaitable[Any]]] = {
@@ -188,6 +214,8 @@ WRONGLY_TYPED_CALLS: dict[str, Callable[[Any], Awaitable[Any]]] = {
     "version text": lambda s: s.append("s", "1", [note("x")]),
     "version float": lambda s: s.append("s", 1.0, [note("x")]),
     "version bool": lambda s: s.append("s", True, [note("x")]),
+    "position text": lambda s: s.append("s", ANY_VERSION, [note("x")], expected_position="1"),
+    "position bool": lambda s: s.append("s", ANY_VERSION, [note("x")], expected_position=True),
     "events None": lambda s: s.append("s", ANY_VERSION, None),
     "events text": lambda s: s.append("s", ANY_VERSION, "events"),
     "events a generator": lambda s: s.append("s", ANY_VERSION, (e for e in [note("x")])),
@@ -207,6 +235,38 @@ WRONGLY_TYPED_CALLS: dict[str, Callable[[Any], Awaitable[Any]]] = {
     "delete streams text": lambda s: s.delete_streams("s"),
     "delete streams bytes": lambda s: s.delete_streams([b"s"]),
 }
+
+
+#: A step of ``test_an_append_lands_exactly_when_the_stream_ends_where_it_was_read``:
+#: ``("append", stream, n)``: n events; ``("delete", stream, 0)``; ``("rewrite", stream,
+#: 0)``: delete the stream and write as many events as it had.
+Step = tuple[str, str, int]
+_STEPS = st.one_of(
+    st.tuples(st.just("append"), st.sampled_from("st"), st.integers(1, 3)),
+    st.tuples(st.sampled_from(["delete", "rewrite"]), st.sampled_from("st"), st.just(0)),
+)
+
+
+class _Model:
+    """Each stream's version and last position as the contract says they go: positions
+    counted on over every stream, never given again after a deletion."""
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.streams: dict[str, tuple[int, int]] = {}
+
+    def end(self, stream: str) -> tuple[int, int]:
+        return self.streams.get(stream, (0, 0))
+
+    def apply(self, kind: str, stream: str, count: int) -> int:
+        """Take the step; return how many events it appends (after deleting, if it does)."""
+        if kind != "append":
+            count = self.end(stream)[0] if kind == "rewrite" else 0
+            self.streams.pop(stream, None)
+        if count:
+            self.last += count
+            self.streams[stream] = (self.end(stream)[0] + count, self.last)
+        return count
 
 
 class StoreContract:
@@ -348,6 +408,118 @@ class StoreContract:
         first = await store.append("new", ANY_VERSION, notes("x", stream="new"))
 
         assert coordinates(recorded + first) == [("s", 3, 3), ("new", 1, 4)]
+
+    # --- the expected position ------------------------------------------------------------
+
+    async def test_an_append_expecting_the_last_events_position_lands(
+        self, store: EventStore
+    ) -> None:
+        await store.append("s", 0, notes("a", "b"))
+        await store.append("t", 0, notes("x", stream="t"))
+
+        recorded = await store.append("s", 2, notes("c"), expected_position=2)
+        first = await store.append("new", 0, notes("n", stream="new"), expected_position=0)
+
+        assert coordinates(recorded + first) == [("s", 3, 4), ("new", 1, 5)]
+
+    async def test_a_stream_written_again_to_its_version_refuses_the_old_last_position(
+        self, store: EventStore
+    ) -> None:
+        await store.append("s", 0, notes("a", "b"))
+        await store.delete_streams(["s"])
+        await store.append("s", 0, notes("c", "d"))
+        before = await snapshot_of_contents(store)
+
+        with pytest.raises(ConcurrencyError, match=r"position 4, .* at position 2") as caught:
+            await store.append("s", 2, notes("e"), expected_position=2)
+
+        error = caught.value
+        assert (error.expected, error.actual) == (2, 2)
+        assert (error.expected_position, error.actual_position) == (2, 4)
+        assert await snapshot_of_contents(store) == before
+
+    async def test_a_version_that_differs_is_reported_before_the_position(
+        self, store: EventStore
+    ) -> None:
+        await store.append("s", 0, notes("a", "b"))
+
+        with pytest.raises(ConcurrencyError, match="version 2, the append expected 1") as caught:
+            await store.append("s", 1, notes("c"), expected_position=1)
+
+        assert (caught.value.expected_position, caught.value.actual_position) == (1, None)
+
+    async def test_a_position_is_checked_without_a_version(self, store: EventStore) -> None:
+        await store.append("s", 0, notes("a"))
+        await store.append("s", 1, notes("b"))
+
+        with pytest.raises(ConcurrencyError) as caught:
+            await store.append("s", ANY_VERSION, notes("c"), expected_position=1)
+        recorded = await store.append("s", ANY_VERSION, notes("c"), expected_position=2)
+
+        assert (caught.value.actual, caught.value.actual_position) == (2, 2)
+        assert coordinates(recorded) == [("s", 3, 3)]
+
+    async def test_a_position_expected_of_a_stream_without_events_is_zero(
+        self, store: EventStore
+    ) -> None:
+        with pytest.raises(ConcurrencyError) as caught:
+            await store.append("new", 0, notes("a", stream="new"), expected_position=1)
+
+        assert caught.value.actual_position == 0
+        assert await store.streams() == []
+
+    async def test_concurrent_appends_expecting_the_same_position_let_exactly_one_win(
+        self, store: EventStore
+    ) -> None:
+        await store.append("s", 0, notes("seed"))
+
+        won, lost = await _race(
+            lambda name: store.append("s", ANY_VERSION, notes(name), expected_position=1)
+        )
+
+        assert len(won) == 1
+        assert [(e.actual, e.actual_position) for e in lost] == [(2, 2)] * 9
+        assert texts(await store.read("s")) == ["seed", won[0]]
+
+    @settings(max_examples=50, deadline=None)
+    @given(before=st.lists(_STEPS, max_size=6), after=st.lists(_STEPS, max_size=4))
+    @example(before=[("append", "s", 2)], after=[("rewrite", "s", 0)])
+    async def test_an_append_lands_exactly_when_the_stream_ends_where_it_was_read(
+        self, tmp_path_factory: pytest.TempPathFactory, before: list[Step], after: list[Step]
+    ) -> None:
+        """Appends to two streams, deletions and rewrites, with ``s`` read between
+        ``before`` and ``after``: an append expecting the version and last position read
+        lands exactly when the model (positions counted on, never given twice) has ``s``
+        where it was read, and writes nothing otherwise."""
+        model = _Model()
+        async with self.open_store(tmp_path_factory.mktemp("steps")) as store:
+
+            async def take(steps: list[Step]) -> None:
+                for kind, stream, count in steps:
+                    appended = model.apply(kind, stream, count)
+                    if kind != "append":
+                        await store.delete_streams([stream])
+                    if appended:
+                        batch = notes(*"x" * appended, stream=stream)
+                        await store.append(stream, ANY_VERSION, batch)
+
+            await take(before)
+            read = model.end("s")
+            await take(after)
+            contents = await snapshot_of_contents(store)
+
+            try:
+                recorded = await store.append("s", read[0], notes("y"), expected_position=read[1])
+            except ConcurrencyError as exc:
+                version, position = model.end("s")
+                assert (version, position) != read
+                assert exc.actual == version
+                # The version is compared first, the position only when the version is right.
+                assert exc.actual_position == (position if version == read[0] else None)
+                assert await snapshot_of_contents(store) == contents
+            else:
+                assert model.end("s") == read
+                assert coordinates(recorded) == [("s", read[0] + 1, model.last + 1)]
 
     async def test_events_round_trip_equal(self, store: EventStore) -> None:
         events: list[Event] = [
@@ -816,21 +988,8 @@ class StoreContract:
         store: EventStore,
     ) -> None:
         await store.append("s", 0, notes("seed"))
-        won: list[str] = []
-        lost: list[ConcurrencyError] = []
 
-        async def write(name: str) -> None:
-            try:
-                await store.append("s", 1, notes(name, f"{name}-2"))
-            except ConcurrencyError as exc:
-                lost.append(exc)
-            else:
-                won.append(name)
-
-        with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery:
-                for i in range(10):
-                    nursery.start_soon(write, f"w{i}")
+        won, lost = await _race(lambda name: store.append("s", 1, notes(name, f"{name}-2")))
 
         assert len(won) == 1
         assert [(e.expected, e.actual) for e in lost] == [(1, 3)] * 9

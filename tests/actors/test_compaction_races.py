@@ -34,12 +34,19 @@ class GatedStore(MemoryStore):
         self.entered = trio.Event()
 
     async def append(
-        self, stream: str, expected_version: int, events: Sequence[Event]
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[Event],
+        *,
+        expected_position: int | None = None,
     ) -> list[RecordedEvent]:
         if self.gate is not None:
             self.entered.set()
             await self.gate.wait()
-        return await super().append(stream, expected_version, events)
+        return await super().append(
+            stream, expected_version, events, expected_position=expected_position
+        )
 
 
 class Waiting:

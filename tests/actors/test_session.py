@@ -396,13 +396,20 @@ class SlowStore(MemoryStore):
         self.most_concurrent = 0
 
     async def append(
-        self, stream: str, expected_version: int, events: Sequence[Event]
+        self,
+        stream: str,
+        expected_version: int,
+        events: Sequence[Event],
+        *,
+        expected_position: int | None = None,
     ) -> list[RecordedEvent]:
         self.concurrent += 1
         self.most_concurrent = max(self.most_concurrent, self.concurrent)
         try:
             await trio.sleep(self.delay)
-            return await super().append(stream, expected_version, events)
+            return await super().append(
+                stream, expected_version, events, expected_position=expected_position
+            )
         finally:
             self.concurrent -= 1
 

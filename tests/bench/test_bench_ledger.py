@@ -90,8 +90,7 @@ def test_the_floor_writes_the_rows_the_store_writes(tmp_path: Path) -> None:
 
     async def append() -> None:
         async with SQLiteStore.open(stored) as store:
-            for stream, version, events in corpus.batches:
-                await store.append(stream, version, events)
+            await ledger._appended(store, corpus.batches)
 
     trio.run(append)
     floor = tmp_path / "floor.db"

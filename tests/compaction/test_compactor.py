@@ -485,11 +485,16 @@ class _CountingStore(MemoryStore):
         self.hook = hook
 
     async def append(
-        self, stream: str, expected: int, events: Sequence[Event]
+        self,
+        stream: str,
+        expected: int,
+        events: Sequence[Event],
+        *,
+        expected_position: int | None = None,
     ) -> list[RecordedEvent]:
         self.hook()
         await trio.lowlevel.checkpoint()
-        return await super().append(stream, expected, events)
+        return await super().append(stream, expected, events, expected_position=expected_position)
 
 
 async def test_a_cancel_at_every_await_point_leaves_the_log_consistent() -> None:

@@ -39,6 +39,7 @@ from contextledger.store import (
     StoreCorruptError,
     StoreError,
     StoreFullError,
+    StoreIntegrityError,
     StoreIOError,
     StoreReadOnlyError,
     StoreSchemaError,
@@ -440,6 +441,41 @@ async def test_a_store_detects_a_conflict_with_another_stores_write(db: Path) ->
             await one.append("s", 1, [note("stale")])
 
         assert (caught.value.expected, caught.value.actual) == (1, 2)
+
+
+async def test_a_store_checks_the_last_position_after_another_store_rewrote_the_stream(
+    db: Path,
+) -> None:
+    async with SQLiteStore.open(db) as one, SQLiteStore.open(db) as two:
+        await one.append("s", 0, [note("a"), note("b")])  # one now caches position 2
+        await two.delete_streams(["s"])
+        await two.append("s", 0, [note("c"), note("d")])
+
+        with pytest.raises(ConcurrencyError) as caught:
+            await one.append("s", 2, [note("stale")], expected_position=2)
+        recorded = await one.append("s", 2, [note("e")], expected_position=4)
+
+        assert (caught.value.actual, caught.value.actual_position) == (2, 4)
+        assert [(r.seq, r.position) for r in recorded] == [(3, 5)]
+        assert texts(await two.read("s")) == ["c", "d", "e"]
+
+
+async def test_a_stream_without_its_last_batch_row_refuses_an_append_expecting_a_position(
+    db: Path,
+) -> None:
+    async with SQLiteStore.open(db) as store:
+        await store.append("s", 0, [note("a")])
+        await store.append("s", 1, [note("b")])
+    conn = raw_connection(db)
+    conn.execute("DELETE FROM batches WHERE seq = 2")
+    conn.close()
+
+    async with SQLiteStore.open(db) as store:
+        with pytest.raises(StoreIntegrityError, match="last seq 2 is missing"):
+            await store.append("s", 2, [note("c")], expected_position=2)
+
+        assert await store.stream_version("s") == 2
+        assert (await store.read_all())[-1].position == 1
 
 
 async def test_positions_stay_gap_free_when_two_stores_interleave_writes(db: Path) -> None:
