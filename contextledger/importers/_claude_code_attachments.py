@@ -104,7 +104,8 @@ def _strings(value: Any, path: list[str]) -> Iterator[str]:
 
 
 def _hook_success(attachment: dict[str, Any]) -> Iterator[str]:
-    if attachment.get("hookEvent") in HOOK_EVENTS_SENT:
+    event = attachment.get("hookEvent")
+    if isinstance(event, str) and event in HOOK_EVENTS_SENT:
         yield from _strings(attachment, ["content"])
 
 

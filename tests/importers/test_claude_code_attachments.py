@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from contextledger.importers._claude_code_attachments import (
@@ -72,6 +72,7 @@ _FIELDS = st.sampled_from(
 )  # fmt: skip
 
 
+@example(kind="hook_success", fields={"hookEvent": {}})
 @given(
     kind=st.sampled_from(sorted(_RENDER)),
     fields=st.dictionaries(_FIELDS, _JSON | st.dictionaries(_FIELDS, _JSON), max_size=4),
