@@ -221,14 +221,15 @@ class BlockMemo:
 def sim_request(
     request: Request, at: float, output_tokens: int = 0, *, memo: BlockMemo | None = None
 ) -> SimRequest:
-    """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds, with its tool choice;
-    its blocks cut by ``memo`` when given (the same blocks, made for what changed since its
-    last request)."""
+    """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds, with its tool choice
+    as the wire formats send it: none without tools (they send a tool choice only with tools,
+    and Anthropic refuses one without); its blocks cut by ``memo`` when given (the same
+    blocks, made for what changed since its last request)."""
     blocks = memo(request) if memo is not None else blocks_from_request(request)
     return SimRequest(
         blocks=blocks,
         at=at,
         output_tokens=output_tokens,
-        tool_choice=request.tool_choice,
+        tool_choice=request.tool_choice if request.tools else None,
         prefix_blocks=len(request.tools) + len(request.system),
     )

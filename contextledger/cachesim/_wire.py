@@ -64,11 +64,13 @@ def blocks_from_anthropic_body(body: Mapping[str, Any]) -> tuple[Block, ...]:
 
 def anthropic_prefix(body: Mapping[str, Any]) -> tuple[str | None, int]:
     """What an Anthropic Messages body's cached messages depend on beside its blocks: its
-    tool choice (its ``type``; None when unset) and how many of its blocks are tools and
-    system blocks (``SimRequest.tool_choice`` and ``prefix_blocks``)."""
-    choice = body.get("tool_choice")
+    tool choice (its ``type``; None when unset, and without tools, where the API takes none)
+    and how many of its blocks are tools and system blocks (``SimRequest.tool_choice`` and
+    ``prefix_blocks``)."""
+    tools = _list(body.get("tools"))
+    choice = body.get("tool_choice") if tools else None
     kind = choice.get("type") if isinstance(choice, Mapping) else None
-    head = len(_list(body.get("tools"))) + len(_parts(body.get("system")))
+    head = len(tools) + len(_parts(body.get("system")))
     return (kind if isinstance(kind, str) else None), head
 
 

@@ -123,3 +123,19 @@ def test_a_block_memo_keeps_the_blocks_of_what_the_request_before_held() -> None
     copy = msgspec.structs.replace(USER, content=(ModelText(text="hello " * 400),))
     third = memo(make_request((copy,), ()))
     assert third == first and third[-1] is not first[-1]
+
+
+def test_a_request_without_tools_sends_no_tool_choice_so_the_cache_keeps_no_key_for_it() -> None:
+    # A last step asks for "none"; without tools the wire formats send no tool choice (and
+    # Anthropic refuses one), so that request reads what the request before it wrote.
+    mark = (CacheMark(target="message", index=0),)
+    plain = msgspec.structs.replace(make_request((USER,), mark), tools=())
+    last_step = msgspec.structs.replace(plain, tool_choice="none")
+    first, second = sim_request(plain, at=0), sim_request(last_step, at=5)
+    assert second.tool_choice is None
+    costs = simulate([first, second], price_for("claude-opus-5")).requests
+    assert costs[1].cache_read == costs[0].cache_write > 0
+    # With tools it is sent, and keys the cached messages.
+    assert sim_request(msgspec.structs.replace(last_step, tools=(TOOL,)), at=0).tool_choice == (
+        "none"
+    )

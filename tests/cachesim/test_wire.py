@@ -8,6 +8,7 @@ import msgspec
 
 from contextledger.cachesim import (
     PromptCache,
+    anthropic_prefix,
     blocks_from_anthropic_body,
     blocks_from_chat_body,
     blocks_from_request,
@@ -150,3 +151,13 @@ def test_charging_call_by_call_gives_what_simulate_gives() -> None:
     got = tuple(cache.charge(c) for c in calls)
     assert got == simulate(calls, gpt, ttl_s=86_400).requests
     assert got[-1].cache_read > 0
+
+
+def test_a_body_without_tools_has_no_tool_choice_to_key_the_messages_by() -> None:
+    system = [{"type": "text", "text": "Be brief."}]
+    messages = [{"role": "user", "content": "hello"}]
+    choice = {"type": "none"}
+    with_tools = {"tools": [TOOL], "system": system, "messages": messages, "tool_choice": choice}
+    without = {"system": system, "messages": messages, "tool_choice": choice}
+    assert anthropic_prefix(with_tools) == ("none", 2)
+    assert anthropic_prefix(without) == (None, 1)
