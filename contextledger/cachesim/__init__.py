@@ -9,7 +9,9 @@ from contextledger.cachesim._blocks import (
     BlockMemo,
     SimRequest,
     blocks_from_request,
+    drops_earlier_thinking,
     prefixes,
+    processed_blocks,
     sim_request,
 )
 from contextledger.cachesim._simulate import (
@@ -38,8 +40,10 @@ __all__ = [
     "blocks_from_anthropic_body",
     "blocks_from_chat_body",
     "blocks_from_request",
+    "drops_earlier_thinking",
     "lower_bound",
     "prefixes",
+    "processed_blocks",
     "read_growth_errors",
     "sim_request",
     "simulate",

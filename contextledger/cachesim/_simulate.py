@@ -1,7 +1,9 @@
 """Per-provider prompt-cache simulation of a session.
 
 Cached prefixes are entries keyed by the prefix hash up to a block boundary; an entry lives
-until ``expires`` and a hit moves that to ``now + ttl`` (refresh on read).
+until ``expires`` and a hit moves that to ``now + ttl`` (refresh on read). Every family reads
+a request's ``processed_blocks`` (on the Claude models that drop it, without the thinking of
+earlier turns).
 
 - ``anthropic`` (and Bedrock): at most the first four breakpoints are honoured. For each, the
   longest live entry at the breakpoint's boundary or one of the 20 boundaries before it is a
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from contextledger.cachesim._blocks import PrefixChain, SimRequest, Ttl
+from contextledger.cachesim._blocks import Block, PrefixChain, SimRequest, Ttl, processed_blocks
 from contextledger.prices._tables import ModelPrice
 
 TTL_S: dict[Ttl, int] = {"5m": 300, "1h": 3600}
@@ -131,11 +133,16 @@ def _by_tool_choice(req: SimRequest, pre: list[tuple[str, int]]) -> list[tuple[s
 
 
 def _anthropic(
-    req: SimRequest, pre: list[tuple[str, int]], cache: _Cache, price: ModelPrice
+    req: SimRequest,
+    blocks: tuple[Block, ...],
+    pre: list[tuple[str, int]],
+    cache: _Cache,
+    price: ModelPrice,
 ) -> RequestCost:
+    """``req``'s cost, ``blocks`` its ``processed_blocks`` and ``pre`` their prefixes."""
     now = req.at
     pre = _by_tool_choice(req, pre)
-    marks = [(i, b.breakpoint) for i, b in enumerate(req.blocks) if b.breakpoint is not None]
+    marks = [(i, b.breakpoint) for i, b in enumerate(blocks) if b.breakpoint is not None]
     marks = marks[:ANTHROPIC_BREAKPOINTS]
     hit = -1
     hits: set[str] = set()
@@ -225,9 +232,10 @@ class PromptCache:
     def charge(self, request: SimRequest) -> RequestCost:
         """The cost of ``request`` given every call charged before it."""
         price = self.price
-        pre = self._prefixes(request.blocks)
+        blocks = processed_blocks(request)
+        pre = self._prefixes(blocks)
         if price.family == "anthropic":
-            return _anthropic(request, pre, self._cache, price)
+            return _anthropic(request, blocks, pre, self._cache, price)
         if price.family == "openai":
             return _implicit(request, pre, self._cache, price, self.ttl, OPENAI_STEP)
         if price.family == "gemini":
@@ -265,10 +273,11 @@ def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bo
     price minus input price) on the ``max(0, R - L)`` new tokens a later call repeats, plus
     its output tokens at the output price. TTLs, minimum prefixes, breakpoint limits and
     OpenAI's 128-token flooring are ignored, so the bound is never above ``simulate``'s cost;
-    Anthropic's keying of the messages by tool choice is kept (no request could read past it).
+    Anthropic's keying of the messages by tool choice and its dropping of earlier thinking
+    are kept (no request could read past them).
     """
     chain = PrefixChain()
-    pres = [chain(r.blocks) for r in requests]
+    pres = [chain(processed_blocks(r)) for r in requests]
     if price.family == "anthropic":
         pres = [_by_tool_choice(r, pre) for r, pre in zip(requests, pres, strict=True)]
     later: list[int] = [0] * len(pres)

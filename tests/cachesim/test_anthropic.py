@@ -3,7 +3,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from contextledger.cachesim import lower_bound, simulate
+from contextledger.cachesim import Block, SimRequest, drops_earlier_thinking, lower_bound, simulate
 from contextledger.cachesim._blocks import Ttl
 from contextledger.prices._tables import price_for
 from tests.cachesim.conftest import blocks, names, req
@@ -145,3 +145,89 @@ def test_a_tool_choice_change_reads_the_tools_and_system_not_the_messages() -> N
     with_change = lower_bound([session, summary], SONNET)
     assert with_change > lower_bound([session, kept], SONNET)
     assert with_change <= simulate([session, summary], SONNET).total.cost
+
+
+def _weather_in_paris(model: str) -> list[SimRequest]:
+    """Anthropic's example of thinking with tool use (prompt-caching page, "Caching with
+    thinking blocks"; extended-thinking page, "Understanding thinking block caching
+    behavior"), after a 2,000-token system block so that every prefix passes the minimum:
+    the question; then its thinking, tool call and result (a breakpoint on the result); then
+    the second thinking, the answer and the user's next text (a breakpoint on it)."""
+    system = Block(key="system", tokens=2000)
+    question = Block(key="What's the weather in Paris?", tokens=1000, part="user_input")
+    thinking_1 = Block(key="thinking_block_1", tokens=1500, part="thinking")
+    tool_use_1 = Block(key="tool_use block 1", tokens=100)
+    tool_result_1 = Block(key="tool_result_1", tokens=600, breakpoint="5m")
+    thinking_2 = Block(key="thinking_block_2", tokens=1200, part="thinking")
+    text_2 = Block(key="text block 2", tokens=300)
+    text_response = Block(key="Text response", tokens=400, part="user_input", breakpoint="5m")
+    turn = (system, question, thinking_1, tool_use_1, tool_result_1)
+    return [
+        SimRequest(blocks=(system, question), at=0, model=model),
+        SimRequest(blocks=turn, at=10, model=model),
+        SimRequest(blocks=(*turn, thinking_2, text_2, text_response), at=20, model=model),
+    ]
+
+
+def test_before_opus_4_5_a_user_text_drops_the_earlier_thinking_and_the_cache_after_it() -> None:
+    sonnet_4_5 = "claude-sonnet-4-5-20250929"
+    requests = _weather_in_paris(sonnet_4_5)
+    first, tool_loop, next_turn = simulate(requests, price_for(sonnet_4_5)).requests
+    assert (first.cache_read, first.cache_write) == (0, 0)
+    # Within the turn the thinking stays: request 2 caches the question, thinking_block_1,
+    # the tool call and its result.
+    assert (tool_loop.cache_read, tool_loop.cache_write, tool_loop.uncached) == (0, 5200, 0)
+    # "Non-tool-result user block causes all thinking blocks to be ignored": request 3 is
+    # read as if they were never there (2,700 tokens fewer), and the entry request 2 wrote,
+    # which holds thinking_block_1, no longer matches, so everything is written again.
+    assert (next_turn.cache_read, next_turn.cache_write, next_turn.uncached) == (0, 4400, 0)
+
+
+def test_opus_4_5_keeps_the_earlier_thinking_and_reads_the_turn_before_from_the_cache() -> None:
+    opus_4_5 = "claude-opus-4-5-20251101"
+    costs = simulate(_weather_in_paris(opus_4_5), price_for(opus_4_5)).requests
+    assert [(c.cache_read, c.cache_write) for c in costs] == [(0, 0), (0, 5200), (5200, 1900)]
+
+
+def test_a_request_without_a_model_keeps_its_thinking() -> None:
+    requests = [msgspec.structs.replace(r, model="") for r in _weather_in_paris("")]
+    assert simulate(requests, SONNET).requests[2].cache_read == 5200
+
+
+def test_the_lower_bound_reads_no_prefix_past_dropped_thinking() -> None:
+    sonnet_4_5 = "claude-sonnet-4-5-20250929"
+    price = price_for(sonnet_4_5)  # $3 input, $0.30 read, $0.75 write surcharge
+    requests = _weather_in_paris(sonnet_4_5)
+    # 1: 3,000 uncached, of which 3,000 are repeated later (surcharged). 2: the 3,000 of
+    # request 1 read, 2,200 uncached, none of them in request 3 as it is read. 3: 4,400
+    # tokens without the thinking, 3,000 of them read.
+    by_hand = (3000 * 3 + 3000 * 0.75) + (3000 * 0.3 + 2200 * 3) + (3000 * 0.3 + 1400 * 3)
+    assert lower_bound(requests, price) == pytest.approx(by_hand / 1e6)
+    assert lower_bound(requests, price) <= simulate(requests, price).total.cost
+
+
+@pytest.mark.parametrize(
+    ("model", "drops"),
+    [
+        ("claude-3-7-sonnet-20250219", True),
+        ("claude-sonnet-4-20250514", True),
+        ("claude-sonnet-4-5-20250929", True),
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", True),
+        ("claude-sonnet-4-5@20250929", True),
+        ("claude-opus-4-20250514", True),
+        ("claude-opus-4-1-20250805", True),
+        ("claude-haiku-4-5-20251001", True),
+        ("claude-3-5-haiku-20241022", True),
+        ("claude-opus-4-5-20251101", False),
+        ("claude-opus-4-6", False),
+        ("claude-opus-4.7", False),
+        ("claude-opus-5", False),
+        ("claude-sonnet-4-6", False),
+        ("claude-sonnet-5", False),
+        ("claude-fable-5", False),
+        ("gpt-5", False),
+        ("", False),
+    ],
+)
+def test_which_models_drop_the_thinking_of_earlier_turns(model: str, drops: bool) -> None:
+    assert drops_earlier_thinking(model) is drops

@@ -16,7 +16,14 @@ from contextledger.cachesim import (
 from contextledger.cachesim._blocks import PrefixChain
 from contextledger.events._parts import ModelRef, ToolSchema
 from contextledger.prices._tables import price_for
-from contextledger.vocabulary._messages import ModelMessage, ModelText, ModelToolCall
+from contextledger.vocabulary._messages import (
+    ModelFile,
+    ModelMessage,
+    ModelReasoning,
+    ModelText,
+    ModelToolCall,
+    ModelToolResult,
+)
 from contextledger.vocabulary._requests import CacheMark, Request
 
 TOOL = ToolSchema(name="read", description="Read a file.", input_schema={"type": "object"})
@@ -123,3 +130,48 @@ def test_a_block_memo_keeps_the_blocks_of_what_the_request_before_held() -> None
     copy = msgspec.structs.replace(USER, content=(ModelText(text="hello " * 400),))
     third = memo(make_request((copy,), ()))
     assert third == first and third[-1] is not first[-1]
+
+
+def test_a_request_without_tools_sends_no_tool_choice_so_the_cache_keeps_no_key_for_it() -> None:
+    # A last step asks for "none"; without tools the wire formats send no tool choice (and
+    # Anthropic refuses one), so that request reads what the request before it wrote.
+    mark = (CacheMark(target="message", index=0),)
+    plain = msgspec.structs.replace(make_request((USER,), mark), tools=())
+    last_step = msgspec.structs.replace(plain, tool_choice="none")
+    first, second = sim_request(plain, at=0), sim_request(last_step, at=5)
+    assert second.tool_choice is None
+    costs = simulate([first, second], price_for("claude-opus-5")).requests
+    assert costs[1].cache_read == costs[0].cache_write > 0
+    # With tools it is sent, and keys the cached messages.
+    assert sim_request(msgspec.structs.replace(last_step, tools=(TOOL,)), at=0).tool_choice == (
+        "none"
+    )
+
+
+def test_reasoning_is_a_thinking_block_and_a_user_s_text_or_file_a_user_input_block() -> None:
+    reasoning = ModelReasoning(text="think", provider_metadata={"anthropic": {"signature": "s"}})
+    file = ModelFile(mime="image/png", url="data:image/png;base64,AA==")
+    result = ModelToolResult(call_id="c1", tool="read", output="text")
+    messages = (
+        ModelMessage(role="user", content=(ModelText(text="hi"), file), source_id="m1"),
+        ModelMessage(role="assistant", content=(reasoning, *ASSISTANT.content), source_id="m2"),
+        ModelMessage(role="tool", content=(result,), source_id="m2"),
+    )
+    request = make_request(messages, ())
+    parts = [b.part for b in blocks_from_request(request)]
+    assert parts == [None, None, "user_input", "user_input", "thinking", None, None, None]
+    assert [b.part for b in BlockMemo()(request)] == parts
+    assert sim_request(request, at=0).model == "claude-sonnet-4"
+
+
+def test_reasoning_anthropic_does_not_take_back_is_no_thinking_block() -> None:
+    # Another provider's reasoning (an OpenAI item, say) carries no Anthropic signature.
+    openai = ModelReasoning(text="t", provider_metadata={"openai": {"itemId": "rs_1"}})
+    redacted = ModelReasoning(text="", provider_metadata={"anthropic": {"redactedData": "d"}})
+    message = ModelMessage(role="assistant", content=(openai, redacted), source_id="m1")
+    assert [b.part for b in blocks_from_request(make_request((message,), ()))] == [
+        None,
+        None,
+        None,
+        "thinking",
+    ]

@@ -3,10 +3,11 @@ from __future__ import annotations
 import random
 import re
 
+import msgspec
 import pytest
 
 from contextledger.cachesim import lower_bound, read_growth_errors, simulate
-from contextledger.cachesim._blocks import Ttl
+from contextledger.cachesim._blocks import BlockPart, Ttl
 from contextledger.prices._tables import FAMILIES, load_prices, price_for
 from tests.cachesim.conftest import blocks, names, req
 
@@ -82,10 +83,15 @@ def test_read_growth_errors_rejects_mismatched_lengths() -> None:
 
 
 def test_lower_bound_is_never_above_the_simulated_cost_on_random_sessions() -> None:
+    # Some blocks are thinking or user input, and some sessions go to a model that drops
+    # the thinking of earlier turns.
     rng = random.Random(7)
     sizes = {f"b{i}": rng.randint(1, 900) for i in range(60)}
+    kinds: list[BlockPart | None] = [None, None, "thinking", "user_input"]
+    parts = {f"b{i}": rng.choice(kinds) for i in range(60)}
     for _ in range(300):
         price = rng.choice(load_prices(rng.choice(FAMILIES)))
+        model = rng.choice(["", "claude-sonnet-4-5", "claude-opus-4-5"])
         session, at = [], 0.0
         for _ in range(rng.randint(1, 8)):
             keys = [f"b{i}" for i in range(rng.randint(1, 60))]
@@ -95,7 +101,11 @@ def test_lower_bound_is_never_above_the_simulated_cost_on_random_sessions() -> N
             marked = rng.sample(range(len(keys)), min(len(keys), rng.randint(0, 6)))
             marks: dict[int, Ttl] = {i: rng.choice(["5m", "1h"]) for i in marked}
             at += rng.choice([1, 100, 299, 301, 4000])
-            bs = blocks(keys, [sizes[k] for k in keys], marks)
-            session.append(req(bs, at, output=rng.randint(0, 100)))
+            bs = tuple(
+                msgspec.structs.replace(b, part=parts[b.key])
+                for b in blocks(keys, [sizes[k] for k in keys], marks)
+            )
+            call = req(bs, at, output=rng.randint(0, 100))
+            session.append(msgspec.structs.replace(call, model=model))
         result = simulate(session, price)
         assert result.lower_bound <= result.total.cost + 1e-12

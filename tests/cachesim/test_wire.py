@@ -8,6 +8,7 @@ import msgspec
 
 from contextledger.cachesim import (
     PromptCache,
+    anthropic_prefix,
     blocks_from_anthropic_body,
     blocks_from_chat_body,
     blocks_from_request,
@@ -18,6 +19,7 @@ from contextledger.prices._tables import price_for
 from contextledger.providers import wire_format
 from contextledger.vocabulary._messages import (
     ModelMessage,
+    ModelReasoning,
     ModelText,
     ModelToolCall,
     ModelToolResult,
@@ -150,3 +152,63 @@ def test_charging_call_by_call_gives_what_simulate_gives() -> None:
     got = tuple(cache.charge(c) for c in calls)
     assert got == simulate(calls, gpt, ttl_s=86_400).requests
     assert got[-1].cache_read > 0
+
+
+def test_a_body_without_tools_has_no_tool_choice_to_key_the_messages_by() -> None:
+    system = [{"type": "text", "text": "Be brief."}]
+    messages = [{"role": "user", "content": "hello"}]
+    choice = {"type": "none"}
+    with_tools = {"tools": [TOOL], "system": system, "messages": messages, "tool_choice": choice}
+    without = {"system": system, "messages": messages, "tool_choice": choice}
+    assert anthropic_prefix(with_tools) == ("none", 2)
+    assert anthropic_prefix(without) == (None, 1)
+
+
+def test_thinking_blocks_and_a_user_s_blocks_but_tool_results_carry_their_part() -> None:
+    body = {
+        "tools": [TOOL],
+        "messages": [
+            {"role": "user", "content": "weather?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "s"},
+                    {"type": "redacted_thinking", "data": "d"},
+                    {"type": "tool_use", "id": "t1", "name": "bash", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "sunny"},
+                    {"type": "text", "text": "and tomorrow?"},
+                ],
+            },
+        ],
+    }
+    parts = [b.part for b in blocks_from_anthropic_body(body)]
+    assert parts == [None, "user_input", "thinking", "thinking", None, None, "user_input"]
+
+
+def test_an_encoded_request_s_blocks_carry_the_parts_of_its_request_s() -> None:
+    reasoning = ModelReasoning(text="hm", provider_metadata={"anthropic": {"signature": "s"}})
+    call = ModelToolCall(call_id="c1", tool="bash", input={})
+    request = Request(
+        model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+        session_id="s",
+        tools=(ToolSchema(name="bash", description="Run.", input_schema={"type": "object"}),),
+        messages=(
+            ModelMessage(role="user", content=(ModelText(text="list"),), source_id="m1"),
+            ModelMessage(role="assistant", content=(reasoning, call), source_id="m2"),
+            ModelMessage(
+                role="tool",
+                content=(ModelToolResult(call_id="c1", tool="bash", output="a"),),
+                source_id="m2",
+            ),
+            ModelMessage(role="user", content=(ModelText(text="thanks"),), source_id="m3"),
+        ),
+    )
+    body = msgspec.json.decode(wire_format("anthropic").encode(request).body)
+    from_body = [b.part for b in blocks_from_anthropic_body(body)]
+    assert from_body == [b.part for b in blocks_from_request(request)]
+    assert from_body == [None, "user_input", "thinking", None, None, "user_input"]

@@ -335,6 +335,7 @@ class LoopbackCore:
             at=at,
             tool_choice=request.tool_choice,
             prefix_blocks=request.prefix_blocks,
+            model=request.model,
         )
         cost = self._cache(dialect, request.model).charge(sent)
         output_tokens = reply.output_tokens or _estimate(reply)
