@@ -176,18 +176,11 @@ def _longest(a: Ttl | None, b: Ttl) -> Ttl:
     return "1h" if "1h" in (a, b) else "5m"
 
 
-def _anthropic_thinking(part: ModelReasoning) -> bool:
-    """Whether ``part`` goes to Anthropic as a thinking block: it carries Anthropic's
-    signature or redacted data (the ``anthropic`` wire format leaves other reasoning out)."""
-    meta = part.provider_metadata.get("anthropic")
-    return isinstance(meta, dict) and bool(meta.get("signature") or meta.get("redactedData"))
-
-
 def _part(kind: str, item: object) -> BlockPart | None:
     """The ``part`` of the block of ``item``, a tool, system block or content part of a
     message (``kind``, ``"message:<role>"``)."""
     if isinstance(item, ModelReasoning):
-        return "thinking" if _anthropic_thinking(item) else None
+        return "thinking" if item.anthropic_block else None
     if kind == "message:user" and isinstance(item, ModelText | ModelFile):
         return "user_input"
     return None

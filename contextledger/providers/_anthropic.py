@@ -85,10 +85,7 @@ def content_block(part: ModelContent) -> dict[str, Any] | None:
         case ModelText(text=text):
             return {"type": "text", "text": text}
         case ModelReasoning():
-            block = _reasoning(part)
-            if block["type"] == "thinking" and not block["signature"]:
-                return None
-            return block
+            return _reasoning(part) if part.anthropic_block else None
         case ModelFile():
             return file_block(part)
         case ModelToolCall():

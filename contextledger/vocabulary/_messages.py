@@ -27,6 +27,13 @@ class ModelReasoning(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"
     text: str
     provider_metadata: dict[str, Any] = {}
 
+    @property
+    def anthropic_block(self) -> bool:
+        """Whether an Anthropic request takes it back: it carries Anthropic's signature or
+        redacted data (``provider_metadata["anthropic"]``); other reasoning is left out."""
+        meta = self.provider_metadata.get("anthropic")
+        return isinstance(meta, dict) and bool(meta.get("signature") or meta.get("redactedData"))
+
 
 class ModelFile(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="file"):
     """A file or media attachment."""

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import pytest
+
+from contextledger.cachesim import blocks_from_request
 from contextledger.events._parts import ModelRef
-from contextledger.providers._anthropic import AnthropicMessages
+from contextledger.providers._anthropic import AnthropicMessages, content_block
 from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
 from contextledger.vocabulary._messages import ModelReasoning, ModelText
+from contextledger.vocabulary._requests import Request
 from tests.providers.fixtures import golden_request
 from tests.providers.harness import check_golden
 from tests.providers.helpers import body_of, items_of, view_message
@@ -56,6 +60,26 @@ def test_redacted_thinking_goes_back_as_its_data() -> None:
     )
     (fragment,) = items_of(AnthropicMessages(), message)
     assert fragment["content"][0] == {"type": "redacted_thinking", "data": "EmwKAhgB"}
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {},
+        {"anthropic": "EqAPsig"},
+        {"anthropic": {"signature": ""}},
+        {"anthropic": {"signature": "EqAPsig"}},
+        {"anthropic": {"redactedData": "EmwKAhgB"}},
+        {"openai": {"itemId": "rs_1"}},
+    ],
+)
+def test_the_reasoning_the_wire_sends_back_is_what_the_cache_simulator_counts(
+    metadata: dict[str, object],
+) -> None:
+    part = ModelReasoning(text="thinking", provider_metadata=metadata)
+    request = Request(model=MODEL, session_id="ses_1", messages=(view_message("assistant", part),))
+    counted = any(block.part == "thinking" for block in blocks_from_request(request))
+    assert (content_block(part) is not None) == counted
 
 
 def test_usage_splits_cache_reads_and_writes() -> None:
