@@ -24,6 +24,7 @@ from contextledger.vocabulary._messages import (
     ModelReasoning,
     ModelText,
 )
+from contextledger.vocabulary._models import BEDROCK_PROVIDERS
 from contextledger.vocabulary._requests import CacheTTL, Request
 
 K = TypeVar("K")
@@ -180,7 +181,7 @@ def _part(kind: str, item: object) -> BlockPart | None:
     """The ``part`` of the block of ``item``, a tool, system block or content part of a
     message (``kind``, ``"message:<role>"``)."""
     if isinstance(item, ModelReasoning):
-        return "thinking" if item.anthropic_block else None
+        return "thinking" if item.claude_block else None
     if kind == "message:user" and isinstance(item, ModelText | ModelFile):
         return "user_input"
     return None
@@ -241,8 +242,8 @@ def blocks_from_request(request: Request) -> tuple[Block, ...]:
     content part of each message (the message's role is part of its parts' keys). A mark on a
     tool or system block puts a breakpoint on that block; a mark on a message puts it on the
     message's last content part (a message without content carries none). A reasoning part
-    Anthropic takes back (signed or redacted) is a ``"thinking"`` block, a user message's text
-    or file a ``"user_input"`` one."""
+    a Claude API takes back (``ModelReasoning.claude_block``: signed or redacted) is a
+    ``"thinking"`` block, a user message's text or file a ``"user_input"`` one."""
     return _cut(request)
 
 
@@ -303,14 +304,19 @@ def sim_request(
 ) -> SimRequest:
     """A ``SimRequest`` of a builder ``Request`` sent at ``at`` seconds, with its model and
     its tool choice as the wire formats send it: none without tools (they send a tool choice
-    only with tools, and Anthropic refuses one without); its blocks cut by ``memo`` when
+    only with tools, and Anthropic refuses one without) and none to Bedrock
+    (``BEDROCK_PROVIDERS``: its Converse API is sent none); its blocks cut by ``memo`` when
     given (the same blocks, made for what changed since its last request)."""
     blocks = memo(request) if memo is not None else blocks_from_request(request)
     return SimRequest(
         blocks=blocks,
         at=at,
         output_tokens=output_tokens,
-        tool_choice=request.tool_choice if request.tools else None,
+        tool_choice=(
+            request.tool_choice
+            if request.tools and request.model.provider_id.lower() not in BEDROCK_PROVIDERS
+            else None
+        ),
         prefix_blocks=len(request.tools) + len(request.system),
         model=request.model.model_id,
     )

@@ -59,6 +59,7 @@ from contextledger.vocabulary._messages import (
     ModelToolCall,
     ModelToolResult,
 )
+from contextledger.vocabulary._models import BEDROCK_PROVIDERS
 
 #: What a compaction request says to the model (opencode).
 COMPACTION_PROMPT: Final = "What did we do so far?"
@@ -137,7 +138,7 @@ def tool_media_support(model: ModelRef | None) -> MediaSupport:
     provider = model.provider_id.lower()
     if provider in ("anthropic", "openai", "google-vertex-anthropic"):
         return "all"
-    if provider in ("amazon-bedrock", "bedrock", "xai"):
+    if provider in BEDROCK_PROVIDERS or provider == "xai":
         return "images"
     if provider in ("google", "gemini", "google-vertex"):
         model_id = model.model_id.lower()

@@ -57,13 +57,14 @@ def file_block(file: ModelFile) -> dict[str, Any]:
     return {"type": kind, "source": source}
 
 
-def _reasoning(part: ModelReasoning) -> dict[str, Any]:
-    """A ``thinking`` block with its signature, or a ``redacted_thinking`` block with its data
-    (``redactedData``, where the importers keep it)."""
-    meta = part.provider_metadata.get("anthropic", {})
-    if isinstance(meta, dict) and meta.get("redactedData"):
-        return {"type": "redacted_thinking", "data": meta["redactedData"]}
-    signature = meta.get("signature", "") if isinstance(meta, dict) else ""
+def _reasoning(part: ModelReasoning) -> dict[str, Any] | None:
+    """A ``redacted_thinking`` block with its data, or a ``thinking`` block with Anthropic's
+    signature; None for other reasoning, which Anthropic cannot take back."""
+    if part.redacted_data:
+        return {"type": "redacted_thinking", "data": part.redacted_data}
+    signature = part.signature("anthropic")
+    if not signature:
+        return None
     return {"type": "thinking", "thinking": part.text, "signature": signature}
 
 
@@ -85,7 +86,7 @@ def content_block(part: ModelContent) -> dict[str, Any] | None:
         case ModelText(text=text):
             return {"type": "text", "text": text}
         case ModelReasoning():
-            return _reasoning(part) if part.anthropic_block else None
+            return _reasoning(part)
         case ModelFile():
             return file_block(part)
         case ModelToolCall():

@@ -113,14 +113,6 @@ def file_block(file: ModelFile) -> dict[str, Any]:
     return {"text": file_note(file)}
 
 
-def _signature(part: ModelReasoning) -> str:
-    for provider in ("bedrock", "anthropic"):
-        meta = part.provider_metadata.get(provider)
-        if isinstance(meta, dict) and meta.get("signature"):
-            return str(meta["signature"])
-    return ""
-
-
 def _result(part: ModelToolResult) -> dict[str, Any]:
     content = [{"text": part.output}, *map(file_block, part.attachments)]
     result: dict[str, Any] = {"toolUseId": part.call_id, "content": content}
@@ -136,7 +128,7 @@ def content_block(part: ModelContent) -> dict[str, Any] | None:
         case ModelText(text=text):
             return {"text": text}
         case ModelReasoning():
-            signature = _signature(part)
+            signature = part.signature("bedrock", "anthropic")
             if not signature:
                 return None
             return {

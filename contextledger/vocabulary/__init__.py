@@ -25,7 +25,7 @@ from contextledger.vocabulary._messages import (
     ModelToolCall,
     ModelToolResult,
 )
-from contextledger.vocabulary._models import Model, ModelLimits
+from contextledger.vocabulary._models import BEDROCK_PROVIDERS, Model, ModelLimits
 from contextledger.vocabulary._options import (
     OutputBudgetRule,
     OverflowVariant,
@@ -49,6 +49,7 @@ from contextledger.vocabulary._requests import (
 )
 
 __all__ = [
+    "BEDROCK_PROVIDERS",
     "CacheMark",
     "CacheMode",
     "CachePolicy",

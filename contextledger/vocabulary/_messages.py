@@ -27,12 +27,28 @@ class ModelReasoning(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"
     text: str
     provider_metadata: dict[str, Any] = {}
 
+    def signature(self, *providers: str) -> str:
+        """The first signature under ``providers``' metadata (``provider_metadata[p]
+        ["signature"]``), "" when none carries one."""
+        for provider in providers:
+            meta = self.provider_metadata.get(provider)
+            if isinstance(meta, dict) and meta.get("signature"):
+                return str(meta["signature"])
+        return ""
+
     @property
-    def anthropic_block(self) -> bool:
-        """Whether an Anthropic request takes it back: it carries Anthropic's signature or
-        redacted data (``provider_metadata["anthropic"]``); other reasoning is left out."""
+    def redacted_data(self) -> str:
+        """The data of Anthropic's redacted thinking (``redactedData``, where the importers
+        keep it), "" for none."""
         meta = self.provider_metadata.get("anthropic")
-        return isinstance(meta, dict) and bool(meta.get("signature") or meta.get("redactedData"))
+        return str(meta.get("redactedData") or "") if isinstance(meta, dict) else ""
+
+    @property
+    def claude_block(self) -> bool:
+        """Whether a Claude API takes it back as a thinking block: signed under Anthropic's or
+        Bedrock's metadata, or redacted (Anthropic's API alone takes the latter, Bedrock's
+        either signature, Anthropic's only its own); unsigned reasoning is left out."""
+        return bool(self.signature("anthropic", "bedrock") or self.redacted_data)
 
 
 class ModelFile(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="file"):

@@ -6,6 +6,8 @@ simulation and the runtime's callers build one from a provider's published limit
 
 from __future__ import annotations
 
+from typing import Final
+
 import msgspec
 
 
@@ -16,6 +18,11 @@ class ModelLimits(msgspec.Struct, frozen=True, kw_only=True):
     context: int
     output: int = 0
     input: int | None = None
+
+
+#: The provider ids of Amazon Bedrock, whose Converse API (the ``bedrock`` wire format) takes
+#: images only inside tool results and sends no tool choice.
+BEDROCK_PROVIDERS: Final = frozenset({"amazon-bedrock", "bedrock"})
 
 
 class Model(msgspec.Struct, frozen=True, kw_only=True):

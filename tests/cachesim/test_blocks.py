@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -146,6 +147,23 @@ def test_a_request_without_tools_sends_no_tool_choice_so_the_cache_keeps_no_key_
     assert sim_request(msgspec.structs.replace(last_step, tools=(TOOL,)), at=0).tool_choice == (
         "none"
     )
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "amazon-bedrock", "Amazon-Bedrock"])
+def test_a_request_to_bedrock_is_sent_no_tool_choice_so_the_cache_keeps_no_key_for_it(
+    provider: str,
+) -> None:
+    # Converse keeps the tool choice beside the tools; the bedrock wire format sends none.
+    mark = (CacheMark(target="message", index=0),)
+    plain = make_request((USER,), mark)
+    plain = msgspec.structs.replace(
+        plain, tools=(TOOL,), model=ModelRef(provider_id=provider, model_id="claude-opus-5")
+    )
+    last_step = msgspec.structs.replace(plain, tool_choice="none")
+    first, second = sim_request(plain, at=0), sim_request(last_step, at=5)
+    assert second.tool_choice is None
+    costs = simulate([first, second], price_for("claude-opus-5")).requests
+    assert costs[1].cache_read == costs[0].cache_write > 0
 
 
 def test_reasoning_is_a_thinking_block_and_a_user_s_text_or_file_a_user_input_block() -> None:

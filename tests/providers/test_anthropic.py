@@ -5,6 +5,7 @@ import pytest
 from contextledger.cachesim import blocks_from_request
 from contextledger.events._parts import ModelRef
 from contextledger.providers._anthropic import AnthropicMessages, content_block
+from contextledger.providers._bedrock import content_block as bedrock_block
 from contextledger.providers._errors import ContextOverflowError, ProviderAuthError, ProviderError
 from contextledger.vocabulary._messages import ModelReasoning, ModelText
 from contextledger.vocabulary._requests import Request
@@ -70,16 +71,19 @@ def test_redacted_thinking_goes_back_as_its_data() -> None:
         {"anthropic": {"signature": ""}},
         {"anthropic": {"signature": "EqAPsig"}},
         {"anthropic": {"redactedData": "EmwKAhgB"}},
+        {"bedrock": {"signature": "EqAPsig"}},
+        {"bedrock": {"signature": ""}, "anthropic": {}},
         {"openai": {"itemId": "rs_1"}},
     ],
 )
-def test_the_reasoning_the_wire_sends_back_is_what_the_cache_simulator_counts(
+def test_the_reasoning_a_claude_wire_sends_back_is_what_the_cache_simulator_calls_thinking(
     metadata: dict[str, object],
 ) -> None:
     part = ModelReasoning(text="thinking", provider_metadata=metadata)
     request = Request(model=MODEL, session_id="ses_1", messages=(view_message("assistant", part),))
     counted = any(block.part == "thinking" for block in blocks_from_request(request))
-    assert (content_block(part) is not None) == counted
+    sent = content_block(part) is not None or bedrock_block(part) is not None
+    assert sent == counted
 
 
 def test_usage_splits_cache_reads_and_writes() -> None:
