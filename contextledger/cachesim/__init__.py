@@ -18,6 +18,7 @@ from contextledger.cachesim._simulate import (
     PromptCache,
     RequestCost,
     SessionCost,
+    bound_shares,
     lower_bound,
     simulate,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "blocks_from_anthropic_body",
     "blocks_from_chat_body",
     "blocks_from_request",
+    "bound_shares",
     "drops_earlier_thinking",
     "lower_bound",
     "prefixes",

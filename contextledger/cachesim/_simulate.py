@@ -262,6 +262,28 @@ def _shared(pre: list[tuple[str, int]], keys: set[str]) -> int:
     return 0
 
 
+def bound_shares(requests: Sequence[SimRequest], family: str) -> list[tuple[int, int, int]]:
+    """For each request of a session on a provider of ``family``: its prompt tokens, and the
+    tokens of the longest prefix (at a block boundary) it shares with any earlier request and
+    with any later one. Its blocks are those the model reads (``processed_blocks``), and on
+    Anthropic its messages are keyed by its tool choice: no request could read past either."""
+    chain = PrefixChain()
+    pres = [chain(processed_blocks(r)) for r in requests]
+    if family == "anthropic":
+        pres = [_by_tool_choice(r, pre) for r, pre in zip(requests, pres, strict=True)]
+    later: list[int] = [0] * len(pres)
+    keys: set[str] = set()
+    for i in range(len(pres) - 1, -1, -1):
+        later[i] = _shared(pres[i], keys)
+        keys.update(k for k, _ in pres[i])
+    shares: list[tuple[int, int, int]] = []
+    keys = set()
+    for pre, repeated_later in zip(pres, later, strict=True):
+        shares.append((_prompt(pre), _shared(pre, keys), repeated_later))
+        keys.update(k for k, _ in pre)
+    return shares
+
+
 def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bool = True) -> float:
     """The least the session could cost, in USD (without ``output``: its input side only,
     to compare with a billed input cost).
@@ -271,27 +293,15 @@ def lower_bound(requests: Sequence[SimRequest], price: ModelPrice, *, output: bo
     later call. Its bound is ``L`` tokens at the cache-read price, ``P - L`` at the uncached
     price, plus, where the provider charges writes, the five-minute write surcharge (write
     price minus input price) on the ``max(0, R - L)`` new tokens a later call repeats, plus
-    its output tokens at the output price. TTLs, minimum prefixes, breakpoint limits and
-    OpenAI's 128-token flooring are ignored, so the bound is never above ``simulate``'s cost;
-    Anthropic's keying of the messages by tool choice and its dropping of earlier thinking
-    are kept (no request could read past them).
+    its output tokens at the output price (``L``, ``P`` and ``R``: ``bound_shares``). TTLs,
+    minimum prefixes, breakpoint limits and OpenAI's 128-token flooring are ignored, so the
+    bound is never above ``simulate``'s cost; Anthropic's keying of the messages by tool
+    choice and its dropping of earlier thinking are kept (no request could read past them).
     """
-    chain = PrefixChain()
-    pres = [chain(processed_blocks(r)) for r in requests]
-    if price.family == "anthropic":
-        pres = [_by_tool_choice(r, pre) for r, pre in zip(requests, pres, strict=True)]
-    later: list[int] = [0] * len(pres)
-    keys: set[str] = set()
-    for i in range(len(pres) - 1, -1, -1):
-        later[i] = _shared(pres[i], keys)
-        keys.update(k for k, _ in pres[i])
     surcharge = price.cache_write - price.input if price.cache_write is not None else 0.0
     usd = 0.0
-    keys = set()
-    for req, pre, repeated_later in zip(requests, pres, later, strict=True):
-        prompt = _prompt(pre)
-        earlier = _shared(pre, keys)
-        keys.update(k for k, _ in pre)
+    shares = bound_shares(requests, price.family)
+    for req, (prompt, earlier, repeated_later) in zip(requests, shares, strict=True):
         usd += earlier * price.cache_read + (prompt - earlier) * price.input
         usd += max(0, repeated_later - earlier) * surcharge
         if output:

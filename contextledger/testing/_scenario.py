@@ -5,16 +5,17 @@ reports."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 import msgspec
 
 from contextledger.cachesim import (
-    Block,
+    SimRequest,
+    anthropic_prefix,
     blocks_from_anthropic_body,
     blocks_from_chat_body,
-    prefixes,
+    bound_shares,
 )
 from contextledger.config import Config
 from contextledger.testing._body_replay import BodyReplay, body_hash
@@ -278,21 +279,25 @@ def lower_bound_read_share(
 ) -> float:
     """The share of prompt tokens read if every body of ``wire`` (in arrival order) read the
     longest block-boundary prefix it shares with any earlier one: the reads of
-    ``cachesim.lower_bound``."""
-    seen: set[str] = set()
-    read = prompt = 0
-    for body in bodies:
-        pre = prefixes(_BLOCKS[wire](body))
-        read += next((tokens for key, tokens in reversed(pre) if key in seen), 0)
-        prompt += pre[-1][1] if pre else 0
-        seen.update(key for key, _ in pre)
+    ``cachesim.lower_bound`` (``cachesim.bound_shares``)."""
+    requests = [_sim_request(body, wire) for body in bodies]
+    shares = bound_shares(requests, "anthropic" if wire == "anthropic" else "openai")
+    prompt = sum(tokens for tokens, _, _ in shares)
+    read = sum(earlier for _, earlier, _ in shares)
     return read / prompt if prompt else 0.0
 
 
-_BLOCKS: Final[dict[str, Callable[[Mapping[str, Any]], tuple[Block, ...]]]] = {
-    "anthropic": blocks_from_anthropic_body,
-    "openai-chat": blocks_from_chat_body,
-}
+def _sim_request(body: Mapping[str, Any], wire: Wire) -> SimRequest:
+    """A body of ``wire`` as the cache simulator takes it, with its model (and on Anthropic
+    its tool choice and opening blocks)."""
+    model = str(body.get("model", ""))
+    if wire == "anthropic":
+        choice, head = anthropic_prefix(body)
+        blocks = blocks_from_anthropic_body(body)
+        return SimRequest(
+            blocks=blocks, at=0.0, model=model, tool_choice=choice, prefix_blocks=head
+        )
+    return SimRequest(blocks=blocks_from_chat_body(body), at=0.0, model=model)
 
 
 def _window_error(response: Any) -> bool:

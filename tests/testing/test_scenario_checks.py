@@ -10,6 +10,7 @@ import msgspec
 import pytest
 import trio
 
+from contextledger.cachesim import blocks_from_anthropic_body
 from contextledger.events import RecordedEvent, RequestSent
 from contextledger.store import MemoryStore
 from contextledger.testing import (
@@ -162,6 +163,34 @@ def test_the_lower_bound_reads_every_prefix_shared_with_an_earlier_body() -> Non
     assert lower_bound_read_share([first, first]) == 0.5
     # Three blocks of about the same size: the second body reads the first's two of its three.
     assert lower_bound_read_share([first, second]) == pytest.approx(2 / 5, abs=0.01)
+
+
+def test_the_lower_bound_reads_no_prefix_past_the_thinking_a_model_drops() -> None:
+    # A later user text drops the earlier turns' thinking on Sonnet 4.5, not on Opus 4.5.
+    def answer(text: str) -> dict[str, Any]:
+        thinking = {"type": "thinking", "thinking": text * 800, "signature": "sig"}
+        return {"role": "assistant", "content": [thinking, {"type": "text", "text": text}]}
+
+    def bodies(model: str) -> list[dict[str, Any]]:
+        turns: list[dict[str, Any]] = [{"role": "user", "content": "a" * 400}]
+        made = [{"model": model, "system": "s" * 400, "messages": list(turns)}]
+        for text in "bc":
+            turns += [answer(text), {"role": "user", "content": text * 400}]
+            made.append({"model": model, "system": "s" * 400, "messages": list(turns)})
+        return made
+
+    dropping, keeping = bodies("claude-sonnet-4-5"), bodies("claude-opus-4-5")
+    # Blocks: system, a | system, a, thinking b, text b, user b | ... thinking c, text c, user c
+    sizes = [b.tokens for b in blocks_from_anthropic_body(keeping[-1])]
+    system_a, b_turn, c_turn = sum(sizes[:2]), sizes[2:5], sizes[5:8]
+    # Sonnet 4.5 reads none of the earlier thinking: body 2 is sent without thinking b and
+    # body 3 without either, so body 3 reads body 2 whole, and no body counts what it drops.
+    sent = [system_a, system_a + sum(b_turn[1:]), system_a + sum(b_turn[1:]) + sum(c_turn[1:])]
+    read = system_a + sent[1]
+    assert lower_bound_read_share(dropping) == pytest.approx(read / sum(sent))
+    # Opus 4.5 keeps it: body 2 is read whole by body 3, thinking included.
+    sent = [system_a, system_a + sum(b_turn), system_a + sum(b_turn) + sum(c_turn)]
+    assert lower_bound_read_share(keeping) == pytest.approx((system_a + sent[1]) / sum(sent))
 
 
 def test_the_lag_in_compactions_is_of_ticks_overlapping_one_and_its_own_part_less_cpu_waits() -> (

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from contextledger.cachesim import PromptCache, SimRequest
+from contextledger.cachesim import PromptCache
 from contextledger.logging import REDACTED
 from contextledger.prices._tables import ModelPrice, price_for
 from contextledger.testing.loopback._anthropic import AnthropicMessages
@@ -330,14 +330,7 @@ class LoopbackCore:
                 self.mismatches.append(mismatch)
                 return dialect.invalid(MISMATCH_PREFIX + mismatch)
             conversation.pending = ()
-        sent = SimRequest(
-            blocks=request.blocks,
-            at=at,
-            tool_choice=request.tool_choice,
-            prefix_blocks=request.prefix_blocks,
-            model=request.model,
-        )
-        cost = self._cache(dialect, request.model).charge(sent)
+        cost = self._cache(dialect, request.model).charge(request.sim_request(at))
         output_tokens = reply.output_tokens or _estimate(reply)
         text, calls, stop = reply.text, reply.tool_calls, _stop(reply)
         cap = request.max_tokens

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from contextledger.cachesim import Block, RequestCost
+from contextledger.cachesim import Block, RequestCost, SimRequest
 from contextledger.compaction import SUMMARY_OPENING
 from contextledger.prices._tables import Family
 from contextledger.testing.loopback._faults import Fault
@@ -90,10 +90,21 @@ class ParsedRequest(msgspec.Struct, frozen=True, kw_only=True):
     tool_choice: str | None = None
     prefix_blocks: int = 0
 
+    def sim_request(self, at: float = 0.0) -> SimRequest:
+        """The request as the cache simulator takes it, sent at ``at`` seconds."""
+        return SimRequest(
+            blocks=self.blocks,
+            at=at,
+            tool_choice=self.tool_choice,
+            prefix_blocks=self.prefix_blocks,
+            model=self.model,
+        )
+
     @property
     def prompt_tokens(self) -> int:
-        """Every prompt token: the blocks at four characters per token."""
-        return sum(b.tokens for b in self.blocks)
+        """Every prompt token the model reads (``SimRequest.prompt_tokens``: the thinking
+        of earlier turns a model drops is not read)."""
+        return self.sim_request().prompt_tokens
 
 
 class Answer(msgspec.Struct, frozen=True, kw_only=True):

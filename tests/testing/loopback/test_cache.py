@@ -26,7 +26,7 @@ from contextledger.request._system import SystemSegments
 from contextledger.store._memory import MemoryStore
 from contextledger.testing.loopback import LoopbackCore, LoopbackProvider, tool_loop
 from contextledger.vocabulary._models import Model, ModelLimits
-from tests.testing.loopback.bodies import MODELS, anthropic, chat, post, user
+from tests.testing.loopback.bodies import MODELS, SMALL, anthropic, chat, post, user
 from tests.testing.loopback.loop import FakeClock, run_tool_loop
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -215,3 +215,18 @@ async def test_usage_matches_cachesim_for_requests_built_by_the_runtime(
             marks = [b.breakpoint for b in blocks_from_request(built.request)]
             assert [b.breakpoint for b in sim.blocks] == marks
             assert sum(m is not None for m in marks) == len(built.request.marks)
+
+
+def test_the_window_holds_the_prompt_the_model_reads_without_the_thinking_it_drops() -> None:
+    # Claude Sonnet 4 drops the thinking of earlier turns once a user text follows: a request
+    # whose blocks sum over the 2,000-token window but whose read prompt does not is taken.
+    thinking = {"type": "thinking", "thinking": "t" * 9_000, "signature": "sig"}
+    answer = {"role": "assistant", "content": [thinking, {"type": "text", "text": "done"}]}
+    body = anthropic(user("go"), answer, user("and now?"), model=SMALL.model_id, max_tokens=10)
+    blocks = blocks_from_anthropic_body(body)
+    assert sum(b.tokens for b in blocks) > SMALL.limits.context
+    reaction, answered = post(LoopbackCore(models=MODELS), body)
+    assert reaction.status == 200, answered
+    read = answered["usage"]
+    prompt = read["input_tokens"] + read["cache_creation_input_tokens"]
+    assert prompt + read["cache_read_input_tokens"] < SMALL.limits.context
