@@ -251,8 +251,10 @@ class SessionLog:
         batch has committed this returns normally: a snapshot written after it that fails is
         logged as a warning (``snapshot failed``) and tried again ``snapshot_every`` events
         later. The store is also told the position of the last event this log applied, so
-        a session deleted since this log read it, and maybe created again, even to the same
-        number of events, raises ``SessionReplacedError`` (a ``ConcurrencyError``).
+        a session deleted since this log read it and created again to as many events (or
+        fewer) raises ``SessionReplacedError`` (a ``ConcurrencyError``); one created again
+        to more events raises the ``ConcurrencyError`` of any other writer's append, and
+        ``refresh`` then raises ``SessionReplacedError``.
         """
         check_append(self.session_id, self.history.seq, events)
         typed = DEFAULT_CODEC.typed_copies(events)

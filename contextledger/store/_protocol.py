@@ -56,9 +56,9 @@ def check_append(
     stream: object, expected_version: object, events: object, expected_position: object = None
 ) -> None:
     """Raise ``StoreArgumentError`` unless ``stream`` is text, ``expected_version`` an int
-    (not a bool), ``events`` a list or tuple and ``expected_position`` None or an int: what
-    every backend's ``append`` checks first. (The events themselves are checked by encoding
-    them, ``EventEncodeError``.)"""
+    (not a bool), ``events`` a list or tuple and ``expected_position`` None or an int of 0 or
+    more: what every backend's ``append`` checks first. (The events themselves are checked by
+    encoding them, ``EventEncodeError``.)"""
     if type(stream) is not str:
         raise StoreArgumentError(f"a stream name is text, not {type(stream).__name__}")
     if type(expected_version) is not int:
@@ -69,6 +69,8 @@ def check_append(
     if expected_position is not None and type(expected_position) is not int:
         kind = type(expected_position).__name__
         raise StoreArgumentError(f"an expected position is an int or None, not {kind}")
+    if expected_position is not None and expected_position < 0:
+        raise StoreArgumentError(f"an expected position is 0 or more, not {expected_position}")
 
 
 def check_expected(

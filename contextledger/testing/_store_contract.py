@@ -216,6 +216,7 @@ WRONGLY_TYPED_CALLS: dict[str, Callable[[Any], Awaitable[Any]]] = {
     "version bool": lambda s: s.append("s", True, [note("x")]),
     "position text": lambda s: s.append("s", ANY_VERSION, [note("x")], expected_position="1"),
     "position bool": lambda s: s.append("s", ANY_VERSION, [note("x")], expected_position=True),
+    "position negative": lambda s: s.append("s", 0, [note("x")], expected_position=ANY_VERSION),
     "events None": lambda s: s.append("s", ANY_VERSION, None),
     "events text": lambda s: s.append("s", ANY_VERSION, "events"),
     "events a generator": lambda s: s.append("s", ANY_VERSION, (e for e in [note("x")])),
