@@ -29,7 +29,13 @@ import trio
 
 from contextledger.cli._analysis import report_lines
 from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
-from contextledger.events._catalogue import Event, InputLeftOut, LeftOut, SessionStarted
+from contextledger.events._catalogue import (
+    Event,
+    InputLeftOut,
+    LeftOut,
+    RecordedEvent,
+    SessionStarted,
+)
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.events._errors import LedgerError
 from contextledger.events._parts import struct_tag
@@ -46,6 +52,7 @@ from contextledger.importers._grown import (
 from contextledger.importers._imported import ImportedSession
 from contextledger.importers._openhands_v1 import is_conversation_folder
 from contextledger.importers._report import ImportReport, ImportResult
+from contextledger.store._errors import ConcurrencyError
 from contextledger.store._sqlite import SQLiteStore
 
 #: Events per append at most: enough to spread a transaction's cost thin.
@@ -160,7 +167,8 @@ async def write_sessions(
     finished (its last batch written) as soon as it is built, but the first: its first event
     carries ``digest`` and its number of events, and it is finished last, so a file's hash
     stands for the whole file written. When the import fails, each session new to the store
-    and not finished is deleted again; when the second import read differently from the
+    and not finished is deleted again (but one another writer replaced meanwhile, whose
+    append was refused); when the second import read differently from the
     first (``TranscriptChanged``) or a session in the store differs from the transcript
     (``StoredSessionDiffers``), every session new to the store."""
     source = counted.report.source
@@ -186,7 +194,11 @@ async def write_sessions(
                     await target.finish()
         except BaseException as exc:
             whole = isinstance(exc, TranscriptChanged | StoredSessionDiffers)
-            cut = [t for t in targets if t.stored == 0 and t.written and (whole or not t.done)]
+            cut = [
+                t
+                for t in targets
+                if t.stored == 0 and t.written and not t.lost and (whole or not t.done)
+            ]
             with trio.CancelScope(shield=True):
                 await store.delete_streams([t.session.session_id for t in cut])
             raise
@@ -242,10 +254,12 @@ class _Target:
     Each batch is checked as ``SessionLog.append`` checks it (type-checked copies, validated
     against what came before), but against the session's ``SessionIndex`` alone: no
     projection is built and no snapshot written, since the import only writes the session
-    (its first reader builds both). While the store holds more of the session (``stored``),
-    events are compared with it instead of written; the loss a lenient import recorded there
-    (``InputLeftOut``) is compared with the transcript's, and only items not recorded yet are
-    recorded again."""
+    (its first reader builds both); each append expects the stream to end at the event this
+    import last read or wrote (a session deleted and written again meanwhile, to as many
+    events, is refused: ``ConcurrencyError``). While the store holds more of the session
+    (``stored``), events are compared with it instead of written; the loss a lenient import
+    recorded there (``InputLeftOut``) is compared with the transcript's, and only items not
+    recorded yet are recorded again."""
 
     def __init__(self, store: SQLiteStore, session: ImportedSession, source: str) -> None:
         self.store, self.session, self.source = store, session, source
@@ -254,11 +268,13 @@ class _Target:
         self.written = 0
         self.taken = 0
         self.done = False
+        self.lost = False
         self._pending: list[Event] = []
         self._pending_bytes = 0
         self._started = False
         self._cursor = 1
-        self._window: deque[Event] = deque()
+        self._window: deque[RecordedEvent] = deque()
+        self._position = 0
         self._recorded: dict[LeftOut, int] = {}
 
     @classmethod
@@ -296,7 +312,14 @@ class _Target:
             typed = DEFAULT_CODEC.typed_copies(new)
             validate_events(self.index, typed)
             version = self.stored + self.written
-            await self.store.append(self.session.session_id, version, typed)
+            try:
+                recorded = await self.store.append(
+                    self.session.session_id, version, typed, expected_position=self._position
+                )
+            except ConcurrencyError:
+                self.lost = True  # another writer's session now: the import leaves it alone
+                raise
+            self._position = recorded[-1].position
             for event in typed:
                 self.index.note(event)
             self.written += len(typed)
@@ -355,8 +378,9 @@ class _Target:
         while self._cursor <= self.stored:
             if not self._window:
                 rows = await self.store.read(self.session.session_id, self._cursor, WRITE_BATCH)
-                self._window.extend(row.event for row in rows)
-            event = self._window.popleft()
+                self._window.extend(rows)
+            row = self._window.popleft()
+            event, self._position = row.event, row.position
             self._cursor += 1
             self.index.note(event)
             if not isinstance(event, InputLeftOut):

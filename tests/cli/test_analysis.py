@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
+from contextledger.cli import _importing
 from contextledger.config import Config, RequestConfig
-from contextledger.events._catalogue import MessageAdded, RequestSent
+from contextledger.events._catalogue import Event, MessageAdded, RequestSent
 from contextledger.events._parts import ModelRef
 from contextledger.ledger import SessionLog
 from contextledger.providers._anthropic import AnthropicMessages
@@ -376,11 +378,13 @@ def test_an_interrupted_import_is_taken_up_where_it_stopped(
     append = SQLiteStore.append
     calls: list[int] = []
 
-    async def interrupted(store: SQLiteStore, stream: str, version: int, events: Any) -> Any:
+    async def interrupted(
+        store: SQLiteStore, stream: str, version: int, events: Any, **position: Any
+    ) -> Any:
         calls.append(1)
         if len(calls) == 2:
             raise RuntimeError("interrupted")
-        return await append(store, stream, version, events)
+        return await append(store, stream, version, events, **position)
 
     monkeypatch.setattr(SQLiteStore, "append", interrupted)
     with pytest.raises(RuntimeError, match="interrupted"):
@@ -419,3 +423,40 @@ def test_export_trace_writes_a_session_that_imports_again(
         capsys, "export-trace", str(db), "--session", "ses_x", "--format", "claude-code"
     )
     assert code == 1 and "no session 'ses_x'" in err
+
+
+def test_an_import_refuses_a_session_written_again_under_it_and_leaves_that_one_be(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between two of the import's appends another writer deletes the session and writes it
+    # again to as many events: the import's next append is refused, and the other writer's
+    # session is neither extended nor deleted.
+    monkeypatch.setattr(_importing, "WRITE_BATCH", 2)
+    written = _importing._Target.write
+    calls = 0
+    theirs: list[Event] = []
+
+    async def racing(target: _importing._Target, batch: list[Event]) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            sid = target.session.session_id
+            rows = await target.store.read(sid, 1, 1_000)
+            theirs.extend(msgspec.structs.replace(r.event, time_ms=7) for r in rows)
+            await target.store.delete_streams([sid])
+            await target.store.append(sid, 0, theirs)
+        await written(target, batch)
+
+    monkeypatch.setattr(_importing._Target, "write", racing)
+    db = tmp_path / "imported.db"
+    code, _, err = _run(capsys, "import", str(chat), "--db", str(db))
+    assert code == 1
+    assert "expected its last event at position" in err
+    assert theirs
+
+    async def stored() -> list[Event]:
+        async with SQLiteStore.open(db) as store:
+            (sid,) = await store.streams()
+            return [row.event for row in await store.read(sid, 1, 1_000)]
+
+    assert trio.run(stored) == theirs

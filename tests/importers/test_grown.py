@@ -159,11 +159,13 @@ def test_a_session_is_all_or_nothing_when_a_write_fails(
     append = SQLiteStore.append
     calls: list[int] = []
 
-    async def failing(store: SQLiteStore, stream: str, version: int, events: Any) -> Any:
+    async def failing(
+        store: SQLiteStore, stream: str, version: int, events: Any, **position: Any
+    ) -> Any:
         calls.append(1)
         if len(calls) == 3:
             raise OSError("disk gone")
-        return await append(store, stream, version, events)
+        return await append(store, stream, version, events, **position)
 
     monkeypatch.setattr(SQLiteStore, "append", failing)
     db = tmp_path / "failed.db"
@@ -223,11 +225,13 @@ def test_a_long_transcript_is_written_in_small_batches_as_imported(
     append = SQLiteStore.append
     sizes: list[int] = []
 
-    async def counted(store: SQLiteStore, stream: str, version: int, events: Any) -> Any:
+    async def counted(
+        store: SQLiteStore, stream: str, version: int, events: Any, **position: Any
+    ) -> Any:
         # A batch stops at the event that brings it to WRITE_BYTES.
         sizes.append(sum(len(DEFAULT_CODEC.encode(e)) for e in events[:-1]))
         assert len(events) <= WRITE_BATCH
-        return await append(store, stream, version, events)
+        return await append(store, stream, version, events, **position)
 
     monkeypatch.setattr(SQLiteStore, "append", counted)
     db = tmp_path / "batched.db"
