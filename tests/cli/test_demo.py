@@ -174,3 +174,19 @@ def test_a_report_in_a_missing_folder_is_refused_before_anything_is_written(
     code, _, err = _run(capsys, "demo", "--turns", "1", "--report", "missing/report.html")
     assert code == 1 and "cannot write the report at missing/report.html" in err
     assert not Path("contextledger-demo.db").exists()
+
+
+def test_the_demo_session_replays_to_what_was_recorded(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Four turns compact past a snapshot: the replay loads the session from that snapshot,
+    # reading the summary's message before the older ones, and rebuilds it from its events.
+    code, _, err = _run(capsys, "demo", "--turns", "4")
+    assert code == 0, err
+    code, out, err = _run(
+        capsys, "replay", "contextledger-demo.db", "--session", "ses_demo_001", "--json"
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["ok"] and result["projection_matches"]
+    assert result["requests"] > 0 and not result["mismatched_request_seqs"]
