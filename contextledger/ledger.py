@@ -470,13 +470,27 @@ async def export_session(store: EventStore, session_id: str) -> AsyncIterator[by
         yield _json.encode(line) + b"\n"
 
 
-async def import_session(
-    store: EventStore, lines: Iterable[bytes], *, snapshot_every: int = SNAPSHOT_EVERY
-) -> SessionLog:
-    """Write the session of an exported file (``export_session``'s lines) into ``store``
-    through ``SessionLog`` (type-checked and validated) in one append, and return its log.
-    Raises ``InvalidExport`` for a file that is not such an export, and ``ConcurrencyError``
-    when the session already exists; nothing is written then."""
+class ExportedSession(msgspec.Struct, frozen=True):
+    """A session read from an exported file (``read_export``): its id and its events, each
+    decoded; ``write`` puts it into a store."""
+
+    session_id: str
+    events: list[Event]
+
+    async def write(self, store: EventStore, *, snapshot_every: int = SNAPSHOT_EVERY) -> SessionLog:
+        """Write the session into ``store`` through ``SessionLog`` (type-checked and
+        validated) in one append, and return its log. Raises ``ConcurrencyError`` when the
+        session already exists; nothing is written then."""
+        log = await SessionLog.open(store, self.session_id, snapshot_every=snapshot_every)
+        if log.history.seq:
+            raise ConcurrencyError(self.session_id, 0, log.history.seq)
+        await log.append(self.events)
+        return log
+
+
+def read_export(lines: Iterable[bytes]) -> ExportedSession:
+    """The session of an exported file (``export_session``'s lines), every line read and
+    decoded. Raises ``InvalidExport`` for a file that is not such an export."""
     rows = iter(lines)
     try:
         header = _json_decoder.decode(next(rows))
@@ -503,11 +517,17 @@ async def import_session(
         events = [r.event for r in DEFAULT_CODEC.decode_stream(session_id, stored)]
     except EventDecodeError as exc:
         raise InvalidExport(f"line {exc.position}: {exc.reason}") from None
-    log = await SessionLog.open(store, session_id, snapshot_every=snapshot_every)
-    if log.history.seq:
-        raise ConcurrencyError(session_id, 0, log.history.seq)
-    await log.append(events)
-    return log
+    return ExportedSession(session_id, events)
+
+
+async def import_session(
+    store: EventStore, lines: Iterable[bytes], *, snapshot_every: int = SNAPSHOT_EVERY
+) -> SessionLog:
+    """Write the session of an exported file (``export_session``'s lines) into ``store``:
+    ``read_export``, then ``ExportedSession.write``. Raises ``InvalidExport`` for a file that
+    is not such an export, and ``ConcurrencyError`` when the session already exists; nothing
+    is written then."""
+    return await read_export(lines).write(store, snapshot_every=snapshot_every)
 
 
 class _ExportedEvent(msgspec.Struct):
@@ -527,6 +547,7 @@ __all__ = [
     "SNAPSHOT_EVERY",
     "Compose",
     "EventLog",
+    "ExportedSession",
     "InvalidExport",
     "NewIds",
     "SessionLog",
@@ -536,5 +557,6 @@ __all__ = [
     "expire_sessions",
     "export_session",
     "import_session",
+    "read_export",
     "session_tree",
 ]

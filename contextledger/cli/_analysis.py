@@ -11,7 +11,14 @@ from typing import Any, Final
 
 import msgspec
 
-from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
+from contextledger.cli._output import (
+    Progress,
+    check_out,
+    emit_json,
+    emit_table,
+    emit_text,
+    write_out,
+)
 from contextledger.config import Config
 from contextledger.events._catalogue import (
     LeftOut,
@@ -40,7 +47,9 @@ from contextledger.strategies import StrategyError
 
 async def export_trace_(args: argparse.Namespace) -> None:
     """Write ``args.session`` of ``args.db`` as a transcript of ``args.format`` (an OpenAI chat
-    log or Claude Code JSON lines) to ``args.out``, or to stdout."""
+    log or Claude Code JSON lines) to ``args.out`` (atomically), or to stdout."""
+    if args.out is not None:
+        check_out(args.out, "transcript")
     async with SQLiteStore.open(args.db, create=False) as store:
         recorded = await store.read(args.session, 1)
     if not recorded:
@@ -49,7 +58,7 @@ async def export_trace_(args: argparse.Namespace) -> None:
     if args.out is None:
         emit_text(data.decode().rstrip("\n"))
     else:
-        args.out.write_bytes(data)
+        write_out(args.out, data.decode())
 
 
 #: How many line numbers of one left-out group the text report shows.

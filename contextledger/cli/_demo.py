@@ -19,8 +19,15 @@ from contextledger.cli._demo_session import (
     totals,
     turn_rows,
 )
-from contextledger.cli._output import Progress, emit_json, emit_table, emit_text
-from contextledger.report import render_report, write_report
+from contextledger.cli._output import (
+    Progress,
+    check_out,
+    emit_json,
+    emit_table,
+    emit_text,
+    write_out,
+)
+from contextledger.report import render_report
 from contextledger.simulation import TraceResult
 from contextledger.store._sqlite import SQLiteStore
 
@@ -38,9 +45,8 @@ async def demo(args: argparse.Namespace) -> None:
         raise ValueError(f"--turns must be 1 or more, not {args.turns}")
     if args.trace is not None and (args.turns != DEMO_TURNS or args.seed != DEMO_SEED):
         raise ValueError("--turns and --seed shape the generated session; not with --trace")
-    for path, what in ((report, "report"), (args.db, "database")):
-        if path.is_dir() or not path.parent.is_dir():
-            raise ValueError(f"cannot write the {what} at {path}: not a file in a folder")
+    check_out(report, "report")
+    check_out(args.db, "database")
     source, events = load_session(args.trace, Path.home(), seed=args.seed, turns=args.turns)
     if not args.json:
         emit_text(f"source: {source.describe()}")
@@ -61,10 +67,7 @@ async def demo(args: argparse.Namespace) -> None:
         title=f"contextledger demo: {source.label}",
         window=window,
     )
-    try:
-        write_report(report, html)
-    except OSError as exc:
-        raise ValueError(f"cannot write {report}: {exc}") from exc
+    write_out(report, html)
     if args.json:
         emit_json(
             {

@@ -6,11 +6,13 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TextIO
 
 import msgspec
 
+from contextledger.report import write_report
 from contextledger.simulation._viewdiff import DiffLine, Elided
 
 _json = msgspec.json.Encoder()
@@ -62,6 +64,22 @@ def emit_diff(lines: Sequence[DiffLine | Elided], *, color: bool | None = None) 
             prefix, style = _DIFF_STYLES[line.kind]
             text = f"{prefix}{line.text}"
         print(f"{style}{text}\x1b[0m" if color else text)
+
+
+def check_out(path: Path, what: str) -> None:
+    """Raise ``ValueError`` unless ``path`` can be written as a file: not a folder, in a
+    folder that exists (checked before a command does its work)."""
+    if path.is_dir() or not path.parent.is_dir():
+        raise ValueError(f"cannot write the {what} at {path}: not a file in a folder")
+
+
+def write_out(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (``write_report``): the old file or the whole new
+    one. An ``OSError`` (no room, no permission) raises ``ValueError``."""
+    try:
+        write_report(path, text)
+    except OSError as exc:
+        raise ValueError(f"cannot write {path}: {exc}") from exc
 
 
 def progress_line(label: str, done: int, total: int, note: str = "", *, width: int = 20) -> str:

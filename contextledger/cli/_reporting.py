@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 
 from contextledger.cli._analysis import run_simulation
-from contextledger.cli._output import emit_json, emit_text
-from contextledger.report import render_report, write_report
+from contextledger.cli._output import emit_json, emit_text, write_out
+from contextledger.report import render_report
 
 
 async def report(args: argparse.Namespace) -> None:
@@ -19,10 +19,7 @@ async def report(args: argparse.Namespace) -> None:
         raise ValueError(f"cannot write {out}: no folder {out.parent}")
     strategies, providers, results = await run_simulation(args, "report")
     title = "contextledger report: " + ", ".join(str(p) for p in args.paths)
-    try:
-        write_report(out, render_report(results, title=title, window=args.window))
-    except OSError as exc:
-        raise ValueError(f"cannot write {out}: {exc}") from exc
+    write_out(out, render_report(results, title=title, window=args.window))
     if args.json:
         emit_json(
             {

@@ -5,22 +5,23 @@ room back; ``export`` and ``restore`` move a session through a portable file."""
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from contextledger.cli._output import emit_json, emit_table, emit_text
+from contextledger.cli._output import check_out, emit_json, emit_table, emit_text, write_out
 from contextledger.ledger import (
     check_sessions,
     delete_session,
     expire_sessions,
     export_session,
-    import_session,
+    read_export,
 )
 from contextledger.store._checker import Problem
-from contextledger.store._errors import StoreError
+from contextledger.store._errors import ConcurrencyError, StoreError
 from contextledger.store._sqlite import SQLiteStore
 
 _DAY_MS = 86_400_000
@@ -38,7 +39,7 @@ def add_parsers(sub: Any) -> None:
     collected = sub.add_parser("gc", help="delete old sessions and shrink the file")
     collected.add_argument("db", type=Path)
     days = "delete session trees whose newest event is older (default: delete nothing)"
-    collected.add_argument("--older-than", type=float, metavar="DAYS", help=days)
+    collected.add_argument("--older-than", type=_days, metavar="DAYS", help=days)
     exported = sub.add_parser("export", help="write a session to a portable file")
     exported.add_argument("db", type=Path)
     exported.add_argument("--session", required=True)
@@ -48,6 +49,18 @@ def add_parsers(sub: Any) -> None:
     restored.add_argument("--db", type=Path, required=True)
     for command in (checked, deleted, collected, exported, restored):
         command.add_argument("--json", action="store_true")
+
+
+def _days(text: str) -> float:
+    """``--older-than``'s number of days; one whose milliseconds are not a finite float
+    (``inf``, ``nan``, ``1e306``) is an argument error."""
+    try:
+        days = float(text)
+    except ValueError:
+        days = math.nan
+    if not math.isfinite(days * _DAY_MS):
+        raise argparse.ArgumentTypeError(f"must be a finite number of days, not {text!r}")
+    return days
 
 
 async def check(args: argparse.Namespace) -> int:
@@ -106,10 +119,12 @@ async def gc(args: argparse.Namespace) -> None:
 
 
 async def export(args: argparse.Namespace) -> None:
-    """Write ``args.session`` to ``args.out`` as a portable file (``export_session``)."""
+    """Write ``args.session`` to ``args.out`` as a portable file (``export_session``),
+    atomically."""
+    check_out(args.out, "export")
     async with SQLiteStore.open(args.db, create=False) as store:
         lines = [line async for line in export_session(store, args.session)]
-    args.out.write_bytes(b"".join(lines))
+    write_out(args.out, b"".join(lines).decode())
     result = {"session": args.session, "events": len(lines) - 1, "file": str(args.out)}
     if args.json:
         emit_json(result)
@@ -118,12 +133,17 @@ async def export(args: argparse.Namespace) -> None:
 
 
 async def restore(args: argparse.Namespace) -> None:
-    """Write the session of an exported file into ``args.db`` (``import_session``)."""
+    """Write the session of an exported file into ``args.db``: the whole file is read and
+    checked (``read_export``) before the database is opened (or created)."""
     if not args.file.is_file():
         raise ValueError(f"no exported session at {args.file}")
     with args.file.open("rb") as lines:
-        async with SQLiteStore.open(args.db) as store:
-            log = await import_session(store, lines)
+        exported = read_export(lines)
+    async with SQLiteStore.open(args.db) as store:
+        try:
+            log = await exported.write(store)
+        except ConcurrencyError as exc:
+            raise ValueError(f"session {exported.session_id!r} is in {args.db} already") from exc
     result = {"session": log.session_id, "events": log.history.seq, "db": str(args.db)}
     if args.json:
         emit_json(result)

@@ -423,6 +423,13 @@ def test_export_trace_writes_a_session_that_imports_again(
         capsys, "export-trace", str(db), "--session", "ses_x", "--format", "claude-code"
     )
     assert code == 1 and "no session 'ses_x'" in err
+    for out in (tmp_path / "missing" / "back.jsonl", tmp_path):
+        args = ["--session", row["session"], "--format", "claude-code", "--out", str(out)]
+        code, printed, err = _run(capsys, "export-trace", str(db), *args)
+        assert (code, printed) == (1, "")
+        assert (
+            err == f"contextledger: cannot write the transcript at {out}: not a file in a folder\n"
+        )
 
 
 def test_an_import_refuses_a_session_written_again_under_it_and_leaves_that_one_be(

@@ -3,7 +3,9 @@ status."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -134,6 +136,17 @@ def test_gc_deletes_old_sessions_and_shrinks_the_file(
     assert out.startswith("deleted 0 sessions (0 events)\nfile and WAL: ")
 
 
+@pytest.mark.parametrize("days", ["inf", "-inf", "nan", "1e306", "soon"])
+def test_gc_refuses_days_that_are_no_finite_number(
+    db: Path, capsys: pytest.CaptureFixture[str], days: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(capsys, "gc", str(db), f"--older-than={days}")
+    assert exit_.value.code == 2
+    message = f"argument --older-than: must be a finite number of days, not {days!r}\n"
+    assert capsys.readouterr().err.endswith(message)
+
+
 def test_export_then_restore_gives_the_same_events(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -153,7 +166,60 @@ def test_export_then_restore_gives_the_same_events(
     assert strip == [{k: v for k, v in e.items() if k != "position"} for e in json.loads(restored)]
 
     code, _, err = run_cli(capsys, "restore", str(exported), "--db", str(copy))
-    assert code == 1
-    assert "stream 'ses_a' is at version" in err
+    assert (code, err) == (1, f"contextledger: session 'ses_a' is in {copy} already\n")
     code, _, err = run_cli(capsys, "restore", str(tmp_path / "none"), "--db", str(copy))
     assert (code, err) == (1, f"contextledger: no exported session at {tmp_path / 'none'}\n")
+
+
+@pytest.mark.parametrize("out", ["missing/ses_a.jsonl", "."], ids=["no-folder", "a-folder"])
+def test_export_to_no_file_in_a_folder_is_one_line_and_writes_nothing(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], out: str
+) -> None:
+    path = tmp_path / out
+    before = sorted(tmp_path.rglob("*"))
+    code, printed, err = run_cli(
+        capsys, "export", str(db), "--session", "ses_a", "--out", str(path)
+    )
+    assert (code, printed) == (1, "")
+    assert err == f"contextledger: cannot write the export at {path}: not a file in a folder\n"
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_export_that_fails_to_write_leaves_the_old_file_whole(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "ses_b.jsonl"
+    path.write_text("an older file\n")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    code, out, err = run_cli(capsys, "export", str(db), "--session", "ses_b", "--out", str(path))
+    assert (code, out) == (1, "")
+    assert err == f"contextledger: cannot write {path}: [Errno 28] No space left on device\n"
+    assert path.read_text() == "an older file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.db", "ses_b.jsonl"]
+
+
+def _spoiled(exported: bytes, how: str) -> bytes:
+    lines = exported.splitlines(keepends=True)
+    if how == "header-only":
+        return lines[0]
+    if how == "bad-base64":
+        return b"".join([*lines[:2], b'{"seq": 2, "v": 1, "data": "not base64!"}\n', *lines[3:]])
+    return b"some notes, not an export\n"
+
+
+@pytest.mark.parametrize("how", ["not-an-export", "header-only", "bad-base64"])
+def test_restore_of_a_bad_file_creates_no_database(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    exported = tmp_path / "ses_a.jsonl"
+    assert run_cli(capsys, "export", str(db), "--session", "ses_a", "--out", str(exported))[0] == 0
+    exported.write_bytes(_spoiled(exported.read_bytes(), how))
+    target = tmp_path / "new.db"
+    code, out, err = run_cli(capsys, "restore", str(exported), "--db", str(target))
+    assert (code, out) == (1, "")
+    assert err.startswith("contextledger: ") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.db", "ses_a.jsonl"]
