@@ -183,6 +183,31 @@ def test_a_negative_seq_is_refused(demo_db: Path, capsys: pytest.CaptureFixture[
     assert "--at must be a seq of 1 or more" in err
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--limit", "-1", "--limit: must be 0 or more, got -1"),
+        ("--from", "-3", "--from: must be 1 or more, got -3"),
+        ("--from", "0", "--from: must be 1 or more, got 0"),
+        ("--from", "x", "--from: invalid int value: 'x'"),
+    ],
+)
+def test_events_refuses_a_negative_limit_or_a_seq_below_1(
+    demo_db: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _run(capsys, "events", str(demo_db), "--session", "ses_demo_001", option, value)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_events_limit_0_prints_no_event(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "events", str(demo_db), "--session", "ses_demo_001", "--limit", "0", "--json"
+    )
+    assert code == 0 and json.loads(out) == []
+
+
 def test_events_of_an_unknown_session_is_an_error(
     demo_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
