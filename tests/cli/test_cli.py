@@ -11,6 +11,7 @@ import trio
 from contextledger.history import History
 from contextledger.ledger import SessionLog
 from contextledger.store import SQLiteStore
+from contextledger.testing._builder import SessionBuilder
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 
@@ -206,6 +207,28 @@ def test_events_limit_0_prints_no_event(demo_db: Path, capsys: pytest.CaptureFix
         capsys, "events", str(demo_db), "--session", "ses_demo_001", "--limit", "0", "--json"
     )
     assert code == 0 and json.loads(out) == []
+
+
+def test_previews_skip_a_reasoning_without_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Codex's reasoning is encrypted: its part holds no text.
+    b = SessionBuilder("ses_codex")
+    reply = b.assistant(b.user("review the skill"))
+    b.reasoning(reply, "")
+    b.text(reply, "I'll read the workflow first.")
+    b.finish(reply)
+    db = tmp_path / "codex.db"
+
+    async def write() -> None:
+        async with SQLiteStore.open(db) as store:
+            await (await SessionLog.open(store, b.session_id)).append(b.events)
+
+    trio.run(write)
+    for command in ("view", "history"):
+        code, out, _ = _run(capsys, command, str(db), "--session", "ses_codex")
+        (line,) = [line for line in out.splitlines() if " assistant " in line]
+        assert code == 0 and line.endswith("  I'll read the workflow first."), (command, line)
 
 
 def test_events_of_an_unknown_session_is_an_error(
