@@ -436,7 +436,7 @@ async def expire_sessions(store: EventStore, before_ms: int) -> tuple[list[str],
     parents = await _parents(store)
     newest: dict[str, int] = {}
     for stream in parents:
-        last = await store.read(stream, await store.stream_version(stream), 1)
+        last = await store.read(stream, max(await store.stream_version(stream), 1), 1)
         newest[stream] = last[0].event.time_ms if last else 0
     children = _children(parents)
     expired: list[str] = []

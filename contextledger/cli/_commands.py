@@ -156,7 +156,8 @@ def _content_preview(message: ModelMessage) -> str:
                 pieces.append(f"{tool} {'error' if is_error else 'result'}: {output}")
             case ModelFile(mime=mime, filename=filename):
                 pieces.append(f"[{mime} {filename or ''}]")
-    body = " | ".join(" ".join(p.split()) for p in pieces)
+    # An empty piece (a reasoning whose text is encrypted, as Codex's is) is left out.
+    body = " | ".join(filter(None, (" ".join(p.split()) for p in pieces)))
     return body if len(body) <= _PREVIEW else body[: _PREVIEW - 1] + "…"
 
 
@@ -235,7 +236,12 @@ def _print_history(projection: History, as_json: bool, *, parts: bool = False) -
                 "parts": ", ".join(k if n == 1 else f"{k} x{n}" for k, n in kinds.items()),
                 "tokens": sum(projection.part_tokens(p.id) for p in message.parts),
                 "content": next(
-                    (_preview(p) for p in message.parts if struct_tag(p) not in _BOUNDARIES), ""
+                    (
+                        preview
+                        for p in message.parts
+                        if struct_tag(p) not in _BOUNDARIES and (preview := _preview(p))
+                    ),
+                    "",
                 ),
             }
         )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -55,11 +55,25 @@ from contextledger.importers import EXPORT_FORMATS
 from contextledger.logging import LEVELS, configure_logging
 from contextledger.simulation import DEFAULT_WINDOW
 from contextledger.vocabulary import TemplateName
-from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX
+from contextledger.vocabulary._defaults import OUTPUT_TOKEN_MAX, PRESSURE_PERCENTS
 
 #: Commands that replay strategies over a whole session (and ``view --strategy``): the
 #: compactions they run log every rollback at warning, which their tables already report.
 _REPLAYING = frozenset({"demo", "simulate", "report", "diff"})
+
+
+def _at_least(least: int) -> Callable[[str], int]:
+    """An argparse ``type``: an int of ``least`` or more ("--limit: must be 0 or more, got
+    -1", rather than a read that means something else)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be {least} or more, got {value}")
+        return value
+
+    parse.__name__ = "int"  # argparse's message for what is no int: "invalid int value"
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,8 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     events = sub.add_parser("events", help="print a session's raw events")
     events.add_argument("db", type=Path)
     events.add_argument("--session", required=True)
-    events.add_argument("--from", dest="from_seq", type=int, default=1)
-    events.add_argument("--limit", type=int, default=None)
+    events.add_argument("--from", dest="from_seq", type=_at_least(1), default=1)
+    events.add_argument("--limit", type=_at_least(0), default=None)
     events.add_argument("--json", action="store_true")
 
     paged = sub.add_parser("output", help="print a page of a tool call's full output")
@@ -147,7 +161,12 @@ def _parser() -> argparse.ArgumentParser:
     prune = sub.choices["prune"]
     prune.add_argument("--mode", choices=get_args(PruneMode), default=None)
     prune.add_argument(
-        "--level", type=int, default=None, help="pressure level (default: from the last usage)"
+        "--level",
+        type=int,
+        choices=range(len(PRESSURE_PERCENTS) + 1),
+        metavar="N",
+        default=None,
+        help="pressure level, 0 to 3 (default: from the last usage)",
     )
     imported = sub.add_parser("import", help="import a transcript into a database")
     imported.add_argument("trace", type=Path)

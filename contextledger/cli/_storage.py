@@ -74,10 +74,12 @@ async def check(args: argparse.Namespace) -> int:
             sessions = len(await store.streams()) if not problems else None
     except StoreError as exc:
         problems, sessions = [Problem("sqlite", str(exc))], None
-    rows = [msgspec.structs.asdict(p) for p in problems]
     if args.json:
-        emit_json({"ok": not problems, "sessions": sessions, "problems": rows})
+        # Keys without a value are left out, the problems' too (``Problem`` omits its defaults).
+        report = {"ok": not problems, "sessions": sessions, "problems": problems}
+        emit_json({key: value for key, value in report.items() if value is not None})
     elif problems:
+        rows = [msgspec.structs.asdict(p) for p in problems]
         emit_table(rows, ["kind", "stream", "position", "seq", "detail"])
     else:
         noun = "session" if sessions == 1 else "sessions"

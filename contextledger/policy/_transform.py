@@ -44,10 +44,26 @@ def apply_transform(
     name: str | None = None,
 ) -> list[ModelMessage]:
     """``transform(view, context)``, checked: raises ``StrategyError`` naming the strategy when
-    the result separates a tool call from its result."""
-    result = transform(view, context or TransformContext())
+    the transform raises, returns anything but a list of ``ModelMessage`` or separates a tool
+    call from its result."""
+    label = name or getattr(transform, "__name__", repr(transform))
+    try:
+        result: object = transform(view, context or TransformContext())
+    except StrategyError:
+        raise
+    except Exception as exc:
+        raise StrategyError(f"strategy {label!r} raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(result, list):
+        raise StrategyError(
+            f"strategy {label!r} returned {type(result).__name__}, expected a list of ModelMessage"
+        )
+    strays = [type(m).__name__ for m in result if not isinstance(m, ModelMessage)]
+    if strays:
+        raise StrategyError(
+            f"strategy {label!r} returned a list holding {strays[0]}, expected a list of "
+            "ModelMessage"
+        )
     if not tool_pairs_ok(result):
-        label = name or getattr(transform, "__name__", repr(transform))
         raise StrategyError(
             f"strategy {label!r} separated a tool call from its result; a transform must "
             "keep or drop each call together with its result"

@@ -15,6 +15,7 @@ from contextledger.store._protocol import (
     SnapshotReader,
     check_append,
     check_expected,
+    check_read,
     check_snapshot,
     check_stream_names,
     snapshot_base_error,
@@ -89,8 +90,9 @@ class MemoryStore:
     ) -> list[RecordedEvent]:
         """See ``EventStore.read``."""
         self._check_open()
+        check_read(from_seq, limit)
         await trio.lowlevel.checkpoint()
-        start = max(from_seq, 1) - 1
+        start = from_seq - 1
         end = None if limit is None else start + limit
         return self._streams.get(stream, [])[start:end]
 
@@ -103,6 +105,7 @@ class MemoryStore:
     ) -> list[RecordedEvent]:
         """See ``EventStore.read_all``."""
         self._check_open()
+        check_read(from_position, limit, counted="position")
         await trio.lowlevel.checkpoint()
         start = self._from(from_position)
         end = None if limit is None else start + limit

@@ -73,6 +73,16 @@ def check_append(
         raise StoreArgumentError(f"an expected position is 0 or more, not {expected_position}")
 
 
+def check_read(start: object, limit: object, *, counted: str = "seq") -> None:
+    """Raise ``StoreArgumentError`` unless ``start`` (the first ``counted``, from 1) is an
+    int of 1 or more and ``limit`` None or an int of 0 or more: what every backend's
+    ``read`` and ``read_all`` check first."""
+    if type(start) is not int or start < 1:
+        raise StoreArgumentError(f"reads start at a {counted} of 1 or more, not {start!r}")
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise StoreArgumentError(f"a read's limit is None or an int of 0 or more, not {limit!r}")
+
+
 def check_expected(
     stream: str,
     expected_version: int,
@@ -170,13 +180,17 @@ class EventStore(Protocol):
     async def read(
         self, stream: str, from_seq: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """The events of ``stream`` with ``seq >= from_seq``, in order (at most ``limit``)."""
+        """The events of ``stream`` with ``seq >= from_seq``, in order (at most ``limit``).
+        Raises ``StoreArgumentError`` for a ``from_seq`` below 1 or a negative ``limit``
+        (``check_read``)."""
         ...
 
     async def read_all(
         self, from_position: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """Every stream's events with ``position >= from_position``, in commit order."""
+        """Every stream's events with ``position >= from_position``, in commit order (at most
+        ``limit``). Raises ``StoreArgumentError`` for a ``from_position`` below 1 or a
+        negative ``limit`` (``check_read``)."""
         ...
 
     def subscribe(self, from_position: int = 1) -> AsyncIterator[RecordedEvent]:

@@ -58,6 +58,7 @@ from contextledger.store._protocol import (
     SnapshotReader,
     check_append,
     check_expected,
+    check_read,
     check_snapshot,
     check_stream_names,
     snapshot_base_error,
@@ -451,6 +452,7 @@ class SQLiteStore:
         """See ``EventStore.read``. Every row is verified (``verified_stream_events``); the
         rows are read from the one holding ``from_seq`` (a row's ``seq`` is its last event's)
         until enough events are read."""
+        check_read(from_seq, limit)
         return await self._run_query(lambda cur: self._read(cur, stream, from_seq, limit))
 
     def _read(
@@ -474,6 +476,7 @@ class SQLiteStore:
         """See ``EventStore.read_all``. Every row and its stream's row are verified; the rows
         are read from the one holding ``from_position`` (a row's ``position`` is its last
         event's) until enough events are read."""
+        check_read(from_position, limit, counted="position")
 
         def run(cur: apsw.Cursor) -> list[RecordedEvent]:
             heads: dict[Any, StreamHead] = {}
@@ -504,7 +507,7 @@ class SQLiteStore:
     async def subscribe(self, from_position: int = 1) -> AsyncIterator[RecordedEvent]:
         """See ``EventStore.subscribe``. Commits of this process wake it at once; those of
         other processes are seen within ``SUBSCRIBE_POLL_SECONDS``."""
-        position = from_position
+        position = max(from_position, 1)
         while True:
             committed = self._commit_event()
             batch = await self.read_all(position, SUBSCRIBE_PAGE)

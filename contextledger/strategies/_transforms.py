@@ -39,7 +39,7 @@ def truncate(n: int) -> Transform:
     would be cut off), so the window never starts on a tool message and may hold fewer than
     ``n``; if that leaves nothing, it moves back to the call instead."""
     if n < 1:
-        raise ValueError("truncate needs n >= 1")
+        raise ValueError(f"the number of messages to keep must be >= 1, got {n}")
 
     def transform(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
         start = max(0, len(view) - n)

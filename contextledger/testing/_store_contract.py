@@ -63,6 +63,7 @@ from contextledger.store import (
     EventStore,
     Snapshot,
     SnapshotBaseError,
+    StoreArgumentError,
     StoreClosedError,
 )
 from contextledger.testing._builder import SessionBuilder
@@ -237,6 +238,18 @@ WRONGLY_TYPED_CALLS: dict[str, Callable[[Any], Awaitable[Any]]] = {
     "delete streams bytes": lambda s: s.delete_streams([b"s"]),
 }
 
+
+#: Reads from before the first seq or position, or of fewer than no events:
+#: ``StoreArgumentError`` (slicing would read a negative limit as "all but the last").
+BAD_READS: dict[str, Callable[[Any], Awaitable[Any]]] = {
+    "read from seq 0": lambda s: s.read("s", 0),
+    "read from seq -3": lambda s: s.read("s", -3),
+    "read limit -1": lambda s: s.read("s", 1, -1),
+    "read from seq text": lambda s: s.read("s", "1"),
+    "read limit a float": lambda s: s.read("s", 1, 2.0),
+    "read_all from position 0": lambda s: s.read_all(0),
+    "read_all limit -1": lambda s: s.read_all(1, -1),
+}
 
 #: A step of ``test_an_append_lands_exactly_when_the_stream_ends_where_it_was_read``:
 #: ``("append", stream, n)``: n events; ``("delete", stream, 0)``; ``("rewrite", stream,
@@ -609,6 +622,21 @@ class StoreContract:
         await store.append("s", 0, notes("a", "b", "c", "d"))
 
         assert texts(await store.read("s", from_seq=2, limit=2)) == ["b", "c"]
+
+    @pytest.mark.parametrize("call", BAD_READS.values(), ids=BAD_READS.keys())
+    async def test_a_read_from_below_1_or_of_a_negative_limit_is_refused(
+        self, store: EventStore, call: Callable[[Any], Awaitable[Any]]
+    ) -> None:
+        await store.append("s", 0, notes("a", "b", "c"))
+
+        with pytest.raises(StoreArgumentError):
+            await call(store)
+
+    async def test_a_read_of_no_events_is_empty(self, store: EventStore) -> None:
+        await store.append("s", 0, notes("a", "b"))
+
+        assert await store.read("s", 1, 0) == []
+        assert await store.read_all(1, 0) == []
 
     async def test_read_past_the_end_is_empty(self, store: EventStore) -> None:
         await store.append("s", 0, notes("a"))

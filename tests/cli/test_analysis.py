@@ -324,6 +324,25 @@ def test_simulate_refuses_bad_input(
     assert code == 1 and "--window" in err
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("os:getcwd", "strategy 'getcwd' raised TypeError: "),
+        (
+            "tests.strategies._custom:forgets_to_return",
+            "strategy 'forgets_to_return' returned NoneType, expected a list of ModelMessage",
+        ),
+        ("last-0", "strategy 'last-0': the number of messages to keep must be >= 1, got 0"),
+    ],
+)
+def test_simulate_says_in_one_line_what_a_strategy_did_wrong(
+    chat: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+) -> None:
+    code, out, err = _run(capsys, "simulate", str(chat), "--strategy", name)
+    assert code == 1 and not out
+    assert err.startswith(f"contextledger: {message}") and err.count("\n") == 1
+
+
 AIDER = (
     "# aider chat started at 2024-08-05 19:33:02\n\n#### hello\n\nHi there.\n\n"
     "# aider chat started at 2024-08-05 19:40:00\n\n#### again\n\nSure.\n\n"

@@ -11,6 +11,7 @@ import trio
 from contextledger.history import History
 from contextledger.ledger import SessionLog
 from contextledger.store import SQLiteStore
+from contextledger.testing._builder import SessionBuilder
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 
@@ -181,6 +182,53 @@ def test_a_negative_seq_is_refused(demo_db: Path, capsys: pytest.CaptureFixture[
     code, _, err = _run(capsys, "view", str(demo_db), "--session", "ses_demo_001", "--at", "-3")
     assert code == 1
     assert "--at must be a seq of 1 or more" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--limit", "-1", "--limit: must be 0 or more, got -1"),
+        ("--from", "-3", "--from: must be 1 or more, got -3"),
+        ("--from", "0", "--from: must be 1 or more, got 0"),
+        ("--from", "x", "--from: invalid int value: 'x'"),
+    ],
+)
+def test_events_refuses_a_negative_limit_or_a_seq_below_1(
+    demo_db: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        _run(capsys, "events", str(demo_db), "--session", "ses_demo_001", option, value)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_events_limit_0_prints_no_event(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys, "events", str(demo_db), "--session", "ses_demo_001", "--limit", "0", "--json"
+    )
+    assert code == 0 and json.loads(out) == []
+
+
+def test_previews_skip_a_reasoning_without_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Codex's reasoning is encrypted: its part holds no text.
+    b = SessionBuilder("ses_codex")
+    reply = b.assistant(b.user("review the skill"))
+    b.reasoning(reply, "")
+    b.text(reply, "I'll read the workflow first.")
+    b.finish(reply)
+    db = tmp_path / "codex.db"
+
+    async def write() -> None:
+        async with SQLiteStore.open(db) as store:
+            await (await SessionLog.open(store, b.session_id)).append(b.events)
+
+    trio.run(write)
+    for command in ("view", "history"):
+        code, out, _ = _run(capsys, command, str(db), "--session", "ses_codex")
+        (line,) = [line for line in out.splitlines() if " assistant " in line]
+        assert code == 0 and line.endswith("  I'll read the workflow first."), (command, line)
 
 
 def test_events_of_an_unknown_session_is_an_error(

@@ -122,6 +122,18 @@ def test_bad_input_is_refused_with_a_clear_error(
     assert _events(capsys, db) == before
 
 
+@pytest.mark.parametrize("level", ["-1", "4", "99"])
+def test_prune_refuses_a_level_outside_0_to_3(
+    db: Path, capsys: pytest.CaptureFixture[str], level: str
+) -> None:
+    before = _events(capsys, db)
+    with pytest.raises(SystemExit) as exited:
+        _run(capsys, "prune", str(db), "--session", "ses_demo_001", "--level", level)
+    assert exited.value.code == 2
+    assert f"--level: invalid choice: {level} (choose from 0, 1, 2, 3)" in capsys.readouterr().err
+    assert _events(capsys, db) == before
+
+
 # --- the CLI decides as the runtime does -------------------------------------------------------
 
 MODEL = Model(

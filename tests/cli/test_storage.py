@@ -96,8 +96,10 @@ def test_check_of_a_file_that_is_not_a_store_is_one_problem(
     path.write_bytes(b"not a database at all" * 100)
     code, out, _ = run_cli(capsys, "check", str(path), "--json")
     assert code == 1
-    (problem,) = json.loads(out)["problems"]
-    assert problem["kind"] == "sqlite"
+    report = json.loads(out)
+    (problem,) = report.pop("problems")
+    assert report == {"ok": False}  # no session count: keys without a value are left out
+    assert problem.keys() == {"kind", "detail"} and problem["kind"] == "sqlite"
 
 
 def test_delete_removes_a_session_and_says_what_went(

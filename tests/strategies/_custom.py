@@ -15,6 +15,10 @@ def last_two(view: Sequence[ModelMessage], context: TransformContext) -> list[Mo
     return list(view[-2:])
 
 
+def forgets_to_return(view: Sequence[ModelMessage], context: TransformContext) -> None:
+    """Nothing, as a transform that forgot its ``return`` (for the refusal test)."""
+
+
 class Holder:
     @staticmethod
     def identity(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:

@@ -100,7 +100,7 @@ def test_parsed_parameters_reach_the_strategy() -> None:
         ("truncate", "unknown strategy 'truncate'"),
         ("truncate-x", "unknown strategy"),
         ("sliding-window-3", "unknown strategy"),
-        ("last-0", "strategy 'last-0': truncate needs n >= 1"),
+        ("last-0", "strategy 'last-0': the number of messages to keep must be >= 1, got 0"),
     ],
 )
 def test_bad_names_raise(name: str, message: str) -> None:

@@ -55,7 +55,7 @@ def test_truncate_moves_back_to_the_call_rather_than_return_nothing() -> None:
 
 
 def test_truncate_rejects_a_non_positive_window() -> None:
-    with pytest.raises(ValueError, match="n >= 1"):
+    with pytest.raises(ValueError, match="messages to keep must be >= 1, got 0"):
         truncate(0)
 
 
