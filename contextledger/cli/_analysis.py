@@ -13,6 +13,7 @@ import msgspec
 
 from contextledger.cli._output import (
     Progress,
+    amount,
     check_out,
     emit_json,
     emit_table,
@@ -70,7 +71,7 @@ def report_lines(report: ImportReport) -> list[str]:
     one group per kind and reason with the lines it was found on."""
     read = ", ".join(f"{n:,} {kind}" for kind, n in report.read.items())
     written = ", ".join(
-        f"{n:,} {kind}" for kind, n in report.written.items() if not kind.startswith("event:")
+        amount(n, kind) for kind, n in report.written.items() if not kind.startswith("event:")
     )
     lines = [
         f"format: {report.format}",

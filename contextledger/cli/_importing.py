@@ -419,7 +419,8 @@ def _print_import(
         emit_json(out)
         return
     columns = ["session", "status", "events", "messages", "tool_calls", "left_out"]
-    emit_table(rows, columns if single else ["source", *columns])
+    if rows or not single:
+        emit_table(rows, columns if single else ["source", *columns])
     if single:
         for report in reports:
             for line in report_lines(report):

@@ -82,6 +82,12 @@ def write_out(path: Path, text: str) -> None:
         raise ValueError(f"cannot write {path}: {exc}") from exc
 
 
+def amount(n: int, plural: str) -> str:
+    """``n`` with ``plural`` (a word ending in "s"), singular for one: ``1 session``,
+    ``1,683 sessions``."""
+    return f"{n:,} {plural[:-1] if n == 1 and plural.endswith('s') else plural}"
+
+
 def progress_line(label: str, done: int, total: int, note: str = "", *, width: int = 20) -> str:
     """``label [#####.....] done/total note``: a bar of ``width`` cells, filled in proportion."""
     filled = width * min(done, total) // total if total > 0 else width

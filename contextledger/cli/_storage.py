@@ -12,7 +12,14 @@ from typing import Any
 
 import msgspec
 
-from contextledger.cli._output import check_out, emit_json, emit_table, emit_text, write_out
+from contextledger.cli._output import (
+    amount,
+    check_out,
+    emit_json,
+    emit_table,
+    emit_text,
+    write_out,
+)
 from contextledger.ledger import (
     check_sessions,
     delete_session,
@@ -97,7 +104,7 @@ async def delete(args: argparse.Namespace) -> None:
         emit_json({"sessions": sessions, "events": events})
     else:
         emit_table([{"session": s} for s in sessions], ["session"])
-        emit_text(f"deleted {len(sessions)} sessions ({events} events)")
+        emit_text(f"deleted {amount(len(sessions), 'sessions')} ({amount(events, 'events')})")
 
 
 async def gc(args: argparse.Namespace) -> None:
@@ -116,7 +123,7 @@ async def gc(args: argparse.Namespace) -> None:
     if args.json:
         emit_json(result)
     else:
-        emit_text(f"deleted {len(sessions)} sessions ({events} events)")
+        emit_text(f"deleted {amount(len(sessions), 'sessions')} ({amount(events, 'events')})")
         emit_text(f"file and WAL: {before:,} bytes before, {after:,} after")
 
 

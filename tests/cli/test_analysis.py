@@ -72,7 +72,7 @@ def test_import_writes_one_session_and_counts_it(
         "reports": [],
     }
     code, out, _ = _run(capsys, "import", str(chat), "--db", str(db))
-    assert code == 0 and "was imported before: nothing written" in out
+    assert code == 0 and out == f"{chat} was imported before: nothing written\n"
     code, out, _ = _run(capsys, "events", str(db), "--session", row["session"], "--json")
     assert len(json.loads(out)) == row["events"]
     chat.write_text(json.dumps(CHAT[:2]))

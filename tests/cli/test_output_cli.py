@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from contextledger.actors import Runtime
+from contextledger.cli._output import amount
 from contextledger.store._sqlite import SQLiteStore
 from contextledger.vocabulary._models import Model, ModelLimits
 from tests.cli.generated import run_cli
@@ -83,3 +84,10 @@ def test_output_of_nothing_is_an_error(
     path, _ = db
     code, out, err = run_cli(capsys, "output", str(path), "--session", "ses_out", call, *extra)
     assert code == 1 and out == "" and message in err
+
+
+def test_an_amount_of_one_is_singular_and_others_plural_with_thousands() -> None:
+    assert amount(1, "sessions") == "1 session"
+    assert amount(0, "sessions") == "0 sessions"
+    assert amount(1_683, "events") == "1,683 events"
+    assert amount(1, "user messages") == "1 user message"

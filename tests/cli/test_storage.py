@@ -116,6 +116,8 @@ def test_delete_removes_a_session_and_says_what_went(
     code, _, err = run_cli(capsys, "delete", str(db), "--session", "ses_a")
     assert code == 1
     assert "no session 'ses_a'" in err
+    code, out, _ = run_cli(capsys, "delete", str(db), "--session", "ses_b")
+    assert code == 0 and "deleted 1 session (" in out
 
 
 def test_gc_deletes_old_sessions_and_shrinks_the_file(
