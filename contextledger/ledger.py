@@ -25,6 +25,7 @@ from contextledger.events._errors import EventDecodeError, InvalidEvent, LedgerE
 from contextledger.events._ids import IdGenerator
 from contextledger.events._parts import struct_tag
 from contextledger.history._projection import SNAPSHOT_SCHEMA, History, SnapshotCursor
+from contextledger.history._validation import SessionIndex, validate_events
 from contextledger.store._checker import Problem
 from contextledger.store._errors import ConcurrencyError, SnapshotBaseError, StoreCorruptError
 from contextledger.store._protocol import EventStore, Snapshot, SnapshotReader, check_append
@@ -489,8 +490,9 @@ class ExportedSession(msgspec.Struct, frozen=True):
 
 
 def read_export(lines: Iterable[bytes]) -> ExportedSession:
-    """The session of an exported file (``export_session``'s lines), every line read and
-    decoded. Raises ``InvalidExport`` for a file that is not such an export."""
+    """The session of an exported file (``export_session``'s lines), every line read,
+    decoded and its events checked as ``SessionLog.append`` checks them. Raises
+    ``InvalidExport`` for a file that is not such an export."""
     rows = iter(lines)
     try:
         header = _json_decoder.decode(next(rows))
@@ -517,6 +519,10 @@ def read_export(lines: Iterable[bytes]) -> ExportedSession:
         events = [r.event for r in DEFAULT_CODEC.decode_stream(session_id, stored)]
     except EventDecodeError as exc:
         raise InvalidExport(f"line {exc.position}: {exc.reason}") from None
+    try:  # as SessionLog.append will check them, before any store is opened
+        validate_events(SessionIndex(session_id), DEFAULT_CODEC.typed_copies(events))
+    except InvalidEvent as exc:
+        raise InvalidExport(f"line {exc.index + 2}: {exc}") from None
     return ExportedSession(session_id, events)
 
 

@@ -378,6 +378,10 @@ class _Target:
         while self._cursor <= self.stored:
             if not self._window:
                 rows = await self.store.read(self.session.session_id, self._cursor, WRITE_BATCH)
+                if not rows:  # deleted meanwhile, maybe to be written again by another writer
+                    self.lost = True
+                    now = await self.store.stream_version(self.session.session_id)
+                    raise ConcurrencyError(self.session.session_id, self.stored, now)
                 self._window.extend(rows)
             row = self._window.popleft()
             event, self._position = row.event, row.position
@@ -419,7 +423,7 @@ def _print_import(
         emit_json(out)
         return
     columns = ["session", "status", "events", "messages", "tool_calls", "left_out"]
-    if rows or not single:
+    if rows:
         emit_table(rows, columns if single else ["source", *columns])
     if single:
         for report in reports:

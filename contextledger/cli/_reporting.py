@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from contextledger.cli._analysis import run_simulation
-from contextledger.cli._output import emit_json, emit_text, write_out
+from contextledger.cli._output import check_out, emit_json, emit_text, write_out
 from contextledger.report import render_report
 
 
@@ -15,8 +15,7 @@ async def report(args: argparse.Namespace) -> None:
     """Simulate ``args.paths`` and write the HTML report to ``args.out``; print where. Raises
     ``ValueError`` (nothing written) for bad arguments or an output that cannot be written."""
     out: Path = args.out
-    if not out.parent.is_dir():
-        raise ValueError(f"cannot write {out}: no folder {out.parent}")
+    check_out(out, "report")
     strategies, providers, results = await run_simulation(args, "report")
     title = "contextledger report: " + ", ".join(str(p) for p in args.paths)
     write_out(out, render_report(results, title=title, window=args.window))

@@ -89,8 +89,8 @@ async def check(args: argparse.Namespace) -> int:
         rows = [msgspec.structs.asdict(p) for p in problems]
         emit_table(rows, ["kind", "stream", "position", "seq", "detail"])
     else:
-        noun = "session" if sessions == 1 else "sessions"
-        emit_text(f"ok: {sessions} {noun}, every page, row, seq and snapshot checked")
+        counted = amount(sessions or 0, "sessions")
+        emit_text(f"ok: {counted}, every page, row, seq and snapshot checked")
     return PROBLEMS_FOUND if problems else 0
 
 

@@ -365,7 +365,7 @@ def test_import_of_a_folder_writes_each_transcript_once(
     sessions = result["sessions"]
     assert len({s["session"] for s in sessions}) == len(sessions) == 1 + 1 + 3
     code, out, _ = _run(capsys, "import", str(chat.parent), "--db", str(db))
-    assert code == 0 and "0 imported, 3 imported before, 0 failed" in out
+    assert (code, out) == (0, "transcripts: 0 imported, 3 imported before, 0 failed\n")
     code, out, _ = _run(capsys, "sessions", str(db), "--json")
     assert len(json.loads(out)) == 5
 
@@ -486,3 +486,41 @@ def test_an_import_refuses_a_session_written_again_under_it_and_leaves_that_one_
             return [row.event for row in await store.read(sid, 1, 1_000)]
 
     assert trio.run(stored) == theirs
+
+
+def test_an_import_that_takes_up_a_session_deleted_meanwhile_refuses_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "history.md"
+    history.write_text(AIDER)
+    db = tmp_path / "resumed.db"
+    append = SQLiteStore.append
+    calls: list[int] = []
+
+    async def interrupted(
+        store: SQLiteStore, stream: str, version: int, events: Any, **position: Any
+    ) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("interrupted")
+        return await append(store, stream, version, events, **position)
+
+    monkeypatch.setattr(SQLiteStore, "append", interrupted)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        _run(capsys, "import", str(history), "--db", str(db))
+    monkeypatch.setattr(SQLiteStore, "append", append)
+    opened = _importing._Target.open
+
+    async def deleted_once_open(
+        store: SQLiteStore, session: Any, source: str
+    ) -> _importing._Target:
+        target = await opened(store, session, source)
+        if target.stored:  # another writer deletes the session the import takes up
+            await store.delete_streams([session.session_id])
+        return target
+
+    monkeypatch.setattr(_importing._Target, "open", deleted_once_open)
+    code, out, err = _run(capsys, "import", str(history), "--db", str(db))
+    assert (code, out) == (1, "")
+    assert err.startswith("contextledger: ") and err.count("\n") == 1
+    assert "is at version 0" in err

@@ -171,7 +171,7 @@ def test_a_missing_path_or_output_folder_exits_1(
     code, stdout, err = _run(capsys, "report", str(tmp_path / "missing.json"), "--out", str(out))
     assert code == 1 and "no transcript or folder" in err and not stdout and not out.exists()
     code, stdout, err = _run(capsys, "report", str(chat), "--out", str(tmp_path / "no" / "r.html"))
-    assert code == 1 and f"no folder {tmp_path / 'no'}" in err and not stdout
+    assert code == 1 and f"cannot write the report at {tmp_path / 'no'}" in err and not stdout
 
 
 def test_a_folder_without_transcripts_exits_1_and_writes_nothing(

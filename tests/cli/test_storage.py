@@ -212,10 +212,14 @@ def _spoiled(exported: bytes, how: str) -> bytes:
         return lines[0]
     if how == "bad-base64":
         return b"".join([*lines[:2], b'{"seq": 2, "v": 1, "data": "not base64!"}\n', *lines[3:]])
+    if how == "started-twice":  # decodes, but a session starts once: SessionLog refuses it
+        first = json.loads(lines[1])
+        again = json.dumps({**first, "seq": 2}).encode() + b"\n"
+        return b"".join([*lines[:2], again, *lines[3:]])
     return b"some notes, not an export\n"
 
 
-@pytest.mark.parametrize("how", ["not-an-export", "header-only", "bad-base64"])
+@pytest.mark.parametrize("how", ["not-an-export", "header-only", "bad-base64", "started-twice"])
 def test_restore_of_a_bad_file_creates_no_database(
     db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
