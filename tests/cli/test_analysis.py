@@ -388,9 +388,11 @@ def test_a_folder_import_lists_what_it_cannot_import_and_a_lenient_run_adds_it(
     assert [(s["source"], s["left_out"]) for s in result["sessions"]] == [(str(orphan), 1)]
 
 
-def test_an_interrupted_import_is_taken_up_where_it_stopped(
+def _interrupted_import(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[Path, Path]:
+    """An aider history whose import was interrupted at its second append: the history and
+    the database it stopped in."""
     history = tmp_path / "history.md"
     history.write_text(AIDER)
     db = tmp_path / "resumed.db"
@@ -409,6 +411,13 @@ def test_an_interrupted_import_is_taken_up_where_it_stopped(
     with pytest.raises(RuntimeError, match="interrupted"):
         _run(capsys, "import", str(history), "--db", str(db))
     monkeypatch.setattr(SQLiteStore, "append", append)
+    return history, db
+
+
+def test_an_interrupted_import_is_taken_up_where_it_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history, db = _interrupted_import(tmp_path, capsys, monkeypatch)
     code, out, _ = _run(capsys, "sessions", str(db), "--json")
     assert len(json.loads(out)) == 1  # the session being written when it stopped is gone
     code, out, _ = _run(capsys, "import", str(history), "--db", str(db), "--json")
@@ -491,24 +500,7 @@ def test_an_import_refuses_a_session_written_again_under_it_and_leaves_that_one_
 def test_an_import_that_takes_up_a_session_deleted_meanwhile_refuses_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    history = tmp_path / "history.md"
-    history.write_text(AIDER)
-    db = tmp_path / "resumed.db"
-    append = SQLiteStore.append
-    calls: list[int] = []
-
-    async def interrupted(
-        store: SQLiteStore, stream: str, version: int, events: Any, **position: Any
-    ) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise RuntimeError("interrupted")
-        return await append(store, stream, version, events, **position)
-
-    monkeypatch.setattr(SQLiteStore, "append", interrupted)
-    with pytest.raises(RuntimeError, match="interrupted"):
-        _run(capsys, "import", str(history), "--db", str(db))
-    monkeypatch.setattr(SQLiteStore, "append", append)
+    history, db = _interrupted_import(tmp_path, capsys, monkeypatch)
     opened = _importing._Target.open
 
     async def deleted_once_open(
