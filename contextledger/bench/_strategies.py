@@ -18,7 +18,11 @@ first N events of each session (for tests).
 Keys: ``sets`` -> set -> ``windows`` -> window -> ``traces`` -> trace -> strategy ->
 provider -> the ``TraceResult.summary`` figures (``cost`` = billed input + ``summary_cost``,
 ``cost_vs_lower_bound``, ``retention``, ``retention_older``, ``compactions``,
-``over_window_calls``, ``failed_at``, ...); and ``providers`` -> provider -> strategy -> the
+``over_window_calls``, ``failed_at``, ...), for ours also against ``baseline`` at each of the
+``endings`` (every call the session could have ended after: ``compare_endings`` of the two
+runs' ``running_costs``, None when one failed): ``endings_above_baseline`` (at how many ours
+had cost more), ``max_ending_cost_vs_baseline`` and ``mean_ending_cost_vs_baseline`` (ours
+over baseline's with every ending as likely); and ``providers`` -> provider -> strategy -> the
 figures over the set's traces (``Totals``: ``cost``, ``summary_cost``, ``compactions``,
 ``over_window_calls`` summed, ``failed`` counted, ``cost_vs_lower_bound`` the worst,
 ``retention`` over every needed fact, ``retention_older`` over the older ones) and, for
@@ -26,14 +30,19 @@ figures over the set's traces (``Totals``: ``cost``, ``summary_cost``, ``compact
 (``cost_vs_lower_bound``: the cost over the least the same calls and summary calls could
 cost), ``max_cost_vs_calls_lower_bound`` (over the least the calls alone could cost),
 ``cheaper_than_pi`` (the traces on which it costs less than each of pi's four),
-``above_baseline`` (those on which it costs more than ``baseline``), ``dominated`` (those on
-which another strategy that finished is both cheaper and higher in ``retention``: every fact
-the agent used again), ``dominated_older`` (the same in ``retention_older``: the facts last
-mentioned more than ``RECENT_CALLS`` calls back, what tells summaries apart; see
-``simulation._retention``), ``over_window_calls`` and ``failed``. At the top, the ``test``
-set's counts over its windows and providers (the targets: 0): ``default_above_baseline``,
+``above_baseline`` (those on which it costs more than ``baseline``),
+``above_baseline_on_average`` (those on which its ``mean_ending_cost_vs_baseline`` is above 1),
+``endings_above_baseline`` and ``endings`` summed, the worst ``max_ending_cost_vs_baseline``,
+``dominated`` (those on which another strategy that finished is both cheaper and higher in
+``retention``: every fact the agent used again), ``dominated_older`` (the same in
+``retention_older``: the facts last mentioned more than ``RECENT_CALLS`` calls back, what
+tells summaries apart; see ``simulation._retention``), ``over_window_calls`` and
+``failed``. At the top, the ``test`` set's counts over its windows and providers (the
+targets: 0): ``default_above_baseline``, ``default_above_baseline_on_average``,
 ``default_dominated``, ``default_dominated_older``, ``default_over_window_calls``,
-``default_failed``; with ``--full``, ``tune_...`` the same for ``tune``.
+``default_failed``; and, with no target,
+``default_endings_above_baseline`` of ``default_endings``; with ``--full``, ``tune_...`` the
+same for ``tune``.
 Targets on ``test``: ``default`` within 1.3x of its lower bound, summaries included, no
 over-window call, no failure, never above ``baseline``, never dominated.
 """
@@ -58,6 +67,7 @@ from contextledger.simulation import (
     Provider,
     SummaryMemo,
     TraceResult,
+    compare_endings,
     simulate_trace,
     trace_sessions,
 )
@@ -79,6 +89,9 @@ TARGET_COST_VS_LOWER_BOUND: Final = 1.3
 #: The verdicts counted at the top of the result (traces x windows x providers, ``default``).
 COUNTED: Final = (
     "above_baseline",
+    "above_baseline_on_average",
+    "endings_above_baseline",
+    "endings",
     "dominated",
     "dominated_older",
     "over_window_calls",
@@ -121,6 +134,15 @@ def _verdicts(traces: dict[str, Any], ours: str, provider: str) -> dict[str, Any
             for name, t in traces.items()
             if mine[name]["cost"] > t["baseline"][provider]["cost"]
         ],
+        "above_baseline_on_average": [
+            name for name, r in mine.items() if (r["mean_ending_cost_vs_baseline"] or 0) > 1
+        ],
+        "endings_above_baseline": sum(r["endings_above_baseline"] or 0 for r in mine.values()),
+        "endings": sum(r["endings"] or 0 for r in mine.values()),
+        "max_ending_cost_vs_baseline": max(
+            (r["max_ending_cost_vs_baseline"] for r in mine.values() if r["endings"]),
+            default=None,
+        ),
         "dominated": [name for name, t in traces.items() if _dominated(t, ours, provider)],
         "dominated_older": [
             name for name, t in traces.items() if _dominated(t, ours, provider, "retention_older")
@@ -172,15 +194,30 @@ def _simulated(
 def _trace_figures(job: tuple[Sequence[Event], tuple[str, ...], int]) -> dict[str, Any]:
     """One trace at one window: each strategy's figures per provider (a worker's job; its
     simulations share one ``FactMemo`` and one ``SummaryMemo``, so each text's facts are found
-    once and each summary is written once)."""
+    once and each summary is written once), ours with ``_endings`` against ``baseline``."""
     events, names, window = job
     memos = (FactMemo(), SummaryMemo())
+    figures: dict[str, Any] = {}
+    for provider in PROVIDERS:
+        results = {name: _simulated(events, name, window, provider, memos) for name in names}
+        for name, result in results.items():
+            summary = result.summary()
+            if name in OURS:
+                summary |= _endings(result, results["baseline"])
+            figures.setdefault(name, {})[provider] = summary
+    return figures
+
+
+def _endings(ours: TraceResult, baseline: TraceResult) -> dict[str, Any]:
+    """``ours`` against ``baseline`` at every call the session could have ended after
+    (``compare_endings``; None when one of them failed)."""
+    both = ours.failed_at is None and baseline.failed_at is None
+    found = compare_endings(ours.running_costs, baseline.running_costs) if both else None
     return {
-        name: {
-            provider: _simulated(events, name, window, provider, memos).summary()
-            for provider in PROVIDERS
-        }
-        for name in names
+        "endings": None if found is None else found.endings,
+        "endings_above_baseline": None if found is None else found.above,
+        "max_ending_cost_vs_baseline": None if found is None else found.max_ratio,
+        "mean_ending_cost_vs_baseline": None if found is None else found.mean_ratio,
     }
 
 
@@ -354,7 +391,11 @@ def _verdict_line(provider: str, ours: str, verdict: dict[str, Any], traces: int
         f"{TARGET_COST_VS_LOWER_BOUND}x; {strict}x the bound of its calls alone); cheaper "
         f"than each of pi's four on "
         f"{len(verdict['cheaper_than_pi'])} of {traces} traces; above baseline on "
-        f"{len(verdict['above_baseline'])}; dominated on {len(verdict['dominated'])} "
+        f"{len(verdict['above_baseline'])} (on {len(verdict['above_baseline_on_average'])} "
+        f"averaged over every call the session could have ended after; had it ended after "
+        f"one, above it at {verdict['endings_above_baseline']:,} of {verdict['endings']:,}, by "
+        f"at most {_number(verdict['max_ending_cost_vs_baseline'], '{:.2f}')}x); dominated on "
+        f"{len(verdict['dominated'])} "
         f"({len(verdict['dominated_older'])} on older facts); "
         f"{verdict['over_window_calls']} over-window calls, {verdict['failed']} failed\n"
     )

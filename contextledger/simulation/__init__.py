@@ -4,10 +4,13 @@
 trace's recorded turns; ``LocalSession`` is a session run in-process under a strategy, on
 a ``LocalLog`` (a log without a store);
 ``simulate_trace`` and ``simulate_paths`` price a strategy's calls with the prompt-cache
-simulator; ``synthetic_session`` generates sessions shaped like real Claude Code sessions.
+simulator, and ``compare_endings`` compares two strategies' costs at every call a session
+could have ended after; ``synthetic_session`` generates sessions shaped like real Claude Code
+sessions.
 See ``docs/strategies.md``.
 """
 
+from contextledger.simulation._endings import EndingComparison, compare_endings
 from contextledger.simulation._local import LocalLog, LocalSession
 from contextledger.simulation._replay import (
     RecordedCall,
@@ -62,6 +65,7 @@ __all__ = [
     "PROVIDERS",
     "RECENT_CALLS",
     "TRANSCRIPT_SUFFIXES",
+    "EndingComparison",
     "FactMemo",
     "LocalLog",
     "LocalSession",
@@ -77,6 +81,7 @@ __all__ = [
     "TraceResult",
     "TurnReplay",
     "TurnViews",
+    "compare_endings",
     "describe_actions",
     "diff_views",
     "facts_in",

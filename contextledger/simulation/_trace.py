@@ -13,6 +13,7 @@ provider's price entry (``anthropic``: the trace's model, else ``claude-sonnet-4
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Final, Literal
 
@@ -127,11 +128,12 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     summaries, and under ``model`` each summary was a model call (``summaries.PricedSummarizer``):
     ``summary_calls`` of them, ``summary_input_tokens`` read and ``summary_output_tokens``
     written, costing ``summary_cost`` (USD, input and output), priced through the cache
-    simulator in that order with the session's calls. ``cost`` is the billed input cost plus
-    the summaries'. ``facts_needed`` and ``facts_retained`` count the facts the agent used
-    again and those its requests held, ``facts_needed_older`` and ``facts_retained_older``
-    the same for the facts last mentioned more than ``_retention.RECENT_CALLS`` calls back
-    (``_retention.RetentionCounter``)."""
+    simulator in that order with the session's calls; ``summary_call_costs`` holds each
+    summary call's cost with the index (from 0) of the call it was written for. ``cost`` is
+    the billed input cost plus the summaries'. ``facts_needed`` and ``facts_retained`` count
+    the facts the agent used again and those its requests held, ``facts_needed_older`` and
+    ``facts_retained_older`` the same for the facts last mentioned more than
+    ``_retention.RECENT_CALLS`` calls back (``_retention.RetentionCounter``)."""
 
     strategy: str
     provider: Provider
@@ -154,6 +156,7 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     summary_input_tokens: int = 0
     summary_output_tokens: int = 0
     summary_cost: float = 0.0
+    summary_call_costs: tuple[tuple[int, float], ...] = ()
     facts_needed: int = 0
     facts_retained: int = 0
     facts_needed_older: int = 0
@@ -189,6 +192,17 @@ class TraceResult(msgspec.Struct, frozen=True, kw_only=True):
     def calls(self) -> int:
         """The number of model calls."""
         return len(self.prompt_tokens)
+
+    @property
+    def running_costs(self) -> tuple[float, ...]:
+        """What the session would have cost had it ended after each call (USD): the calls so
+        far and the summary calls written for them. A summary written for the call that
+        failed is in ``cost`` only."""
+        extra = [0.0] * self.calls
+        for call, cost in self.summary_call_costs:
+            if call < self.calls:
+                extra[call] += cost
+        return tuple(accumulate(c + e for c, e in zip(self.input_cost, extra, strict=True)))
 
     @property
     def cost_vs_lower_bound(self) -> float | None:
@@ -435,7 +449,11 @@ def trace_result(
     cache = PromptCache(price)
     priced = [cache.charge(r) for r in sent]
     calls = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 1]
-    summary_costs = [priced[n] for n, (_, kind, _) in enumerate(order) if kind == 0]
+    summary_costs = [
+        (before, priced[n].input_cost + priced[n].output_cost)
+        for n, (before, kind, _) in enumerate(order)
+        if kind == 0
+    ]
     prompts = tuple(r.prompt_tokens for r in requests)
     counted = retention or Retention()
     return TraceResult(
@@ -460,7 +478,8 @@ def trace_result(
         summary_calls=len(summaries),
         summary_input_tokens=sum(r.prompt_tokens for _, r in summaries),
         summary_output_tokens=sum(r.output_tokens for _, r in summaries),
-        summary_cost=sum(c.input_cost + c.output_cost for c in summary_costs),
+        summary_cost=sum(cost for _, cost in summary_costs),
+        summary_call_costs=tuple(summary_costs),
         facts_needed=counted.needed,
         facts_retained=counted.retained,
         facts_needed_older=counted.needed_older,

@@ -14,6 +14,11 @@ from contextledger.bench import _strategies as strategies
 from contextledger.bench._common import Options
 from contextledger.bench._estimation import DEFAULT_TRACES
 from contextledger.bench._sets import TRACE_SETS, set_files
+from contextledger.cachesim import sim_request
+from contextledger.events._parts import ModelRef
+from contextledger.simulation import trace_result
+from contextledger.vocabulary._messages import ModelMessage, ModelText
+from contextledger.vocabulary._requests import Request
 
 
 def test_the_strategies_benchmark_reports_its_keys() -> None:
@@ -41,6 +46,12 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                         for key in ("retention", "retention_older"):
                             assert summary[key] is None or 0 <= summary[key] <= 1
                         assert summary["summarizer"] == strategies.VARIANTS.get(strategy, "model")
+                        endings = summary.get("endings")
+                        if strategy in strategies.OURS:  # compared with baseline at each call
+                            assert endings == summary["calls"]
+                            assert summary["mean_ending_cost_vs_baseline"] > 0
+                        else:
+                            assert endings is None
             for provider in ("anthropic", "openai"):
                 totals = figures["providers"][provider]
                 for strategy in expected:
@@ -50,9 +61,11 @@ def test_the_strategies_benchmark_reports_its_keys() -> None:
                         r["failed_at"] is not None for r in runs
                     )
                 for verdict in totals["verdicts"].values():
+                    assert 0 <= verdict["endings_above_baseline"] <= verdict["endings"]
                     for key in (
                         "cheaper_than_pi",
                         "above_baseline",
+                        "above_baseline_on_average",
                         "dominated",
                         "dominated_older",
                     ):
@@ -89,7 +102,11 @@ def test_the_full_run_adds_the_tuning_set_and_kilo_and_mimo() -> None:
 
 def test_above_baseline_and_dominated_follow_their_definitions() -> None:
     def run(
-        cost: float, retention: float | None, failed: int | None = None, older: float = 0.5
+        cost: float,
+        retention: float | None,
+        failed: int | None = None,
+        older: float = 0.5,
+        mean: float = 0.9,
     ) -> dict[str, object]:
         return {
             "cost": cost,
@@ -99,6 +116,10 @@ def test_above_baseline_and_dominated_follow_their_definitions() -> None:
             "cost_vs_lower_bound": 1.0,
             "cost_vs_calls_lower_bound": 1.0 + cost,
             "over_window_calls": 0,
+            "endings": 10,
+            "endings_above_baseline": 2,
+            "max_ending_cost_vs_baseline": 1.0 + mean / 10,
+            "mean_ending_cost_vs_baseline": mean,
         }
 
     def trace(ours: dict[str, object], **others: dict[str, object]) -> dict[str, object]:
@@ -116,9 +137,15 @@ def test_above_baseline_and_dominated_follow_their_definitions() -> None:
         "beaten": trace(run(0.5, 0.6), last_40=run(0.4, 0.7)),
         "beaten-by-a-failure": trace(run(0.5, 0.6), last_40=run(0.4, 0.7, failed=3)),
         "beaten-on-older-facts": trace(run(0.5, 0.6), last_40=run(0.4, 0.5, older=0.6)),
+        "dear-on-average": trace(run(0.9, 0.6, mean=1.05)),
     }
     verdict = strategies._verdicts(traces, "default", "anthropic")
     assert verdict["above_baseline"] == ["dear"]
+    # Cheaper in the end, but dearer had the session ended at a call chosen at random.
+    assert verdict["above_baseline_on_average"] == ["dear-on-average"]
+    assert verdict["endings_above_baseline"] == 2 * len(traces)
+    assert verdict["endings"] == 10 * len(traces)
+    assert verdict["max_ending_cost_vs_baseline"] == pytest.approx(1.105)
     assert verdict["dominated"] == ["beaten"]
     assert verdict["dominated_older"] == ["beaten-on-older-facts"]
     assert verdict["cheaper_than_pi"] == [
@@ -126,6 +153,7 @@ def test_above_baseline_and_dominated_follow_their_definitions() -> None:
         "beaten",
         "beaten-by-a-failure",
         "beaten-on-older-facts",
+        "dear-on-average",
     ]
     assert verdict["max_cost_vs_lower_bound"] == 1.0
     assert verdict["max_cost_vs_calls_lower_bound"] == 2.5
@@ -156,3 +184,26 @@ def test_without_traces_it_says_why(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     result = strategies.run(Options())
     assert result == {"available": False, "reason": f"no Claude Code traces under {tmp_path}"}
     assert "not measured" in strategies.render(result)
+
+
+def test_endings_are_compared_only_when_both_runs_finished() -> None:
+    request = Request(
+        model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+        session_id="s",
+        system=(),
+        tools=(),
+        messages=(
+            ModelMessage(role="user", content=(ModelText(text="x" * 9_000),), source_id="m"),
+        ),
+        marks=(),
+    )
+    calls = [sim_request(request, 1.0, 10)]
+    done = trace_result("default", "anthropic", "claude-sonnet-4-5", calls, [""])
+    failed = trace_result("baseline", "anthropic", "claude-sonnet-4-5", calls, [""], failed_at=2)
+    assert strategies._endings(done, done) == {
+        "endings": 1,
+        "endings_above_baseline": 0,
+        "max_ending_cost_vs_baseline": 1.0,
+        "mean_ending_cost_vs_baseline": 1.0,
+    }
+    assert set(strategies._endings(done, failed).values()) == {None}
