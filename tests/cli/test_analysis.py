@@ -385,22 +385,39 @@ def test_simulate_refuses_bad_input(
     assert code == 1 and "--window" in err
 
 
+@pytest.mark.parametrize("command", ["simulate", "report", "diff", "view"])
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("os:getcwd", "strategy 'getcwd' raised TypeError: "),
+        ("os:getcwd", "strategy 'os:getcwd' raised TypeError: "),
         (
             "tests.strategies._custom:forgets_to_return",
-            "strategy 'forgets_to_return' returned NoneType, expected a list of ModelMessage",
+            "strategy 'tests.strategies._custom:forgets_to_return' returned NoneType, expected a "
+            "list of ModelMessage",
         ),
         ("last-0", "strategy 'last-0': the number of messages to keep must be >= 1, got 0"),
     ],
 )
-def test_simulate_says_in_one_line_what_a_strategy_did_wrong(
-    chat: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+def test_each_command_says_in_one_line_what_a_strategy_did_wrong_naming_it_as_given(
+    chat: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    name: str,
+    message: str,
 ) -> None:
-    code, out, err = _run(capsys, "simulate", str(chat), "--strategy", name)
-    assert code == 1 and not out
+    report = tmp_path / "r.html"
+    if command == "simulate":
+        argv = [command, str(chat)]
+    elif command == "report":
+        argv = [command, str(chat), "--out", str(report)]
+    else:
+        db = tmp_path / "chat.db"
+        _, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+        session = json.loads(out)["sessions"][0]["session"]
+        argv = [command, str(db), "--session", session, "--turn", "1"]
+    code, out, err = _run(capsys, *argv, "--strategy", name)
+    assert code == 1 and not out and not report.exists()
     assert err.startswith(f"contextledger: {message}") and err.count("\n") == 1
 
 
