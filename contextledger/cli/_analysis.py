@@ -26,7 +26,7 @@ from contextledger.events._catalogue import (
     RequestSent,
 )
 from contextledger.events._parts import ModelRef
-from contextledger.history._projection import History
+from contextledger.history._projection import History, HistoryState
 from contextledger.importers._export import export_trace
 from contextledger.importers._report import ImportReport, by_reason
 from contextledger.ledger import SessionLog
@@ -62,8 +62,15 @@ async def export_trace_(args: argparse.Namespace) -> None:
         write_out(args.out, data.decode())
 
 
-#: How many line numbers of one left-out group the text report shows.
+#: How many items of a list the text output shows (line numbers of one left-out group, the
+#: places a replayed projection differs).
 LINES_SHOWN: Final = 8
+
+
+def first_shown(items: Sequence[object]) -> str:
+    """The first ``LINES_SHOWN`` of ``items``, comma-separated, then how many more."""
+    more = len(items) - LINES_SHOWN
+    return ", ".join(map(str, items[:LINES_SHOWN])) + (f", … (+{more:,})" if more > 0 else "")
 
 
 def report_lines(report: ImportReport) -> list[str]:
@@ -88,15 +95,36 @@ def left_out_lines(items: Sequence[LeftOut], title: str) -> list[str]:
         return [f"{title}: nothing"]
     lines = [f"{title}: {len(items):,}"]
     for kind, reason, at in by_reason(items):
-        shown = ", ".join(str(n) for n in at[:LINES_SHOWN])
-        more = f", … (+{len(at) - LINES_SHOWN:,})" if len(at) > LINES_SHOWN else ""
-        lines.append(f"  {len(at):,} × {kind}: {reason} (line {shown}{more})")
+        lines.append(f"  {len(at):,} × {kind}: {reason} (line {first_shown(at)})")
     return lines
 
 
 def imported_left_out(history: History) -> list[LeftOut]:
     """What the imports of ``history``'s session left out of it (``InputLeftOut`` events)."""
     return [item for event in history.state.left_out for item in event.items]
+
+
+#: What ``projection_differences`` reads for an id one side does not hold.
+_ABSENT: Final = object()
+
+
+def projection_differences(replayed: HistoryState, loaded: HistoryState) -> list[str]:
+    """Where ``loaded`` differs from ``replayed`` (both read whole): each field of
+    ``HistoryState`` that differs, by name, or for one keyed by id (``messages``,
+    ``part_tokens``, ``compactions``, ...) each id whose entry differs or is in one only
+    (``messages[msg_…]``); ``messages`` alone when the same messages are in another order."""
+    found: list[str] = []
+    for name in replayed.__struct_fields__:
+        want, got = getattr(replayed, name), getattr(loaded, name)
+        if want == got:
+            continue
+        if name == "messages":
+            want, got = {m.id: m for m in want}, {m.id: m for m in got}
+        keys = []
+        if isinstance(want, dict) and isinstance(got, dict):
+            keys = [k for k in {**want, **got} if want.get(k, _ABSENT) != got.get(k, _ABSENT)]
+        found.extend([f"{name}[{key}]" for key in keys] or [name])
+    return found
 
 
 def _prefix_hashes(
@@ -170,13 +198,15 @@ async def replay(args: argparse.Namespace) -> None:
         rebuilt.apply(event)
     # The states, not their encodings: a projection restored from a snapshot holds its token
     # estimates in the order it read its messages, one rebuilt from events in event order.
-    projection_ok = rebuilt == loaded.history
+    differences = projection_differences(rebuilt.state, loaded.history.state)
+    projection_ok = not differences
     ok = projection_ok and not mismatched
     left_out = imported_left_out(rebuilt)
     result: dict[str, Any] = {
         "session": args.session,
         "events": len(recorded),
         "projection_matches": projection_ok,
+        "projection_differences": differences,
         "requests": requests,
         "prefix_hashes_matched": matched,
         "mismatched_request_seqs": mismatched,
@@ -189,10 +219,13 @@ async def replay(args: argparse.Namespace) -> None:
         emit_text(f"session {args.session}: {len(recorded):,} events")
         for line in left_out_lines(left_out, "left out at import") if left_out else ():
             emit_text(line)
-        emit_text(
-            f"projection from events {'equals' if projection_ok else 'DIFFERS FROM'} "
-            "the one loaded from the snapshot and tail"
-        )
+        if projection_ok:
+            emit_text("projection from events equals the one loaded from the snapshot and tail")
+        else:
+            emit_text(
+                "projection from events DIFFERS FROM the one loaded from the snapshot and "
+                f"tail in {first_shown(differences)}"
+            )
         if requests:
             emit_text(f"requests: {matched:,} of {requests:,} prefix hashes reproduced")
             if mismatched:

@@ -78,6 +78,7 @@ async def demo(args: argparse.Namespace) -> None:
                 "model": model_id,
                 "turns": rows,
                 "totals": total,
+                "strategies": {name: r.summary() for name, r in simulated.items()},
                 "report": str(report),
             }
         )

@@ -60,13 +60,15 @@ def add_parsers(sub: Any) -> None:
 
 def _days(text: str) -> float:
     """``--older-than``'s number of days; one whose milliseconds are not a finite float
-    (``inf``, ``nan``, ``1e306``) is an argument error."""
+    (``inf``, ``nan``, ``1e306``) or a negative one is an argument error."""
     try:
         days = float(text)
     except ValueError:
         days = math.nan
     if not math.isfinite(days * _DAY_MS):
         raise argparse.ArgumentTypeError(f"must be a finite number of days, not {text!r}")
+    if days < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more days, not {text!r}")
     return days
 
 
@@ -114,8 +116,6 @@ async def gc(args: argparse.Namespace) -> None:
     events = 0
     async with SQLiteStore.open(args.db, create=False) as store:
         if args.older_than is not None:
-            if args.older_than < 0:
-                raise ValueError(f"--older-than must not be negative, not {args.older_than}")
             cutoff = time.time_ns() // 1_000_000 - int(args.older_than * _DAY_MS)
             sessions, events = await expire_sessions(store, cutoff)
         before, after = await store.reclaim_space()

@@ -34,7 +34,10 @@ def write_generated(path: Path, session_id: str, *, turns: int, seed: int = 7) -
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``contextledger ARGV``: the exit code, stdout and stderr."""
+    """``contextledger ARGV``: the exit code, and what it wrote to stdout and stderr (not
+    what was written before it: a log line of a store written in the test, which structlog's
+    defaults print to stdout, such as the checkpointer's ``checkpoint postponed``)."""
+    capsys.readouterr()
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err

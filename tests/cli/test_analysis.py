@@ -11,9 +11,11 @@ import pytest
 import trio
 
 from contextledger.cli import _importing
+from contextledger.cli._analysis import projection_differences
 from contextledger.config import Config, RequestConfig
-from contextledger.events._catalogue import Event, MessageAdded, RequestSent
-from contextledger.events._parts import ModelRef
+from contextledger.events._catalogue import Event, MessageAdded, RecordedEvent, RequestSent
+from contextledger.events._parts import ModelRef, TextPart
+from contextledger.history._projection import SNAPSHOT_SCHEMA, History
 from contextledger.ledger import SessionLog
 from contextledger.providers._anthropic import AnthropicMessages
 from contextledger.request._builder import RequestBuilder, RequestInputs
@@ -21,7 +23,9 @@ from contextledger.request._prepare import prepare_request
 from contextledger.request._system import SystemSegments
 from contextledger.simulation import DEFAULT_STRATEGIES
 from contextledger.simulation._synthetic import synthetic_session
+from contextledger.store._protocol import Snapshot
 from contextledger.store._sqlite import SQLiteStore
+from contextledger.testing._builder import SessionBuilder
 from tests.cli.generated import run_cli as _run
 from tests.cli.generated import write_generated
 
@@ -207,6 +211,63 @@ def test_replay_of_an_imported_session_matches(
     assert code == 0 and json.loads(out)["ok"]
 
 
+async def _session_with_a_wrong_snapshot(db: Path) -> str:
+    """A session of two user messages whose snapshot, taken after the first, holds a memory
+    and a text no event wrote; the id of the message whose text is wrong."""
+    builder = SessionBuilder("ses_snap")
+    first = builder.user("hello")
+    async with SQLiteStore.open(db) as store:
+        log = await SessionLog.open(store, "ses_snap")
+        await log.append(builder.events)
+        seq = len(builder.events)
+        builder.user("again")
+        await log.append(builder.events[seq:])
+        wrong = History.rebuild("ses_snap", await store.read("ses_snap", 1, seq))
+        wrong.state.memory = "remembered from nowhere"
+        (part,) = wrong.message(first).parts
+        assert isinstance(part, TextPart)
+        wrong.message(first).parts[0] = msgspec.structs.replace(part, text="goodbye")
+        head, chunks = wrong.snapshot_head(), wrong.snapshot_chunks()
+        await store.save_snapshot(Snapshot("ses_snap", seq, SNAPSHOT_SCHEMA, head, chunks))
+    return first
+
+
+def test_replay_exits_1_naming_where_the_snapshot_differs_from_the_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "snap.db"
+    first = trio.run(_session_with_a_wrong_snapshot, db)
+    code, out, err = _run(capsys, "replay", str(db), "--session", "ses_snap", "--json")
+    result = json.loads(out)
+    assert code == 1 and not result["ok"] and not result["projection_matches"]
+    assert result["projection_differences"] == [f"messages[{first}]", "memory"]
+    code, out, err = _run(capsys, "replay", str(db), "--session", "ses_snap")
+    assert code == 1
+    assert (
+        "projection from events DIFFERS FROM the one loaded from the snapshot and tail in "
+        f"messages[{first}], memory\n"
+    ) in out
+    assert err == "contextledger: session 'ses_snap' does not replay to what was recorded\n"
+
+
+def test_projection_differences_name_ids_in_one_only_and_a_new_order() -> None:
+    builder = SessionBuilder("ses_order")
+    builder.user("one")
+    second = builder.user("two")
+    recorded = [RecordedEvent("ses_order", i, i, e) for i, e in enumerate(builder.events, 1)]
+    both = History.rebuild("ses_order", recorded)
+    one = History.rebuild("ses_order", recorded[:3])
+    assert projection_differences(both.state, both.state) == []
+    (part,) = both.message(second).parts
+    assert projection_differences(both.state, one.state) == [
+        "seq",
+        f"messages[{second}]",
+        f"part_tokens[{part.id}]",
+    ]
+    swapped = msgspec.structs.replace(both.state, messages=both.state.messages[::-1])
+    assert projection_differences(both.state, swapped) == ["messages"]
+
+
 async def _session_with_requests(db: Path, *, corrupt: bool, config: Config | None = None) -> None:
     events = synthetic_session("ses_req", seed=3, turns=1)
     builder = RequestBuilder(AnthropicMessages(), config or Config())
@@ -324,22 +385,39 @@ def test_simulate_refuses_bad_input(
     assert code == 1 and "--window" in err
 
 
+@pytest.mark.parametrize("command", ["simulate", "report", "diff", "view"])
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("os:getcwd", "strategy 'getcwd' raised TypeError: "),
+        ("os:getcwd", "strategy 'os:getcwd' raised TypeError: "),
         (
             "tests.strategies._custom:forgets_to_return",
-            "strategy 'forgets_to_return' returned NoneType, expected a list of ModelMessage",
+            "strategy 'tests.strategies._custom:forgets_to_return' returned NoneType, expected a "
+            "list of ModelMessage",
         ),
         ("last-0", "strategy 'last-0': the number of messages to keep must be >= 1, got 0"),
     ],
 )
-def test_simulate_says_in_one_line_what_a_strategy_did_wrong(
-    chat: Path, capsys: pytest.CaptureFixture[str], name: str, message: str
+def test_each_command_says_in_one_line_what_a_strategy_did_wrong_naming_it_as_given(
+    chat: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    name: str,
+    message: str,
 ) -> None:
-    code, out, err = _run(capsys, "simulate", str(chat), "--strategy", name)
-    assert code == 1 and not out
+    report = tmp_path / "r.html"
+    if command == "simulate":
+        argv = [command, str(chat)]
+    elif command == "report":
+        argv = [command, str(chat), "--out", str(report)]
+    else:
+        db = tmp_path / "chat.db"
+        _, out, _ = _run(capsys, "import", str(chat), "--db", str(db), "--json")
+        session = json.loads(out)["sessions"][0]["session"]
+        argv = [command, str(db), "--session", session, "--turn", "1"]
+    code, out, err = _run(capsys, *argv, "--strategy", name)
+    assert code == 1 and not out and not report.exists()
     assert err.startswith(f"contextledger: {message}") and err.count("\n") == 1
 
 

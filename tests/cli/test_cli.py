@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import structlog
 import trio
 
 from contextledger.history import History
@@ -21,6 +22,16 @@ def demo_db(tmp_path: Path) -> Path:
     db = tmp_path / "demo.db"
     write_generated(db, "ses_demo_001", turns=2)
     return db
+
+
+def test_run_cli_gives_what_the_command_wrote_and_not_what_the_test_logged_before(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As the store's checkpointer may log while a test writes, under structlog's defaults.
+    structlog.get_logger().info("checkpoint postponed: the database is busy")
+    code, out, err = _run(capsys, "sessions", str(demo_db), "--json")
+    assert code == 0 and [row["session"] for row in json.loads(out)] == ["ses_demo_001"]
+    assert err == ""
 
 
 def test_sessions_lists_each_session_with_its_size(

@@ -12,6 +12,7 @@ import trio
 from contextledger.history._projection import History
 from contextledger.history._view import is_real_user
 from contextledger.ledger import SessionLog
+from contextledger.simulation import DEFAULT_STRATEGIES
 from contextledger.store._sqlite import SQLiteStore
 from tests.cli.generated import run_cli as _run
 from tests.cli.test_demo_session import write_claude_code_session
@@ -83,6 +84,7 @@ def test_the_json_turns_are_the_stored_session_turns(
         "model",
         "turns",
         "totals",
+        "strategies",
         "report",
     }
     assert result["source"]["kind"] == "synthetic"
@@ -104,6 +106,12 @@ def test_the_json_turns_are_the_stored_session_turns(
         for u in users
     ]
     assert Path(result["report"]).read_text().count(">runtime<") >= 1
+    # The strategies the text compares, as simulate --json gives each; under default the
+    # simulation decides as the runtime did.
+    strategies = result["strategies"]
+    assert list(strategies) == list(DEFAULT_STRATEGIES)
+    assert strategies["default"]["cost"] == pytest.approx(total["input_cost_usd"])
+    assert strategies["default"]["calls"] == total["calls"]
 
 
 def test_a_second_run_adds_a_session_to_the_same_database(

@@ -140,15 +140,24 @@ def test_gc_deletes_old_sessions_and_shrinks_the_file(
     assert out.startswith("deleted 0 sessions (0 events)\nfile and WAL: ")
 
 
-@pytest.mark.parametrize("days", ["inf", "-inf", "nan", "1e306", "soon"])
-def test_gc_refuses_days_that_are_no_finite_number(
-    db: Path, capsys: pytest.CaptureFixture[str], days: str
+@pytest.mark.parametrize(
+    ("days", "problem"),
+    [
+        *((days, "a finite number of days") for days in ["inf", "-inf", "nan", "1e306", "soon"]),
+        ("-1", "0 or more days"),
+        ("-0.5", "0 or more days"),
+    ],
+)
+def test_gc_refuses_days_that_are_no_finite_number_or_negative(
+    db: Path, capsys: pytest.CaptureFixture[str], days: str, problem: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_:
         run_cli(capsys, "gc", str(db), f"--older-than={days}")
     assert exit_.value.code == 2
-    message = f"argument --older-than: must be a finite number of days, not {days!r}\n"
+    message = f"argument --older-than: must be {problem}, not {days!r}\n"
     assert capsys.readouterr().err.endswith(message)
+    _, out, _ = run_cli(capsys, "sessions", str(db), "--json")
+    assert [row["session"] for row in json.loads(out)] == ["ses_a", "ses_b"]
 
 
 def test_export_then_restore_gives_the_same_events(

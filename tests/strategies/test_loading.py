@@ -55,6 +55,30 @@ def test_a_loaded_transform_that_splits_a_pair_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("os:getcwd", r"strategy 'os:getcwd' raised TypeError: "),
+        (
+            "tests.strategies._custom:forgets_to_return",
+            r"strategy 'tests\.strategies\._custom:forgets_to_return' returned NoneType",
+        ),
+        (
+            "tests.strategies._custom:last_two",
+            r"strategy 'tests\.strategies\._custom:last_two' sep",
+        ),
+    ],
+)
+def test_a_loaded_strategy_names_its_spec_wherever_its_transform_runs(
+    name: str, message: str
+) -> None:
+    # A request builder or a compactor runs the transform without the strategy's name.
+    transform = strategy(name).transform
+    assert transform is not None
+    with pytest.raises(StrategyError, match=f"^{message}"):
+        apply_transform(transform, view_of(session(2))[:-1])
+
+
+@pytest.mark.parametrize(
     ("name", "expected"),
     [
         ("baseline", TransformStrategy),
