@@ -3,12 +3,14 @@
 A ``Transform`` takes the view about to be encoded and a ``TransformContext`` and returns the
 messages to send. It is pure: the log keeps every event, only what the model sees changes.
 ``apply_transform`` runs one and refuses a result that separates a tool call from its result;
-``load_transform`` resolves a transform named in configuration as ``"module.path:function"``,
-and ``view_transform`` says which one a session's requests go through.
+``load_transform`` resolves a transform named in configuration as ``"module.path:function"``
+(``named_transform``: called by that name), and ``view_transform`` says which one a
+session's requests go through.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -92,7 +94,21 @@ def load_transform(spec: str) -> Transform:
     return cast(Transform, target)
 
 
+def named_transform(spec: str) -> Transform:
+    """The transform ``spec`` (``"module.path:function"``) names (``load_transform``), called
+    by that name: a ``StrategyError`` about it, wherever it runs (a request built, a
+    compaction), names the spec as given (``'os:getcwd'``), not the function (``'getcwd'``)."""
+    loaded = load_transform(spec)
+
+    @functools.wraps(loaded)
+    def named(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
+        return loaded(view, context)
+
+    named.__name__ = named.__qualname__ = spec
+    return named
+
+
 def view_transform(transform: Transform | None, named: str | None) -> Transform | None:
     """The transform a session's requests go through: ``transform`` when given, else the one
-    ``named`` names (``config.view.transform``, loaded by ``load_transform``), else None."""
-    return transform or (load_transform(named) if named else None)
+    ``named`` names (``config.view.transform``, ``named_transform``), else None."""
+    return transform or (named_transform(named) if named else None)

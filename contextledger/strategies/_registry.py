@@ -2,23 +2,17 @@
 
 ``STRATEGIES`` maps name patterns to factories; ``N`` and ``K`` in a pattern stand for
 non-negative integers, passed to the factory in order. A name holding ``:`` is a transform
-named as ``"module.path:function"`` (``load_transform``), run as a view-only strategy under
+named as ``"module.path:function"`` (``named_transform``), run as a view-only strategy under
 that name.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Final
 
-from contextledger.policy._transform import (
-    StrategyError,
-    Transform,
-    TransformContext,
-    load_transform,
-)
+from contextledger.policy._transform import StrategyError, named_transform
 from contextledger.strategies._transforms import (
     age_truncate,
     baseline,
@@ -36,7 +30,6 @@ from contextledger.strategies._turns import (
     Strategy,
     TransformStrategy,
 )
-from contextledger.vocabulary._messages import ModelMessage
 
 StrategyFactory = Callable[..., Strategy]
 
@@ -70,25 +63,11 @@ def _pattern(name: str) -> re.Pattern[str]:
 _PATTERNS: Final = [(_pattern(name), factory) for name, factory in STRATEGIES.items()]
 
 
-def _named_transform(spec: str) -> Transform:
-    """The transform ``spec`` (``"module.path:function"``) names, called by that name: a
-    ``StrategyError`` about it, wherever it runs (a request built, a compaction), names the
-    spec as given (``'os:getcwd'``), not the function (``'getcwd'``)."""
-    loaded = load_transform(spec)
-
-    @functools.wraps(loaded)
-    def named(view: Sequence[ModelMessage], context: TransformContext) -> list[ModelMessage]:
-        return loaded(view, context)
-
-    named.__name__ = named.__qualname__ = spec
-    return named
-
-
 def strategy(name: str) -> Strategy:
     """The strategy ``name`` names (see ``STRATEGIES``); raises ``StrategyError`` for an
     unknown name or bad parameters."""
     if ":" in name:
-        return TransformStrategy(name, _named_transform(name))
+        return TransformStrategy(name, named_transform(name))
     for pattern, factory in _PATTERNS:
         match = pattern.fullmatch(name)
         if match is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from contextledger.policy import view_transform
 from contextledger.strategies import (
     STRATEGIES,
     CompactAt,
@@ -76,6 +77,14 @@ def test_a_loaded_strategy_names_its_spec_wherever_its_transform_runs(
     assert transform is not None
     with pytest.raises(StrategyError, match=f"^{message}"):
         apply_transform(transform, view_of(session(2))[:-1])
+
+
+def test_a_transform_named_in_the_configuration_names_its_spec() -> None:
+    # config.view.transform reaches the request builder and the compactor this way.
+    transform = view_transform(None, "os:getcwd")
+    assert transform is not None
+    with pytest.raises(StrategyError, match=r"^strategy 'os:getcwd' raised TypeError: "):
+        apply_transform(transform, view_of(session(2)))
 
 
 @pytest.mark.parametrize(
