@@ -466,7 +466,7 @@ def trace_result(
         cache_read=tuple(r.cache_read for r in calls),
         input_cost=tuple(r.input_cost for r in calls),
         actions=tuple(actions),
-        billed_input_cost=sum(r.input_cost for r in calls),
+        billed_input_cost=sum((r.input_cost for r in calls), 0.0),
         peak_prompt=max(prompts, default=0),
         lower_bound=lower_bound(sent, price, output=False)
         + sum(r.output_tokens for _, r in summaries) * price.output / 1e6,
@@ -478,7 +478,7 @@ def trace_result(
         summary_calls=len(summaries),
         summary_input_tokens=sum(r.prompt_tokens for _, r in summaries),
         summary_output_tokens=sum(r.output_tokens for _, r in summaries),
-        summary_cost=sum(cost for _, cost in summary_costs),
+        summary_cost=sum((cost for _, cost in summary_costs), 0.0),
         summary_call_costs=tuple(summary_costs),
         facts_needed=counted.needed,
         facts_retained=counted.retained,

@@ -3,6 +3,7 @@ count each summary call at the call it was written for, and ``compare_endings`` 
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
 
 import pytest
@@ -114,3 +115,9 @@ def test_the_mean_ratio_lies_between_the_least_and_the_largest(data: st.DataObje
     assert min(ratios) - 1e-9 <= found.mean_ratio <= found.max_ratio + 1e-9
     assert found.above == sum(a > b for a, b in zip(ours, theirs, strict=True))
     assert 0 <= found.above <= found.endings == len(theirs)
+
+
+def test_costs_are_floats_even_without_a_summary_call() -> None:
+    result = trace_result("s", "anthropic", MODEL, [], [])
+    assert isinstance(result.summary_cost, float) and isinstance(result.billed_input_cost, float)
+    assert '"summary_cost":0.0' in json.dumps(result.summary(), separators=(",", ":"))
