@@ -1,0 +1,96 @@
+"""The runtime as an application embeds it, through the public API only: a runtime opened
+with arguments that cannot work, a handle kept after its runtime closed, and wrong input at
+each boundary give typed errors with nothing written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from contextledger import MemoryStore, ModelRef, Runtime, SessionHandle, Usage
+from contextledger.actors import RuntimeClosed
+from contextledger.request import InvalidCommand
+from contextledger.vocabulary import Model, ModelLimits
+
+MODEL = Model(
+    provider_id="anthropic",
+    model_id="claude-sonnet-4-5",
+    limits=ModelLimits(context=32_000, output=8_000),
+)
+
+
+async def _streams(store: MemoryStore) -> dict[str, int]:
+    return {stream: len(await store.read(stream)) for stream in await store.streams()}
+
+
+@pytest.mark.trio
+async def test_a_handle_kept_after_its_runtime_closed_raises_and_writes_nothing() -> None:
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        await session.add_user("Fix the test.")
+    written = await _streams(store)
+
+    with pytest.raises(RuntimeClosed):
+        await session.add_user("One more thing.")
+    with pytest.raises(RuntimeClosed):
+        await session.history()
+    with pytest.raises(RuntimeClosed):
+        await runtime.session("ses_2")
+    with pytest.raises(RuntimeClosed):
+        await SessionHandle(runtime, "ses_3").add_user("hi")
+    assert await _streams(store) == written
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"model": "claude-sonnet-4-5"}, "model"),
+        ({"config": {"prune": {"enabled": True}}}, "config"),
+        ({"idle_seconds": 0}, "idle_seconds"),
+        ({"idle_seconds": -1.0}, "idle_seconds"),
+        ({"idle_seconds": "300"}, "idle_seconds"),
+        ({"summarizer": "extractive"}, "summarizer"),
+        ({"clock": 1_900_000_000_000}, "clock"),
+        ({"store": "agent.db"}, "store"),
+    ],
+)
+@pytest.mark.trio
+async def test_a_runtime_opened_with_an_argument_that_cannot_work_is_refused(
+    arguments: dict[str, Any], field: str
+) -> None:
+    store = MemoryStore()
+    opened: dict[str, Any] = {"store": store, "model": MODEL} | arguments
+    with pytest.raises(InvalidCommand, match=r"Runtime\.open") as raised:
+        async with Runtime.open(**opened):
+            pass
+    assert raised.value.field == field
+    assert await store.streams() == []
+
+
+@pytest.mark.trio
+async def test_an_empty_session_id_is_refused_with_nothing_written() -> None:
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        with pytest.raises(InvalidCommand, match="session_id"):
+            await runtime.session("")
+    assert await store.streams() == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"agent_id": 5}, {"model": "claude-sonnet-4-5"}, {"model": {"provider_id": "anthropic"}}],
+)
+@pytest.mark.trio
+async def test_a_view_asked_with_wrongly_typed_arguments_is_refused(
+    arguments: dict[str, Any],
+) -> None:
+    async with Runtime.open(MemoryStore(), model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        user = await session.add_user("Fix the test.")
+        await session.record_assistant(user, text="Done.", usage=Usage(input=10, output=2))
+        with pytest.raises(InvalidCommand, match=r"agent_id|model"):
+            await session.view(**arguments)
+        ref = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
+        assert len(await session.view(model=ref, agent_id="main")) == 2
