@@ -94,3 +94,18 @@ async def test_a_view_asked_with_wrongly_typed_arguments_is_refused(
             await session.view(**arguments)
         ref = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5")
         assert len(await session.view(model=ref, agent_id="main")) == 2
+
+
+@pytest.mark.trio
+async def test_a_result_for_a_part_that_is_no_tool_call_is_refused_with_nothing_written() -> None:
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        user = await session.add_user("Fix the test.")
+        message = await session.start_assistant(user)
+        text = await session.add_text(message, "Looking.")
+        written = await _streams(store)
+        for part_id in ("prt_000000000000000000", text):
+            with pytest.raises(InvalidCommand, match="part_id"):
+                await session.record_tool_result(part_id, "3 passed")
+        assert await _streams(store) == written

@@ -318,13 +318,13 @@ class Recorder:
         return await self._part(part, command.agent_id)
 
     async def _tool_result(self, command: ToolResult) -> int:
-        part = self._tool_part(command.part_id)
+        part = self._tool_part(command)
         return await self._write(
             [self._result_event(part, command.output, command.error, command.agent_id)]
         )
 
     async def _read_result(self, command: ReadResult) -> str:
-        part = self._tool_part(command.part_id)
+        part = self._tool_part(command)
         rules, text = rule_events(
             self.log.history,
             command.rules,
@@ -338,10 +338,15 @@ class Recorder:
         await self._write([*rules, self._result_event(part, output, False, command.agent_id)])
         return output
 
-    def _tool_part(self, part_id: str) -> ToolPart:
-        part = self.log.history.part(part_id)
+    def _tool_part(self, command: ToolResult | ReadResult) -> ToolPart:
+        """The tool call ``command`` answers; ``InvalidCommand`` when there is none."""
+        try:
+            part = self.log.history.part(command.part_id)
+        except KeyError:
+            part = None
         if not isinstance(part, ToolPart):
-            raise ValueError(f"part {part_id!r} is not a tool call")
+            reason = f"{command.part_id!r} is no tool call of this session"
+            raise InvalidCommand(type(command).__name__, "part_id", reason)
         return part
 
     def _result_event(
