@@ -4,13 +4,16 @@ each boundary give typed errors with nothing written."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
 
-from contextledger import MemoryStore, ModelRef, Runtime, SessionHandle, Usage
+from contextledger import Event, MemoryStore, ModelRef, Runtime, SessionHandle, Usage
 from contextledger.actors import RuntimeClosed
+from contextledger.events import InvalidEvent
 from contextledger.request import InvalidCommand
+from contextledger.testing import check_tool_pairs
 from contextledger.vocabulary import Model, ModelLimits
 
 MODEL = Model(
@@ -109,3 +112,63 @@ async def test_a_result_for_a_part_that_is_no_tool_call_is_refused_with_nothing_
             with pytest.raises(InvalidCommand, match="part_id"):
                 await session.record_tool_result(part_id, "3 passed")
         assert await _streams(store) == written
+
+
+@pytest.mark.parametrize(
+    "call_ids",
+    [["toolu_1", "toolu_2"], ["toolu_2", "toolu_2"]],
+    ids=["an id used already", "one id twice"],
+)
+@pytest.mark.trio
+async def test_a_whole_step_refused_by_the_log_writes_nothing(call_ids: list[str]) -> None:
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        user = await session.add_user("Fix the test.")
+        await session.record_assistant(
+            user, tool_calls=[("bash", {"command": "ls"}, "src")], call_ids=["toolu_1"]
+        )
+        written = await _streams(store)
+        with pytest.raises(InvalidEvent, match="used already"):
+            await session.record_assistant(
+                user,
+                text="Running both.",
+                tool_calls=[("bash", {"command": "a"}, "1"), ("bash", {"command": "b"}, "2")],
+                call_ids=call_ids,
+                usage=Usage(input=100, output=10),
+            )
+        assert await _streams(store) == written
+        # The session goes on: the next step is recorded whole, and its request is valid.
+        await session.record_assistant(user, text="Done.", usage=Usage(input=120, output=5))
+        check_tool_pairs(await session.view())
+        assert await session.replay()
+
+
+@pytest.mark.trio
+async def test_a_whole_step_writes_the_events_of_the_same_step_streamed() -> None:
+    async def record(whole: bool) -> list[Event]:
+        store = MemoryStore()
+        async with Runtime.open(
+            store, model=MODEL, clock=itertools.count(1_900_000_000_000).__next__
+        ) as runtime:
+            session = await runtime.session("ses_1")
+            user = await session.add_user("Fix the test.")
+            calls = [
+                ("bash", {"command": "pytest"}, "1 failed"),
+                ("read", {"path": "a.py"}, "x = 1"),
+            ]
+            usage = Usage(input=100, output=10)
+            if whole:
+                await session.record_assistant(
+                    user, text="Looking.", tool_calls=calls, call_ids=["c1", "c2"], usage=usage
+                )
+            else:
+                message = await session.start_assistant(user)
+                await session.add_text(message, "Looking.")
+                for (tool, tool_input, output), call_id in zip(calls, ["c1", "c2"], strict=True):
+                    part = await session.call_tool(message, tool, tool_input, call_id=call_id)
+                    await session.record_tool_result(part, output)
+                await session.finish(message, finish="tool-calls", usage=usage)
+        return [recorded.event for recorded in await store.read("ses_1")]
+
+    assert await record(whole=True) == await record(whole=False)
