@@ -172,3 +172,15 @@ async def test_a_whole_step_writes_the_events_of_the_same_step_streamed() -> Non
         return [recorded.event for recorded in await store.read("ses_1")]
 
     assert await record(whole=True) == await record(whole=False)
+
+
+@pytest.mark.trio
+async def test_a_finish_with_usage_for_an_unknown_message_is_refused_with_nothing_written() -> None:
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        await session.add_user("Fix the test.")
+        written = await _streams(store)
+        with pytest.raises(InvalidEvent, match="does not exist"):
+            await session.finish("msg_000000000000000000", usage=Usage(input=100, output=10))
+        assert await _streams(store) == written
