@@ -184,3 +184,25 @@ async def test_a_finish_with_usage_for_an_unknown_message_is_refused_with_nothin
         with pytest.raises(InvalidEvent, match="does not exist"):
             await session.finish("msg_000000000000000000", usage=Usage(input=100, output=10))
         assert await _streams(store) == written
+
+
+@pytest.mark.trio
+async def test_a_subtask_of_a_session_that_is_no_child_is_refused_and_a_child_taken_up_again() -> (
+    None
+):
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        parent = await runtime.session("ses_parent")
+        await runtime.session("ses_other")
+        child = await parent.start_subtask("ses_child", title="Explore")
+        await child.add_user("Find the parser.")
+        written = await _streams(store)
+        for session_id in ("ses_other", "ses_parent"):
+            with pytest.raises(InvalidCommand, match="no subtask"):
+                await parent.start_subtask(session_id)
+        with pytest.raises(InvalidCommand, match="no subtask"):
+            await child.start_subtask("ses_parent")
+        again = await parent.start_subtask("ses_child")
+        assert len((await again.history()).messages) == 1
+        assert await runtime.children("ses_parent") == ["ses_child"]
+        assert await _streams(store) == written

@@ -280,11 +280,16 @@ class Runtime:
         names it as the parent), in id order."""
         found: list[str] = []
         for stream in sorted(await self.store.streams()):
-            first = await self.store.read(stream, 1, 1)
-            event = first[0].event if first else None
-            if isinstance(event, SessionStarted) and event.parent_session_id == session_id:
+            started = await self._started(stream)
+            if started is not None and started.parent_session_id == session_id:
                 found.append(stream)
         return found
+
+    async def _started(self, session_id: str) -> SessionStarted | None:
+        """The ``SessionStarted`` of ``session_id`` in the store, None when it has none."""
+        first = await self.store.read(session_id, 1, 1)
+        event = first[0].event if first else None
+        return event if isinstance(event, SessionStarted) else None
 
     async def _start(self, session_id: str, title: str, parent: str | None) -> None:
         log = await SessionLog.open(self.store, session_id)
@@ -496,7 +501,14 @@ class SessionHandle(SessionApi):
 
     async def start_subtask(self, session_id: str, *, title: str = "") -> SessionHandle:
         """A child session for a subtask, linked to this one (its ``SessionStarted`` names
-        this session as the parent); it has its own log, view and compactions."""
+        this session as the parent); it has its own log, view and compactions. A child
+        started before is taken up again; a session that exists but is no child of this one
+        raises ``InvalidCommand``, nothing written."""
+        if type(session_id) is str and session_id:
+            started = await self.runtime._started(session_id)
+            if started is not None and started.parent_session_id != self.session_id:
+                reason = f"{session_id!r} exists and is no subtask of {self.session_id!r}"
+                raise InvalidCommand("start_subtask", "session_id", reason)
         return await self.runtime.session(
             session_id, title=title, parent_session_id=self.session_id
         )
