@@ -11,8 +11,8 @@ import pytest
 
 from contextledger import Event, MemoryStore, ModelRef, Runtime, SessionHandle, Usage
 from contextledger.actors import RuntimeClosed
-from contextledger.events import InvalidEvent
-from contextledger.request import InvalidCommand
+from contextledger.events import InvalidEvent, UsageReported
+from contextledger.request import InvalidCommand, RequestInputs, SystemSegments
 from contextledger.testing import check_tool_pairs
 from contextledger.vocabulary import Model, ModelLimits
 
@@ -20,6 +20,10 @@ MODEL = Model(
     provider_id="anthropic",
     model_id="claude-sonnet-4-5",
     limits=ModelLimits(context=32_000, output=8_000),
+)
+INPUTS = RequestInputs(
+    model=ModelRef(provider_id="anthropic", model_id="claude-sonnet-4-5"),
+    segments=SystemSegments(prompt="Fix what the user asks.", environment="cwd: /repo"),
 )
 
 
@@ -206,3 +210,28 @@ async def test_a_subtask_of_a_session_that_is_no_child_is_refused_and_a_child_ta
         assert len((await again.history()).messages) == 1
         assert await runtime.children("ses_parent") == ["ses_child"]
         assert await _streams(store) == written
+
+
+@pytest.mark.trio
+async def test_recording_into_a_sub_agent_s_message_under_another_agent_is_refused() -> None:
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        user = await session.add_user("Find the parser.", agent_id="explore")
+        await session.build_request(INPUTS, agent_id="explore")
+        message = await session.start_assistant(user, agent_id="explore")
+        call = await session.call_tool(message, "bash", {"command": "ls"}, agent_id="explore")
+        written = await _streams(store)
+        for forgotten in (
+            lambda: session.add_text(message, "Looking."),
+            lambda: session.call_tool(message, "bash", {"command": "ls src"}),
+            lambda: session.record_tool_result(call, "src"),
+            lambda: session.finish(message, finish="tool-calls", usage=Usage(input=90, output=5)),
+        ):
+            with pytest.raises(InvalidCommand, match="belongs to agent 'explore'"):
+                await forgotten()
+        assert await _streams(store) == written
+        await session.record_tool_result(call, "src", agent_id="explore")
+        await session.finish(message, usage=Usage(input=90, output=5), agent_id="explore")
+    (report,) = [r.event for r in await store.read("ses_1") if isinstance(r.event, UsageReported)]
+    assert report.agent_id == "explore" and report.measure is not None

@@ -220,6 +220,7 @@ class Recorder:
         again when appended (``InvalidEvent``); either way nothing is written."""
         if isinstance(command, Command):
             command = checked(command)
+            self._check_agent(command)
         match command:
             case AddUser():
                 return await self._add_user(command)
@@ -242,6 +243,24 @@ class Recorder:
             case AssistantStep():
                 return await self._assistant_step(command)
         raise TypeError(f"no recording command {type(command).__name__}")
+
+    def _check_agent(self, command: RecordingCommand) -> None:
+        """Raise ``InvalidCommand`` when ``command`` adds to, or answers a call of, a message
+        of another agent than its ``agent_id`` (its events, usage report and after-turn prune
+        would go to the wrong slice). Unknown ids are left to validation."""
+        history = self.log.history
+        message_id: str | None = None
+        with contextlib.suppress(KeyError):
+            match command:
+                case StartStep() | AddText() | CallTool() | Finish():
+                    message_id = command.message_id
+                case ToolResult() | ReadResult():
+                    message_id = history.part(command.part_id).message_id
+            if message_id is not None:
+                owner = history.message(message_id).agent_id
+                if owner != command.agent_id:
+                    reason = f"{message_id!r} belongs to agent {owner!r}, not {command.agent_id!r}"
+                    raise InvalidCommand(type(command).__name__, "agent_id", reason)
 
     async def _write(self, events: Sequence[Event]) -> int:
         """Append ``events``; the new seq."""
