@@ -7,6 +7,7 @@ from contextledger.actors._api import SessionApi
 from contextledger.actors._guest import EmbeddedRuntimeClosed, RuntimeBridge, embed_in_asyncio
 from contextledger.actors._runtime import (
     Runtime,
+    RuntimeClosed,
     SessionHandle,
     wall_clock_ms,
 )
@@ -17,6 +18,7 @@ __all__ = [
     "EmbeddedRuntimeClosed",
     "Runtime",
     "RuntimeBridge",
+    "RuntimeClosed",
     "SessionApi",
     "SessionHandle",
     "embed_in_asyncio",

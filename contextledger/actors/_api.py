@@ -240,42 +240,23 @@ class SessionApi(ABC):
         agent_id: str = MAIN_AGENT,
     ) -> str:
         """A whole assistant step: its text, its tool calls with their outputs
-        (``(tool, input, output)``), finished as ``tool-calls`` when it called any.
+        (``(tool, input, output)``), finished as ``tool-calls`` when it called any, written
+        as one batch (``AssistantStep``), then the after-step prune as ``finish`` runs it.
         ``call_ids`` are the provider's ids of the calls, one per call in order (none: ids
-        are made up). Every argument is type-checked before the first event is written
-        (``InvalidCommand``), and so is the number of ``call_ids``."""
-        step = checked(
-            AssistantStep(
-                parent_id=parent_id,
-                text=text,
-                tool_calls=as_tuple(tool_calls),
-                call_ids=as_tuple(call_ids),
-                usage=usage,
-                agent=agent,
-                agent_id=agent_id,
-            )
-        )
-        if step.call_ids and len(step.call_ids) != len(step.tool_calls):
-            reason = (
-                f"expected one id per tool call ({len(step.tool_calls)}), got {len(step.call_ids)}"
-            )
-            raise InvalidCommand("AssistantStep", "call_ids", reason)
-        agent_id = step.agent_id
-        message_id = await self.start_assistant(step.parent_id, agent=step.agent, agent_id=agent_id)
-        if step.text:
-            await self.add_text(message_id, step.text, agent_id=agent_id)
-        ids = step.call_ids or (None,) * len(step.tool_calls)
-        for (tool, tool_input, output), call_id in zip(step.tool_calls, ids, strict=True):
-            part_id = await self.call_tool(
-                message_id, tool, tool_input, call_id=call_id, agent_id=agent_id
-            )
-            await self.record_tool_result(part_id, output, agent_id=agent_id)
-        await self.finish(
-            message_id,
-            finish="tool-calls" if step.tool_calls else "stop",
-            usage=step.usage,
+        are made up). Raises ``InvalidCommand`` for a wrongly typed argument or another
+        number of ``call_ids``, ``InvalidEvent`` for a step the log refuses (an unknown
+        parent, a call id used already); either way nothing is written."""
+        step = AssistantStep(
+            parent_id=parent_id,
+            text=text,
+            tool_calls=as_tuple(tool_calls),
+            call_ids=as_tuple(call_ids),
+            usage=usage,
+            agent=agent,
             agent_id=agent_id,
         )
+        message_id: str = await self._record(step)
+        await self._turn_ended(agent_id)
         return message_id
 
     # --- the paging tool ----------------------------------------------------------------------

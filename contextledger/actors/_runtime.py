@@ -62,9 +62,58 @@ _DEFAULT_CONFIG = Config()
 INTERRUPTED_DETAIL = "interrupted: the compaction was still open when the session loaded"
 
 
+class RuntimeClosed(trio.ClosedResourceError):
+    """A session was asked for after its runtime closed (the ``Runtime.open`` block exited
+    or is exiting); nothing was written."""
+
+
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch (the shell's clock; the core never reads one)."""
     return time.time_ns() // 1_000_000
+
+
+class ReadView(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of ``SessionHandle.view``, type-checked before reading."""
+
+    model: ModelRef | None
+    agent_id: str | None
+
+
+class _OpenArguments(msgspec.Struct, frozen=True, kw_only=True):
+    """The arguments of ``Runtime.open`` that have a declared type, checked before anything
+    starts."""
+
+    model: Model
+    config: Config
+    idle_seconds: float
+
+
+def _check_open(
+    store: object,
+    model: object,
+    config: object,
+    summarizer: object,
+    clock: object,
+    idle_seconds: object,
+) -> None:
+    """Raise ``InvalidCommand`` for an argument of ``Runtime.open`` that cannot work: a
+    wrongly typed model, config or idle time (or one not above 0), a store without the
+    ``EventStore`` methods, a summarizer without ``summarize``, a clock that is not callable."""
+    command = "Runtime.open"
+    try:
+        checked(_OpenArguments(model=model, config=config, idle_seconds=idle_seconds))  # type: ignore[arg-type]
+    except InvalidCommand as exc:
+        raise InvalidCommand(command, exc.field, exc.reason) from None
+    if not idle_seconds > 0:  # type: ignore[operator]
+        raise InvalidCommand(command, "idle_seconds", f"expected more than 0, got {idle_seconds}")
+    if not all(callable(getattr(store, name, None)) for name in ("append", "read", "streams")):
+        reason = f"expected an EventStore, got {type(store).__name__}"
+        raise InvalidCommand(command, "store", reason)
+    if summarizer is not None and not callable(getattr(summarizer, "summarize", None)):
+        reason = f"expected a Summarizer, got {type(summarizer).__name__}"
+        raise InvalidCommand(command, "summarizer", reason)
+    if not callable(clock):
+        raise InvalidCommand(command, "clock", f"expected a callable, got {type(clock).__name__}")
 
 
 class _Actors:
@@ -142,6 +191,7 @@ class Runtime:
         self._running: dict[str, _Actors] = {}
         #: Sessions whose actors are starting or stopping, with the event set when they are done.
         self._changing: dict[str, trio.Event] = {}
+        self._closed = False
         self._logger = structlog.get_logger(__name__)
 
     @classmethod
@@ -157,7 +207,10 @@ class Runtime:
         clock: Callable[[], int] = wall_clock_ms,
         idle_seconds: float = 300.0,
     ) -> AsyncIterator[Runtime]:
-        """A runtime on ``store`` for ``model``; every actor stops when the block exits."""
+        """A runtime on ``store`` for ``model``; every actor stops when the block exits.
+        Raises ``InvalidCommand`` for a wrongly typed argument, ``UnknownWireFormat`` for an
+        unknown ``wire``."""
+        _check_open(store, model, config, summarizer, clock, idle_seconds)
         wire_format(wire)  # an unknown name fails here, not at the first request
         if config.view.transform is not None:
             load_transform(config.view.transform)  # so does a transform that cannot load
@@ -183,7 +236,9 @@ class Runtime:
 
     async def aclose(self) -> None:
         """Stop every session's actors once they have handled the commands already sent
-        (a compaction in progress completes or rolls back)."""
+        (a compaction in progress completes or rolls back). Any later call raises
+        ``RuntimeClosed``."""
+        self._closed = True
         for session_id in list(self._running):
             await self._retire(session_id)
 
@@ -201,11 +256,14 @@ class Runtime:
     ) -> SessionHandle:
         """The handle of ``session_id``, starting its actors (and the session itself, when
         the store has none of its events) as needed. Raises ``InvalidCommand`` for a
-        ``session_id`` that is not text (``InvalidEvent`` for a wrongly typed ``title``)."""
-        if type(session_id) is not str:
-            reason = f"expected a str, got {type(session_id).__name__}"
+        ``session_id`` that is not a non-empty text (``InvalidEvent`` for a wrongly typed
+        ``title``), ``RuntimeClosed`` once the runtime is closing; nothing is written."""
+        if type(session_id) is not str or not session_id:
+            reason = f"expected a non-empty str, got {session_id!r}"
             raise InvalidCommand("session", "session_id", reason)
         while session_id not in self._running:
+            if self._closed:
+                raise RuntimeClosed(f"the runtime is closed: no session {session_id!r} now")
             waiting = self._changing.get(session_id)
             if waiting is not None:
                 await waiting.wait()
@@ -222,11 +280,16 @@ class Runtime:
         names it as the parent), in id order."""
         found: list[str] = []
         for stream in sorted(await self.store.streams()):
-            first = await self.store.read(stream, 1, 1)
-            event = first[0].event if first else None
-            if isinstance(event, SessionStarted) and event.parent_session_id == session_id:
+            started = await self._started(stream)
+            if started is not None and started.parent_session_id == session_id:
                 found.append(stream)
         return found
+
+    async def _started(self, session_id: str) -> SessionStarted | None:
+        """The ``SessionStarted`` of ``session_id`` in the store, None when it has none."""
+        first = await self.store.read(session_id, 1, 1)
+        event = first[0].event if first else None
+        return event if isinstance(event, SessionStarted) else None
 
     async def _start(self, session_id: str, title: str, parent: str | None) -> None:
         log = await SessionLog.open(self.store, session_id)
@@ -427,16 +490,25 @@ class SessionHandle(SessionApi):
     async def view(
         self, *, model: ModelRef | None = None, agent_id: str | None = None
     ) -> list[ModelMessage]:
-        """What the model is sent: the model view of the session (or one agent's slice)."""
+        """What the model is sent: the model view of the session (or one agent's slice).
+        Raises ``InvalidCommand`` for a wrongly typed argument."""
+        command = checked(ReadView(model=model, agent_id=agent_id))
         history = await self.history()
         options = msgspec.structs.replace(
-            ViewOptions.from_config(self.runtime.config, model), agent_id=agent_id
+            ViewOptions.from_config(self.runtime.config, command.model), agent_id=command.agent_id
         )
         return model_view(history, options)
 
     async def start_subtask(self, session_id: str, *, title: str = "") -> SessionHandle:
         """A child session for a subtask, linked to this one (its ``SessionStarted`` names
-        this session as the parent); it has its own log, view and compactions."""
+        this session as the parent); it has its own log, view and compactions. A child
+        started before is taken up again; a session that exists but is no child of this one
+        raises ``InvalidCommand``, nothing written."""
+        if type(session_id) is str and session_id:
+            started = await self.runtime._started(session_id)
+            if started is not None and started.parent_session_id != self.session_id:
+                reason = f"{session_id!r} exists and is no subtask of {self.session_id!r}"
+                raise InvalidCommand("start_subtask", "session_id", reason)
         return await self.runtime.session(
             session_id, title=title, parent_session_id=self.session_id
         )

@@ -25,6 +25,7 @@ from contextledger.ledger import Compose, NewIds, SessionLog
 from contextledger.request._recording import (
     AddText,
     AddUser,
+    AssistantStep,
     CallTool,
     Finish,
     ReadResult,
@@ -74,7 +75,7 @@ class Session:
                 return await self._append(compose(NewIds(self.log.history)))
             case AddUser() | StartAssistant() | StartStep() | AddText() | CallTool() | ToolResult():
                 return await self._recorder.record(command)
-            case ReadResult() | Finish():
+            case ReadResult() | Finish() | AssistantStep():
                 return await self._recorder.record(command)
             case Seq():
                 return self.log.history.seq

@@ -1,16 +1,18 @@
 """Recording what an agent did: the commands, the ``Recorder`` that turns them into events.
 
 A recording command says what the user or the model did (``AddUser``, ``StartAssistant``,
-``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``); ``Recorder.record``
-type-checks it (``InvalidCommand``, nothing written), appends its events to one session's
-log, with ids issued from the clock in increasing order, and answers with what the command's
-docstring names. Error texts (a tool's error, an assistant message's error) are stored with
-their secrets masked. The runtime's ``Session`` actor records through it, and so does the
-simulation's ``LocalSession``, so both record a turn identically.
+``StartStep``, ``AddText``, ``CallTool``, ``ToolResult``, ``Finish``, or a whole model step,
+``AssistantStep``); ``Recorder.record`` type-checks it (``InvalidCommand``, nothing
+written), appends its events to one session's log as one batch, with ids issued from the
+clock in increasing order, and answers with what the command's docstring names. Error
+texts (a tool's error, an assistant message's error) are stored with their secrets masked.
+The runtime's ``Session`` actor records through it, and so does the simulation's
+``LocalSession``, so both record a turn identically.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -167,15 +169,12 @@ class Finish(Command, frozen=True):
     error: MessageError | None = None
 
 
-RecordingCommand = (
-    AddUser | StartAssistant | StartStep | AddText | CallTool | ToolResult | ReadResult | Finish
-)
-
-
 class AssistantStep(Command, frozen=True):
-    """The arguments of ``SessionApi.record_assistant``, a whole assistant step recorded as
-    several commands: checked together before the first of them is sent, so that a bad one
-    writes nothing. Not a command the ``Recorder`` takes."""
+    """A whole model step (``SessionApi.record_assistant``): an assistant message answering
+    ``parent_id`` with its text, its tool calls with their outputs (``(tool, input,
+    output)``, under ``call_ids`` when given: one per call) and its end, ``tool-calls`` when
+    it called any. Written as one batch, so a step refused anywhere writes nothing.
+    Reply: the message id."""
 
     parent_id: str
     text: str = ""
@@ -183,6 +182,19 @@ class AssistantStep(Command, frozen=True):
     call_ids: tuple[str, ...] = ()
     usage: Usage | None = None
     agent: str = "build"
+
+
+RecordingCommand = (
+    AddUser
+    | StartAssistant
+    | StartStep
+    | AddText
+    | CallTool
+    | ToolResult
+    | ReadResult
+    | Finish
+    | AssistantStep
+)
 
 
 class Recorder:
@@ -208,6 +220,7 @@ class Recorder:
         again when appended (``InvalidEvent``); either way nothing is written."""
         if isinstance(command, Command):
             command = checked(command)
+            self._check_agent(command)
         match command:
             case AddUser():
                 return await self._add_user(command)
@@ -226,8 +239,28 @@ class Recorder:
             case ReadResult():
                 return await self._read_result(command)
             case Finish():
-                return await self._finish(command)
+                return await self._write(self._finish_events(command))
+            case AssistantStep():
+                return await self._assistant_step(command)
         raise TypeError(f"no recording command {type(command).__name__}")
+
+    def _check_agent(self, command: RecordingCommand) -> None:
+        """Raise ``InvalidCommand`` when ``command`` adds to, or answers a call of, a message
+        of another agent than its ``agent_id`` (its events, usage report and after-turn prune
+        would go to the wrong slice). Unknown ids are left to validation."""
+        history = self.log.history
+        message_id: str | None = None
+        with contextlib.suppress(KeyError):
+            match command:
+                case StartStep() | AddText() | CallTool() | Finish():
+                    message_id = command.message_id
+                case ToolResult() | ReadResult():
+                    message_id = history.part(command.part_id).message_id
+            if message_id is not None:
+                owner = history.message(message_id).agent_id
+                if owner != command.agent_id:
+                    reason = f"{message_id!r} belongs to agent {owner!r}, not {command.agent_id!r}"
+                    raise InvalidCommand(type(command).__name__, "agent_id", reason)
 
     async def _write(self, events: Sequence[Event]) -> int:
         """Append ``events``; the new seq."""
@@ -243,8 +276,11 @@ class Recorder:
     def _new_part(self) -> str:
         return self._ids.part(self._clock())
 
+    def _added(self, part: Part, agent_id: str) -> PartAdded:
+        return PartAdded(part=part, **self._stamp(agent_id))
+
     async def _part(self, part: Part, agent_id: str) -> str:
-        await self._write([PartAdded(part=part, **self._stamp(agent_id))])
+        await self._write([self._added(part, agent_id)])
         return part.id
 
     async def _add_user(self, command: AddUser) -> str:
@@ -270,24 +306,29 @@ class Recorder:
         return message_id
 
     async def _start_assistant(self, command: StartAssistant) -> str:
-        message_id = self._new_message()
-        stamp = self._stamp(command.agent_id)
-        await self._write(
-            [
-                MessageAdded(
-                    message_id=message_id,
-                    role="assistant",
-                    parent_id=command.parent_id,
-                    agent=command.agent,
-                    model=command.model or self._model,
-                    **stamp,
-                ),
-                PartAdded(part=StepStartPart(id=self._new_part(), message_id=message_id), **stamp),
-            ]
-        )
+        message_id, events = self._start_events(command)
+        await self._write(events)
         return message_id
 
+    def _start_events(self, command: StartAssistant) -> tuple[str, list[Event]]:
+        message_id = self._new_message()
+        stamp = self._stamp(command.agent_id)
+        return message_id, [
+            MessageAdded(
+                message_id=message_id,
+                role="assistant",
+                parent_id=command.parent_id,
+                agent=command.agent,
+                model=command.model or self._model,
+                **stamp,
+            ),
+            PartAdded(part=StepStartPart(id=self._new_part(), message_id=message_id), **stamp),
+        ]
+
     async def _add_text(self, command: AddText) -> str:
+        return await self._part(self._text_part(command), command.agent_id)
+
+    def _text_part(self, command: AddText) -> Part:
         part_id = self._new_part()
         part: Part
         if command.reasoning:
@@ -304,27 +345,65 @@ class Recorder:
                 text=command.text,
                 metadata=command.metadata,
             )
-        return await self._part(part, command.agent_id)
+        return part
 
     async def _call_tool(self, command: CallTool) -> str:
+        return await self._part(self._tool_call_part(command), command.agent_id)
+
+    def _tool_call_part(self, command: CallTool) -> ToolPart:
         part_id = self._new_part()
-        part = ToolPart(
+        return ToolPart(
             id=part_id,
             message_id=command.message_id,
             call_id=command.call_id or f"call_{part_id.removeprefix('prt_')}",
             tool=command.tool,
             state=ToolPending(input=command.input),
         )
-        return await self._part(part, command.agent_id)
+
+    async def _assistant_step(self, step: AssistantStep) -> str:
+        """The events of ``start_assistant``, ``add_text``, ``call_tool`` with
+        ``record_tool_result`` per call, and ``finish``, appended as one batch."""
+        if step.call_ids and len(step.call_ids) != len(step.tool_calls):
+            reason = (
+                f"expected one id per tool call ({len(step.tool_calls)}), got {len(step.call_ids)}"
+            )
+            raise InvalidCommand("AssistantStep", "call_ids", reason)
+        agent_id = step.agent_id
+        start = StartAssistant(parent_id=step.parent_id, agent=step.agent, agent_id=agent_id)
+        message_id, events = self._start_events(start)
+        if step.text:
+            text = AddText(message_id=message_id, text=step.text, agent_id=agent_id)
+            events.append(self._added(self._text_part(text), agent_id))
+        ids = step.call_ids or (None,) * len(step.tool_calls)
+        for (tool, tool_input, output), call_id in zip(step.tool_calls, ids, strict=True):
+            call = CallTool(
+                message_id=message_id,
+                tool=tool,
+                input=tool_input,
+                call_id=call_id,
+                agent_id=agent_id,
+            )
+            part = self._tool_call_part(call)
+            events.append(self._added(part, agent_id))
+            events.append(self._result_event(part, output, False, agent_id))
+        finish = Finish(
+            message_id=message_id,
+            finish="tool-calls" if step.tool_calls else "stop",
+            usage=step.usage,
+            agent_id=agent_id,
+        )
+        events.extend(self._finish_events(finish, model=start.model or self._model))
+        await self._write(events)
+        return message_id
 
     async def _tool_result(self, command: ToolResult) -> int:
-        part = self._tool_part(command.part_id)
+        part = self._tool_part(command)
         return await self._write(
             [self._result_event(part, command.output, command.error, command.agent_id)]
         )
 
     async def _read_result(self, command: ReadResult) -> str:
-        part = self._tool_part(command.part_id)
+        part = self._tool_part(command)
         rules, text = rule_events(
             self.log.history,
             command.rules,
@@ -338,10 +417,15 @@ class Recorder:
         await self._write([*rules, self._result_event(part, output, False, command.agent_id)])
         return output
 
-    def _tool_part(self, part_id: str) -> ToolPart:
-        part = self.log.history.part(part_id)
+    def _tool_part(self, command: ToolResult | ReadResult) -> ToolPart:
+        """The tool call ``command`` answers; ``InvalidCommand`` when there is none."""
+        try:
+            part = self.log.history.part(command.part_id)
+        except KeyError:
+            part = None
         if not isinstance(part, ToolPart):
-            raise ValueError(f"part {part_id!r} is not a tool call")
+            reason = f"{command.part_id!r} is no tool call of this session"
+            raise InvalidCommand(type(command).__name__, "part_id", reason)
         return part
 
     def _result_event(
@@ -368,7 +452,9 @@ class Recorder:
             message_id=part.message_id, part_id=part.id, state=state, **self._stamp(agent_id)
         )
 
-    async def _finish(self, command: Finish) -> int:
+    def _finish_events(self, command: Finish, *, model: ModelRef | None = None) -> list[Event]:
+        """The events that end message ``command.message_id``; ``model`` is its model when
+        it is not in the log yet."""
         stamp = self._stamp(command.agent_id)
         usage = command.usage
         error = command.error
@@ -397,23 +483,29 @@ class Recorder:
                 **stamp,
             )
         )
-        events.extend(answer_events(self.log.history, command, stamp))
-        return await self._write(events)
+        events.extend(answer_events(self.log.history, command, stamp, model=model))
+        return events
 
 
-def answer_events(history: History, finish: Finish, stamp: dict[str, Any]) -> list[Event]:
+def answer_events(
+    history: History, finish: Finish, stamp: dict[str, Any], *, model: ModelRef | None = None
+) -> list[Event]:
     """What a finished model call implies beside its ``AssistantFinished``, for the agent's
     latest request (``RequestSent``), if it is the last one sent: ``UsageReported`` when the
     provider reported usage (with the request's estimate, measure and model, so a calibrated
     counter learns from it), and ``PrefixAdvanced`` when the call succeeded with the pinned
-    prefix and carried the session further than the prefix had advanced."""
+    prefix and carried the session further than the prefix had advanced. When no request of
+    the agent is known, the report names the finished message's model: ``model``, or the
+    one the log holds."""
     events: list[Event] = []
     sent = history.state.last_request
     if sent is not None and sent.agent_id != finish.agent_id:
         sent = None
     usage = finish.usage
     if usage is not None and usage.total > 0:
-        message = history.message(finish.message_id)
+        if model is None:
+            with contextlib.suppress(KeyError):  # an unknown message: validation refuses it
+                model = history.message(finish.message_id).model
         events.append(
             UsageReported(
                 message_id=finish.message_id,
@@ -423,7 +515,7 @@ def answer_events(history: History, finish: Finish, stamp: dict[str, Any]) -> li
                 model=(
                     ModelRef(provider_id=sent.provider_id, model_id=sent.model_id)
                     if sent is not None
-                    else message.model
+                    else model
                 ),
                 **stamp,
             )

@@ -289,8 +289,9 @@ class _Loops:
             for part in calls:
                 if isinstance(part.state, ToolPending | ToolRunning):
                     output = self.provider.expected_output(part.call_id) or ""
-                    await handle.record_tool_result(part.id, output)
-            await handle.finish(message.id, finish="tool-calls" if calls else "stop")
+                    await handle.record_tool_result(part.id, output, agent_id=outcome.agent_id)
+            finish = "tool-calls" if calls else "stop"
+            await handle.finish(message.id, finish=finish, agent_id=outcome.agent_id)
 
     def _draw_fault(self, agent: _Agent) -> None:
         """Queue the faults the agent's next request meets: drawn from its own generator (so
@@ -337,7 +338,7 @@ class _Loops:
             message = await handle.start_assistant(agent.user, agent_id=agent_id)
             seq = (await handle.history()).seq
             self.act()
-            result = await handle.record_error(message, exc)
+            result = await handle.record_error(message, exc, agent_id=agent_id)
             outcome.overflows.append(
                 Overflow(seq=seq, outcome=result.outcome if result is not None else None)
             )
@@ -347,16 +348,18 @@ class _Loops:
         message = await handle.start_assistant(agent.user, agent_id=agent_id)
         if step.text:
             self.act()
-            await handle.add_text(message, step.text)
+            await handle.add_text(message, step.text, agent_id=agent_id)
         for call in step.calls:
             self.act()
-            part = await handle.call_tool(message, call.name, call.input, call_id=call.id)
+            part = await handle.call_tool(
+                message, call.name, call.input, call_id=call.id, agent_id=agent_id
+            )
             self.act()
-            await handle.record_tool_result(part, self.provider.expected_output(call.id) or "")
+            output = self.provider.expected_output(call.id) or ""
+            await handle.record_tool_result(part, output, agent_id=agent_id)
         self.act()
-        await handle.finish(
-            message, finish="tool-calls" if step.calls else "stop", usage=response.usage
-        )
+        finish = "tool-calls" if step.calls else "stop"
+        await handle.finish(message, finish=finish, usage=response.usage, agent_id=agent_id)
         if outcome.overflows and outcome.overflows[-1].accepted_seq is None:
             outcome.overflows[-1].accepted_seq = (await handle.history()).seq
         outcome.steps += bool(step.calls)

@@ -47,6 +47,7 @@ from contextledger.request._recording import (
     AddUser,
     CallTool,
     Finish,
+    InvalidCommand,
     StartAssistant,
     StartStep,
     ToolResult,
@@ -305,7 +306,7 @@ async def test_ids_continue_after_a_reload() -> None:
     [
         (StartAssistant(parent_id="msg_000000000000000000"), InvalidEvent),
         (AddText(message_id="msg_000000000000000000", text="lost"), InvalidEvent),
-        (ToolResult(part_id="prt_000000000000000000", output="x"), KeyError),
+        (ToolResult(part_id="prt_000000000000000000", output="x"), InvalidCommand),
         (Finish(message_id="msg_000000000000000000"), InvalidEvent),
         (StartStep(message_id="msg_000000000000000000"), InvalidEvent),
     ],
@@ -325,7 +326,7 @@ async def test_a_result_for_a_part_that_is_no_tool_call_is_refused(running: Runn
     _, assistant = await _assistant(running)
     text: str = await running.ask(AddText(message_id=assistant, text="hi"))
     before = running.seq
-    with pytest.raises(ValueError, match="not a tool call"):
+    with pytest.raises(InvalidCommand, match="no tool call"):
         await running.ask(ToolResult(part_id=text, output="x"))
     assert await running.written(before) == []
 
