@@ -29,6 +29,7 @@ from contextledger.events._catalogue import (
     CompactionCompleted,
     CompactionRequested,
     CompactionRolledBack,
+    EnvironmentCaptured,
     Event,
     MessageAdded,
     PartAdded,
@@ -355,10 +356,16 @@ def raw_events(events: Sequence[Event]) -> list[Event]:
 
 
 def _of_dropped(event: Event, messages: Mapping[str, str | None], parts: set[str]) -> bool:
-    """Whether ``event`` is a tool state or an end of a left-out message."""
-    if isinstance(event, ToolStateChanged):
-        return event.part_id in parts
-    return isinstance(event, AssistantFinished) and event.message_id in messages
+    """Whether ``event`` is a tool state, an end or a captured environment of a left-out
+    message."""
+    match event:
+        case ToolStateChanged():
+            return event.part_id in parts
+        case AssistantFinished():
+            return event.message_id in messages
+        case EnvironmentCaptured():
+            return event.user_message_id in messages
+    return False
 
 
 def sized_model(provider: Provider, model_id: str, window: int) -> Model:

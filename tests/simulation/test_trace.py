@@ -5,12 +5,27 @@ from __future__ import annotations
 import json
 from itertools import count
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
 
 from contextledger.cachesim._blocks import Block, SimRequest
-from contextledger.events._catalogue import Event, MemoryPinned, MessageAdded, RecordedEvent
+from contextledger.events._catalogue import (
+    AssistantFinished,
+    CompactionCompleted,
+    CompactionProjection,
+    CompactionRequested,
+    EnvironmentCaptured,
+    Event,
+    MemoryPinned,
+    MessageAdded,
+    PartAdded,
+    RecordedEvent,
+    SessionStarted,
+)
+from contextledger.events._ids import format_id
+from contextledger.events._parts import ModelRef, TextPart
 from contextledger.history._projection import History
 from contextledger.history._validation import validate_events
 from contextledger.history._view import model_view
@@ -202,6 +217,47 @@ def test_raw_events_are_a_valid_conversation_without_management(events: list[Eve
         if isinstance(e, MessageAdded) and not e.synthetic and not e.summary
     }
     assert people <= kept  # every message a person or the model wrote stays
+
+
+def test_raw_events_leave_out_the_environment_of_a_message_resuming_after_a_compaction() -> None:
+    # Found by the test above: the message that resumed after a compaction went, the
+    # environment captured for it stayed and named a message no longer there.
+    stamp = {"session_id": "ses_env", "time_ms": 1_000}
+    ref = ModelRef(provider_id="anthropic", model_id="claude-sonnet-4")
+    ids = {name: format_id("msg", 1_000, n) for n, name in enumerate(("ask", "req", "sum", "up"))}
+
+    def message(name: str, role: Literal["user", "assistant"], **extra: Any) -> list[Event]:
+        id_ = ids[name]
+        part = TextPart(id=format_id("prt", 1_000, len(name)), message_id=id_, text=name)
+        added = MessageAdded(message_id=id_, role=role, model=ref, **extra, **stamp)
+        return [added, PartAdded(part=part, **stamp)]
+
+    request, summary = ids["req"], ids["sum"]
+    events: list[Event] = [
+        SessionStarted(model=ref, **stamp),
+        *message("ask", "user"),
+        CompactionRequested(
+            message_id=request,
+            part_id=format_id("prt", 1_000, 9),
+            auto=True,
+            parent_id=ids["ask"],
+            **stamp,
+        ),
+        *message("sum", "assistant", parent_id=request, summary=True),
+        AssistantFinished(message_id=summary, finish="stop", **stamp),
+        CompactionCompleted(
+            request_message_id=request,
+            summary_message_id=summary,
+            tail_start_id=None,
+            projection=CompactionProjection(summary="sum"),
+            **stamp,
+        ),
+        *message("up", "user", synthetic=True),
+        EnvironmentCaptured(user_message_id=ids["up"], text="", **stamp),
+    ]
+    raw = raw_events(events)
+    assert raw == events[:3]
+    validate_events(History("ses_env").index, raw)
 
 
 def test_a_strategy_that_cannot_get_under_the_window_fails_at_that_call() -> None:
