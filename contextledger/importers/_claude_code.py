@@ -10,7 +10,12 @@
   ``toolu_…`` id), a step-finish part with the usage, ``AssistantFinished`` and one
   ``UsageReported``. The usage, repeated on every line, is counted once: field by field the
   largest value seen (the prompt fields repeat; ``output_tokens`` grows as the response streams,
-  so the largest is the final figure).
+  so the largest is the final figure). A response is finished by the next user record, the
+  next response or a notice that the turn is over; at the end of the file only when it is
+  complete (a ``stop_reason`` that ends the turn, or a sub-agent's spawning call answered):
+  otherwise it stays open (its API call is counted, with the usage read so far), as the
+  transcript may be read while a response is written, and the grown transcript's import
+  finishes it (``_Thread.end``).
 - ``user``: each ``tool_result`` block completes (or, with ``is_error``, fails) the tool part
   whose ``call_id`` is its ``tool_use_id``; text blocks are joined with ``"\\n"``, images become
   attachments. Text (a string ``content`` or text blocks) and images become one user message;
@@ -123,6 +128,14 @@ FINISH_REASONS: Final = {
     "pause_turn": "other",
 }
 
+#: The ``system`` notices Claude Code writes after a turn: its last reply is complete.
+TURN_END_NOTICES: Final = frozenset({"stop_hook_summary", "turn_duration"})
+#: The ``stop_reason`` after which a reply goes on: tool calls, of which more may follow
+#: (Claude Code 2.1.150 and later write the reply's final ``stop_reason`` on each block).
+GOES_ON: Final = "tool_use"
+#: The content blocks of a model's reasoning.
+REASONING_BLOCKS: Final = frozenset({"thinking", "redacted_thinking"})
+
 #: Joins the text blocks of one ``tool_result`` (the API sends them as separate blocks; a
 #: newline keeps their words apart, as Claude Code's own transcript viewer does).
 TEXT_BLOCK_SEPARATOR: Final = "\n"
@@ -190,11 +203,12 @@ def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = 
     (``<session>/subagents/agent-<id>.jsonl``, every record a sidechain one, with an
     ``agent-<id>.meta.json`` naming its ``agentType``) to ``session.children``, in name order:
     each a child session linked to the ``Task``/``Agent`` call whose prompt is its first user
-    text."""
+    text. The last reply of a sub-agent whose spawning call has its result is complete."""
+    answered = frozenset(spawn.prompt for spawn in session.spawns if spawn.answered)
     for path in sorted((folder / "subagents").glob(SUBAGENT_GLOB)):
         with path.open("rb") as f:
             importer = _Importer(str(path), _Lines(f, str(path), lenient), None, own_thread=True)
-            child = importer.run()
+            child = importer.run(answered)
         meta = _subagent_meta(path.with_name(path.stem + ".meta.json"))
         prompt = importer.main.first_prompt
         linked = _linked(child, session, prompt, meta.get("agentType"))
@@ -351,13 +365,15 @@ class _Media(msgspec.Struct):
 
 
 class _Line(msgspec.Struct, frozen=True):
-    """One parsed line: its number, its record (or summary text), its time in ms."""
+    """One parsed line: its number, its record (or summary text), its time in ms, and whether
+    it is a notice Claude Code writes once the model's turn is over (``_ends_turn``)."""
 
     number: int
     kind: str
     record: _Record | None
     summary: str | None
     time_ms: int | None
+    ends_turn: bool = False
 
 
 def _nonblank(lines: Iterable[bytes | str]) -> Iterator[tuple[int, bytes]]:
@@ -384,7 +400,7 @@ def _parse_line(data: bytes, number: int, source: str) -> _Line:
         summary = _convert(obj, _Summary, source, number, "")
         return _Line(number, head.type, None, summary.summary, None)
     if head.type not in _KNOWN_TYPES:
-        return _Line(number, head.type, None, None, _time_ms(obj.get("timestamp")))
+        return _Line(number, head.type, None, None, _time_ms(obj.get("timestamp")), _ends_turn(obj))
     record = _convert(obj, _Record, source, number, "")
     if record.type == "attachment":
         _check_attachment(record.attachment, source, number)
@@ -405,6 +421,23 @@ def _parse_line(data: bytes, number: int, source: str) -> _Line:
                 source, number, "timestamp", f"not an ISO-8601 time: {record.timestamp!r}"
             )
     return _Line(number, head.type, record, None, time_ms)
+
+
+def _ends_turn(obj: dict[str, Any]) -> bool:
+    """Whether a record that is no message says the main thread's turn is over: Claude Code
+    writes a ``Stop`` hook's progress, ``stop_hook_summary`` and ``turn_duration`` once the
+    model's last reply of a turn is complete."""
+    if obj.get("isSidechain"):
+        return False
+    if obj["type"] == "system":
+        return obj.get("subtype") in TURN_END_NOTICES
+    data = obj.get("data")
+    return (
+        obj["type"] == "progress"
+        and isinstance(data, dict)
+        and data.get("type") == "hook_progress"
+        and data.get("hookEvent") == "Stop"
+    )
 
 
 def _check_attachment(attachment: dict[str, Any] | None, source: str, number: int) -> None:
@@ -508,6 +541,7 @@ class _OpenCall(msgspec.Struct):
     usage: Usage
     stop_reason: str | None = None
     tool_calls: int = 0
+    complete: bool = False
 
 
 class _Thread:
@@ -562,6 +596,7 @@ class _Thread:
         if message.stop_reason is not None:
             open_call.stop_reason = message.stop_reason
         self._blocks(line, record, open_call.message_id, open_call, now)
+        open_call.complete = _completes(message)  # its blocks are checked now
 
     def user(self, line: _Line, record: _Record, now: int) -> None:
         self.close()
@@ -603,6 +638,21 @@ class _Thread:
         typed = typed_by_user(attachment)
         self._user_message([text], [], record, now, not typed, attachment=attachment["type"])
 
+    def end(self, *, answered: bool = False) -> None:
+        """At the end of the transcript: finish the open API call when its last line says it
+        is complete (``_completes``) or, for a sub-agent, when the call that spawned it has
+        its result (``answered``). Otherwise more of its blocks may still be written, so it
+        stays open: no step finish, no usage reported yet (its ``ApiCall`` holds the usage
+        read so far); the transcript imported again once it grew adds the rest and finishes
+        it."""
+        call = self._open
+        if call is None:
+            return
+        if call.complete or answered:
+            self.close()
+        else:
+            self.calls.append(_api_call(call))
+
     def close(self) -> None:
         """Finish the open API call, if any: step finish, finished, usage reported."""
         call = self._open
@@ -637,16 +687,13 @@ class _Thread:
                 usage=call.usage,
             )
         )
-        self.calls.append(
-            ApiCall(
-                message_id=call.message_id,
-                api_message_id=call.api_message_id,
-                model=call.model,
-                usage=call.usage,
-                line=call.line,
-                time_ms=call.started_ms,
-            )
-        )
+        self.calls.append(_api_call(call))
+
+    def answered_prompts(self) -> set[Any]:
+        """The prompts of the spawning calls that have their result: those sub-agents are
+        done."""
+        calls = self.tool_calls.values()
+        return {c.input.get("prompt") for c in calls if c.done and c.tool in SPAWN_TOOLS}
 
     def result(
         self,
@@ -659,7 +706,7 @@ class _Thread:
         parent_call_id: str | None = None,
         agent: str = "main",
     ) -> ImportedSession:
-        """The finished session (call ``close`` first)."""
+        """The finished session (call ``end`` first)."""
         config: dict[str, Any] = {"source": "claude-code"}
         if self.source_session_id is not None:
             config["source_session_id"] = self.source_session_id
@@ -676,7 +723,10 @@ class _Thread:
         events, streamed = self.events.close(self.session_id)
         spawns = [
             Spawn(
-                call_id=id, prompt=c.input.get("prompt"), subagent_type=c.input.get("subagent_type")
+                call_id=id,
+                prompt=c.input.get("prompt"),
+                subagent_type=c.input.get("subagent_type"),
+                answered=c.done,
             )
             for id, c in self.tool_calls.items()
             if c.tool in SPAWN_TOOLS
@@ -756,7 +806,7 @@ class _Thread:
                     ),
                     now,
                 )
-            elif kind in ("thinking", "redacted_thinking"):
+            elif kind in REASONING_BLOCKS:
                 self._part(self._reasoning(block, kind, line, at, message_id, origin, now), now)
             elif kind == "tool_use":
                 use = _convert(block, _ToolUse, self.source, line.number, at)
@@ -956,7 +1006,9 @@ class _Importer:
         self.read: Counter[str] = Counter()
         self.summaries: list[str] = []
 
-    def run(self) -> ImportedSession:
+    def run(self, answered: frozenset[Any] = frozenset()) -> ImportedSession:
+        """Import the lines. ``answered`` are the prompts of the parent's spawning calls that
+        have their result (a sub-agent's own transcript: its last reply is then complete)."""
         now = self.main.started_ms
         for line in itertools.chain(self.ahead, self.lines):
             now = line.time_ms if line.time_ms is not None else now
@@ -968,6 +1020,8 @@ class _Importer:
                 self._leave(line.number, line.kind, _record_reason(line.kind))
                 if line.summary is not None:
                     self.summaries.append(line.summary)
+                if line.ends_turn and not self.own_thread:
+                    self.main.close()
                 continue
             if record.uuid is not None:
                 if record.uuid in self.seen_uuids:
@@ -982,8 +1036,11 @@ class _Importer:
             else:
                 thread.user(line, record, now)
         self.ahead.clear()
+        done = answered | self.main.answered_prompts()
         for thread in (self.main, *self.children):
-            thread.close()
+            sub_agent = thread is not self.main or self.own_thread
+            prompt = thread.first_prompt
+            thread.end(answered=sub_agent and prompt is not None and prompt in done)
         malformed = self.parsed.malformed
         self.left_out.extend(malformed)
         self.skipped.update(item.kind for item in malformed)
@@ -1081,6 +1138,29 @@ def _max_usage(a: Usage, b: Usage) -> Usage:
         cache_read=max(a.cache_read, b.cache_read),
         cache_write=max(a.cache_write, b.cache_write),
     )
+
+
+def _api_call(call: _OpenCall) -> ApiCall:
+    return ApiCall(
+        message_id=call.message_id,
+        api_message_id=call.api_message_id,
+        model=call.model,
+        usage=call.usage,
+        line=call.line,
+        time_ms=call.started_ms,
+    )
+
+
+def _completes(message: _Message) -> bool:
+    """Whether a reply's line says the reply is complete: a ``stop_reason`` other than
+    ``tool_use`` (the turn ends: ``end_turn``, ``max_tokens``, ...) on a block that is not
+    reasoning (text follows the thinking of a reply that ends the turn). Claude Code writes
+    most lines while streaming, before the reply's ``stop_reason`` is known: those say
+    nothing."""
+    if message.stop_reason in (None, GOES_ON):
+        return False
+    assert isinstance(message.content, list)
+    return not message.content or message.content[-1]["type"] not in REASONING_BLOCKS
 
 
 def _finish_reason(stop_reason: str | None, tool_calls: int) -> str:

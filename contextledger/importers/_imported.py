@@ -33,12 +33,14 @@ class ApiCall(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Spawn(msgspec.Struct, frozen=True, kw_only=True):
-    """A call that spawned a sub-agent: its id and its input's ``prompt`` and
-    ``subagent_type`` (as the transcript gives them)."""
+    """A call that spawned a sub-agent: its id, its input's ``prompt`` and ``subagent_type``
+    (as the transcript gives them), and whether its result is in the transcript
+    (``answered``: the sub-agent is done)."""
 
     call_id: str
     prompt: Any = None
     subagent_type: Any = None
+    answered: bool = False
 
 
 class ImportedSession(msgspec.Struct, kw_only=True):

@@ -43,6 +43,7 @@ from contextledger.history import History, SessionIndex, ViewOptions, model_view
 from contextledger.importers import (
     ImportedSession,
     TraceImportError,
+    first_difference,
     import_claude_code,
     import_claude_code_lines,
 )
@@ -178,11 +179,18 @@ def a_turn() -> Transcript:
     return t
 
 
+def an_answered_turn() -> Transcript:
+    """``a_turn`` with the call's result: the reply is complete."""
+    t = a_turn()
+    t.user([tool_result("toolu_1", "a.py")])
+    return t
+
+
 # --- responses and usage ---------------------------------------------------------------------
 
 
 def test_lines_of_one_response_become_one_assistant_message() -> None:
-    imported = a_turn().imported()
+    imported = an_answered_turn().imported()
     events = imported.events
     assistants = [e for e in of_type(events, MessageAdded) if e.role == "assistant"]
     assert len(assistants) == 1
@@ -193,7 +201,7 @@ def test_lines_of_one_response_become_one_assistant_message() -> None:
 
 
 def test_usage_repeated_on_each_line_is_counted_once() -> None:
-    imported = a_turn().imported()
+    imported = an_answered_turn().imported()
     expected = Usage(input=4, output=208, cache_read=120, cache_write=14410)
     assert [call.usage for call in imported.calls] == [expected]
     assert [r.usage for r in of_type(imported.events, UsageReported)] == [expected]
@@ -214,6 +222,105 @@ def test_each_api_call_is_its_own_message_with_the_user_as_parent() -> None:
     assert finishes == ["tool-calls", "stop"]
     assert [c.message_id for c in imported.calls] == [m.message_id for m in messages[1:]]
     assert_valid(imported)
+
+
+# --- a transcript that ends inside a reply -----------------------------------------------------
+
+
+def finishing(events: list[Event]) -> list[Event]:
+    """The events that finish a reply: its step finish, ``AssistantFinished``, its usage."""
+    finishes = [e for e in events if isinstance(e, PartAdded | AssistantFinished | UsageReported)]
+    return [
+        e for e in finishes if not isinstance(e, PartAdded) or isinstance(e.part, StepFinishPart)
+    ]
+
+
+def test_a_transcript_ending_inside_a_reply_leaves_it_open_until_it_grows() -> None:
+    t = a_turn()  # text, then a tool_use written while streaming: more blocks may follow
+    cut = t.imported()
+    assert finishing(cut.events) == []
+    # The call was made: it is counted, with the usage read so far.
+    assert [(c.api_message_id, c.usage.output) for c in cut.calls] == [("msg_A", 208)]
+    kinds = [type(p) for p in parts(cut.events)]
+    assert kinds == [TextPart, StepStartPart, TextPart, ToolPart]
+    assert_valid(cut)
+    t.assistant("msg_A", tool_use("toolu_2", command="pwd"), stop_reason="tool_use")
+    t.user([tool_result("toolu_1", "a.py"), tool_result("toolu_2", "/repo")])
+    whole = t.imported()
+    assert first_difference(cut.events, whole.events) is None  # the start of the whole
+    assert len(finishing(whole.events)) == 3 and len(whole.calls) == 1
+    assert sum(isinstance(p, ToolPart) for p in parts(whole.events)) == 2
+
+
+def _stop_hook(t: Transcript) -> None:
+    t.record("progress", data={"type": "hook_progress", "hookEvent": "Stop", "hookName": "Stop"})
+
+
+def _tool_hook(t: Transcript) -> None:
+    t.record("progress", data={"type": "hook_progress", "hookEvent": "PostToolUse"})
+
+
+def _stop_summary(t: Transcript) -> None:
+    t.record("system", subtype="stop_hook_summary", hookCount=1)
+
+
+def _turn_duration(t: Transcript) -> None:
+    t.record("system", subtype="turn_duration", durationMs=5000)
+
+
+THINKING = {"type": "thinking", "thinking": "", "signature": "sig"}
+
+
+@pytest.mark.parametrize(
+    ("block", "stop_reason", "after", "complete"),
+    [
+        # Claude Code 2.1.150 and later write the reply's final stop_reason on every block.
+        (text("Done."), "end_turn", None, True),
+        (text("Cut short"), "max_tokens", None, True),
+        (THINKING, "end_turn", None, False),  # the answer's text follows
+        (text("Let me look."), "tool_use", None, False),  # a call follows
+        (tool_use("toolu_1", command="ls"), "tool_use", None, False),  # maybe more calls
+        # Older versions write no stop_reason; the notices after a turn say it ended.
+        (text("Done."), None, None, False),
+        (text("Done."), None, _stop_hook, True),
+        (text("Done."), None, _stop_summary, True),
+        (text("Done."), None, _turn_duration, True),
+        (text("Done."), None, _tool_hook, False),  # a hook of a call, not of the turn's end
+    ],
+)
+def test_a_reply_at_the_end_is_finished_when_the_transcript_says_it_is_complete(
+    block: dict[str, Any], stop_reason: str | None, after: Any, complete: bool
+) -> None:
+    t = Transcript()
+    t.user("list the files")
+    t.assistant("msg_A", block, stop_reason=stop_reason)
+    if after is not None:
+        after(t)
+    imported = t.imported()
+    assert len(imported.calls) == 1
+    assert [type(e) for e in finishing(imported.events)] == complete * [
+        PartAdded,
+        AssistantFinished,
+        UsageReported,
+    ]
+    assert_valid(imported)
+
+
+def test_a_sub_agents_last_reply_is_complete_once_its_task_has_its_result() -> None:
+    t = Transcript()
+    t.user("survey the code")
+    t.assistant("msg_A", tool_use("toolu_task", "Task", prompt="Read src/"))
+    task_uuid = t.last_uuid
+    t.last_uuid = None
+    t.user("Read src/", sidechain=True)
+    t.assistant("msg_S", text("src/ has a.c"), sidechain=True)
+    running = t.imported()
+    assert [finishing(child.events) for child in running.children] == [[]]
+    t.last_uuid = task_uuid
+    t.user([tool_result("toolu_task", "src/ has a.c")])
+    (child,) = t.imported().children
+    assert len(finishing(child.events)) == 3
+    assert first_difference(running.children[0].events, child.events) is None
 
 
 # --- tool results ----------------------------------------------------------------------------

@@ -8,11 +8,17 @@ from typing import Any
 
 import pytest
 
-from contextledger.events._catalogue import InputLeftOut, MessageAdded, SessionStarted
+from contextledger.events._catalogue import (
+    AssistantFinished,
+    InputLeftOut,
+    MessageAdded,
+    SessionStarted,
+)
 from contextledger.importers import (
     INVALID_KINDS,
     TraceImportError,
     detect_format,
+    first_difference,
     import_trace,
     import_with_report,
     transcripts_under,
@@ -270,3 +276,27 @@ def test_claude_code_sub_agent_files_become_child_sessions(tmp_path: Path) -> No
     (session,) = import_trace(main, lenient=True)
     logged = session.children[0].events[-1]
     assert isinstance(logged, InputLeftOut) and logged.source == str(agents / "agent-a1.jsonl")
+
+
+def test_a_sub_agent_files_last_reply_is_complete_once_its_call_has_its_result(
+    tmp_path: Path,
+) -> None:
+    spawn = {"description": "d", "prompt": "Find the tests", "subagent_type": "Explore"}
+    call = [{"type": "tool_use", "id": "toolu_1", "name": "Agent", "input": spawn}]
+    result = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "tests/"}]
+    main = _write(tmp_path, "s1.jsonl", _claude(1, "user", "hello") + _claude(2, "assistant", call))
+    agents = tmp_path / "s1" / "subagents"
+    agents.mkdir(parents=True)
+    side = {"isSidechain": True, "agentId": "a1"}
+    (agents / "agent-a1.jsonl").write_text(
+        _claude(4, "user", "Find the tests", **side)
+        + _claude(5, "assistant", [{"type": "text", "text": "tests/"}], **side)
+    )
+    # The sub-agent may still be writing its answer: its reply stays open.
+    (running,) = import_trace(main)
+    assert not any(isinstance(e, AssistantFinished) for e in running.children[0].events)
+    with main.open("a") as f:
+        f.write(_claude(6, "user", result))
+    (done,) = import_trace(main)
+    assert sum(isinstance(e, AssistantFinished) for e in done.children[0].events) == 1
+    assert first_difference(running.children[0].events, done.children[0].events) is None

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 
 from contextledger.cli import _importing as importing
 from contextledger.cli._importing import WRITE_BATCH, WRITE_BYTES
-from contextledger.events._catalogue import Event, SessionStarted
+from contextledger.events._catalogue import Event, InputLeftOut, SessionStarted
 from contextledger.events._codec import DEFAULT_CODEC
 from contextledger.importers import (
     SOURCE_EVENTS,
     SOURCE_HASH,
     first_difference,
+    import_claude_code_lines,
     import_with_report,
 )
 from contextledger.simulation._synthetic import synthetic_session
@@ -103,6 +104,96 @@ def test_a_claude_code_session_that_went_on_is_appended_to(
     assert _without_marks(_stored(db)) == _without_marks(_stored(whole))
     code, same, _ = _import(capsys, transcript, db)
     assert code == 0 and {s["status"] for s in same["sessions"]} == {"present"}
+
+
+def _inside_replies(lines: list[bytes]) -> list[int]:
+    """The cuts (numbers of lines kept) that end a transcript inside a reply: after a line of
+    the latest reply, more of whose lines follow (Claude Code writes one line per block)."""
+    records = [json.loads(raw) for raw in lines]
+    replies = [r["message"]["id"] if r.get("type") == "assistant" else None for r in records]
+    last = {reply: i for i, reply in enumerate(replies) if reply is not None}
+    cuts, latest = [], None
+    for i, reply in enumerate(replies):
+        latest = reply or latest
+        if latest is not None and last[latest] > i:
+            cuts.append(i + 1)
+    return cuts
+
+
+def _kept_events(lines: list[bytes], source: str) -> dict[str, list[Event]]:
+    """Each session's events imported from ``lines``, but its losses (compared apart)."""
+    imported = import_claude_code_lines(lines, source=source)
+    return {
+        s.session_id: [e for e in s.events if not isinstance(e, InputLeftOut)]
+        for s in imported.sessions()
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "claude-code-jsonl/vsla_d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl",  # 1.0: text, tool_use
+        "claude-code-more/auth-go__c3e870840354-0__cc-2.1.150.jsonl",  # thinking, text, tool_use
+    ],
+)
+def test_a_transcript_cut_inside_any_reply_is_the_start_of_the_whole(name: str) -> None:
+    path = TRACES / name
+    if not path.is_file():
+        pytest.skip(f"shared/traces not present: {path} does not exist")
+    lines = path.read_bytes().splitlines(keepends=True)
+    whole = _kept_events(lines, path.name)
+    cuts = _inside_replies(lines)
+    assert len(cuts) > 50
+    for cut in cuts:
+        for session_id, events in _kept_events(lines[:cut], path.name).items():
+            assert first_difference(events, whole[session_id]) is None, (cut, session_id)
+
+
+def test_a_session_imported_inside_a_reply_is_viewed_and_appended_to_when_it_grew(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = _lines()
+    records = [json.loads(raw) for raw in lines]
+    cut = next(
+        c
+        for c in _inside_replies(lines)
+        if c > len(lines) // 2
+        and records[c - 1]["type"] == "assistant"
+        and not records[c - 1]["isSidechain"]
+        and records[c - 1]["message"]["content"][0]["type"] == "text"
+    )
+    text = records[cut - 1]["message"]["content"][0]["text"]
+    transcript = tmp_path / CLAUDE_CODE.name
+    transcript.write_bytes(b"".join(lines[:cut]))
+    db = tmp_path / "open.db"
+    code, first, _ = _import(capsys, transcript, db)
+    assert code == 0
+    session = first["sessions"][-1]["session"]
+    # The reply being written is the view's last message, as far as it was written.
+    code, out, _ = run_cli(capsys, "view", str(db), "--session", session, "--json")
+    assert code == 0
+    last = json.loads(out)["messages"][-1]
+    assert last["role"] == "assistant" and [c["text"] for c in last["content"]] == [text]
+    for command in ("history", "replay"):
+        assert run_cli(capsys, command, str(db), "--session", session)[0] == 0
+    # A simulation replays the open reply as the last call of the main thread.
+    replies = {
+        r["message"]["id"]
+        for r in records[:cut]
+        if r["type"] == "assistant" and not r["isSidechain"]
+    }
+    code, out, _ = run_cli(
+        capsys, "simulate", str(transcript), "--strategy", "default", "--provider", "anthropic",
+        "--json",
+    )  # fmt: skip
+    (simulated,) = json.loads(out).values()
+    assert code == 0 and simulated["default"]["anthropic"]["calls"] == len(replies)
+    transcript.write_bytes(b"".join(lines))
+    code, again, _ = _import(capsys, transcript, db)
+    assert code == 0 and again["sessions"][-1]["status"] == "appended"
+    whole = tmp_path / "whole.db"
+    assert _import(capsys, transcript, whole)[0] == 0
+    assert _without_marks(_stored(db)) == _without_marks(_stored(whole))
 
 
 def test_an_edited_transcript_is_refused_naming_the_first_difference(
