@@ -330,7 +330,7 @@ class _Run:
     ) -> SummaryInput:
         """A summary request. ``whole``: the view as the session sent it (an earlier
         compaction's prompt and summary included) through the head's last message, or further,
-        through the last message of the session's last successful request (``_sent``) when
+        through the last message of the slice's last successful request (``_sent``) when
         that is later: the verbatim tail it held goes too, as ``kept`` messages, so the
         request's prefix is that request's (through the session's view transform, as it
         went), and so is its tool choice. Its cache breakpoints are the session's pinned
@@ -354,7 +354,7 @@ class _Run:
                 kept = len(messages) - heads
         system = prefix.profile.system if prefix else ()
         tools = prefix.tool_table if prefix else ()
-        last = history.state.last_request
+        last = history.last_request(self.agent_id)
         return SummaryInput(
             session_id=self.log.session_id,
             head=head,
@@ -381,7 +381,7 @@ class _Run:
         return place_marks(policy, tools=tools, system_blocks=system, messages=sent)
 
     def _sent(self, view: Sequence[ModelMessage]) -> tuple[int, Sequence[ModelMessage]]:
-        """How many leading messages of ``view`` the session's last request sent, and ``view``
+        """How many leading messages of ``view`` the slice's last request sent, and ``view``
         with those messages as it sent them: that request succeeded (the pinned prefix
         advanced to its last message), no compaction completed since, and its tool outputs,
         calls and media are what ``view`` holds up to there (no prune changed them since).
@@ -392,11 +392,10 @@ class _Run:
         messages, another window) gives no such result. 0 and ``view`` otherwise: no cached
         prompt of the session's is known to be a prefix of a request opening with ``view``."""
         history = self.log.history
-        request = history.state.last_request
+        request = history.last_request(self.agent_id)
         prefix = history.pinned_prefix(self.agent_id)
         if (
             request is None
-            or request.agent_id != self.agent_id
             or request.measure is None
             or prefix is None
             or prefix.advanced_to != request.last_message_id

@@ -78,8 +78,9 @@ from contextledger.history._validation import (
 #: another schema are ignored and the session is rebuilt from its events instead. (7: the
 #: messages in chunks of their own, ``snapshot_chunks``; 8: a chunk tells the seq of its
 #: message's last change, and the ids are in pages, so a projection restores lazily; 9: the
-#: tool calls' fingerprints in tables of their own, ``call_fingerprint``.)
-SNAPSHOT_SCHEMA: Final = 9
+#: tool calls' fingerprints in tables of their own, ``call_fingerprint``; 10: the last
+#: request of each agent, ``last_requests``, where one held the session's last.)
+SNAPSHOT_SCHEMA: Final = 10
 
 
 class Message(msgspec.Struct, kw_only=True, gc=False):
@@ -153,7 +154,8 @@ class HistoryState(msgspec.Struct, kw_only=True):
     prefix: PinnedPrefix | None = None
     #: The prefixes of the other agents' requests, by agent id (``prefix`` is the main one's).
     agent_prefixes: dict[str, PinnedPrefix] = {}
-    last_request: RequestSent | None = None
+    #: Each agent's last request, by agent id: the one its next answer answers.
+    last_requests: dict[str, RequestSent] = {}
     usage_reports: list[UsageReported] = []
     left_out: list[InputLeftOut] = []
 
@@ -524,8 +526,13 @@ class History:
             return self.state.prefix
         return self.state.agent_prefixes.get(agent_id)
 
+    def last_request(self, agent_id: str = MAIN_AGENT) -> RequestSent | None:
+        """The last request ``agent_id`` sent (another agent's requests sent since, while
+        its call ran, leave it as it is), None before its first."""
+        return self.state.last_requests.get(agent_id)
+
     def _on_request(self, event: RequestSent) -> None:
-        self.state.last_request = event
+        self.state.last_requests[event.agent_id] = event
 
     def _on_usage(self, event: UsageReported) -> None:
         self.state.usage_reports.append(event)

@@ -307,10 +307,9 @@ def pruned_since(history: History, answer: Message, view: Sequence[ModelMessage]
     """The estimated tokens (four characters each) that prunes since ``answer``'s request
     took off the tool outputs that request held: the output characters its ``RequestSent``
     measured less those ``view`` (the slice's model view now) holds before ``answer``. 0
-    when the slice's last request is not known (another agent's was sent since, or it
-    carries no measure)."""
-    sent = history.state.last_request
-    if sent is None or sent.agent_id != answer.agent_id or sent.measure is None:
+    when the slice's last request is not known or carries no measure."""
+    sent = history.last_request(answer.agent_id)
+    if sent is None or sent.measure is None:
         return 0
     held = sum(
         len(content.output)

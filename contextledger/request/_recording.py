@@ -491,16 +491,14 @@ def answer_events(
     history: History, finish: Finish, stamp: dict[str, Any], *, model: ModelRef | None = None
 ) -> list[Event]:
     """What a finished model call implies beside its ``AssistantFinished``, for the agent's
-    latest request (``RequestSent``), if it is the last one sent: ``UsageReported`` when the
-    provider reported usage (with the request's estimate, measure and model, so a calibrated
-    counter learns from it), and ``PrefixAdvanced`` when the call succeeded with the pinned
-    prefix and carried the session further than the prefix had advanced. When no request of
-    the agent is known, the report names the finished message's model: ``model``, or the
-    one the log holds."""
+    latest request (``RequestSent``; other agents' requests sent meanwhile do not count):
+    ``UsageReported`` when the provider reported usage (with the request's estimate, measure
+    and model, so a calibrated counter learns from it), and ``PrefixAdvanced`` when the call
+    succeeded with the pinned prefix and carried the session further than the prefix had
+    advanced. When no request of the agent is known, the report names the finished message's
+    model: ``model``, or the one the log holds."""
     events: list[Event] = []
-    sent = history.state.last_request
-    if sent is not None and sent.agent_id != finish.agent_id:
-        sent = None
+    sent = history.last_request(finish.agent_id)
     usage = finish.usage
     if usage is not None and usage.total > 0:
         if model is None:

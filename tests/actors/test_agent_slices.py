@@ -15,11 +15,15 @@ import trio
 from contextledger.actors import Runtime, SessionHandle
 from contextledger.cli import main
 from contextledger.events._catalogue import (
+    MAIN_AGENT,
+    PrefixAdvanced,
     PrefixPinned,
     PrefixRotated,
     RecordedEvent,
     RequestSent,
+    UsageReported,
 )
+from contextledger.events._parts import Usage
 from contextledger.history._projection import History
 from contextledger.history._view import INTERRUPTED_OUTPUT
 from contextledger.request._builder import BuiltRequest
@@ -99,3 +103,49 @@ def test_two_agents_alternating_are_each_sent_their_slice_and_replay(
     code = main(["replay", str(db), "--session", "ses_agents", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 0 and result["ok"] and result["prefix_hashes_matched"] == 9
+
+
+async def _overlap(db: Path) -> list[RecordedEvent]:
+    """Three rounds in which the reviewer's request is sent while the main agent's call runs;
+    the main agent's answer arrives first in even rounds, the reviewer's in odd ones."""
+    async with (
+        SQLiteStore.open(db) as store,
+        Runtime.open(store, model=MODEL, clock=_clock()) as rt,
+    ):
+        session = await rt.session("ses_overlap")
+        for n in range(3):
+            asks = {
+                MAIN_AGENT: await session.add_user(f"Step {n}: fix src/mod_{n}.py"),
+                REVIEWER: await session.add_user(
+                    f"Review src/mod_{n}.py", agent="review", agent_id=REVIEWER
+                ),
+            }
+            await session.build_request(INPUTS)
+            await session.build_request(REVIEW_INPUTS, agent_id=REVIEWER)
+            for agent in (MAIN_AGENT, REVIEWER) if n % 2 == 0 else (REVIEWER, MAIN_AGENT):
+                kind = "review" if agent == REVIEWER else "build"
+                answer = await session.start_assistant(asks[agent], agent=kind, agent_id=agent)
+                usage = Usage(input=900 + n, output=10)
+                await session.finish(answer, usage=usage, agent_id=agent)
+        return await store.read("ses_overlap")
+
+
+def test_overlapping_calls_of_two_agents_each_report_usage_for_their_own_request(
+    tmp_path: Path,
+) -> None:
+    recorded = trio.run(_overlap, tmp_path / "overlap.db")
+    sent: dict[str, RequestSent] = {}
+    reports = {MAIN_AGENT: 0, REVIEWER: 0}
+    advanced = {MAIN_AGENT: 0, REVIEWER: 0}
+    for event in (r.event for r in recorded):
+        if isinstance(event, RequestSent):
+            sent[event.agent_id] = event
+        elif isinstance(event, UsageReported):
+            request = sent[event.agent_id]
+            assert event.measure == request.measure is not None
+            assert event.estimated_tokens == request.estimated_tokens > 0
+            reports[event.agent_id] += 1
+        elif isinstance(event, PrefixAdvanced):
+            assert event.message_id == sent[event.agent_id].last_message_id
+            advanced[event.agent_id] += 1
+    assert reports == advanced == {MAIN_AGENT: 3, REVIEWER: 3}

@@ -285,7 +285,7 @@ async def _session_with_requests(db: Path, *, corrupt: bool, config: Config | No
                 await prepare_request(log, builder, inputs, time_ms=event.time_ms)
         await log.append(events[done:])
         if corrupt:
-            sent = log.history.state.last_request
+            sent = log.history.last_request()
             assert sent is not None
             await log.append(
                 [

@@ -122,6 +122,31 @@ async def test_the_summary_request_opens_with_the_last_request_byte_for_byte(wir
     check_tool_pairs(request.messages[:-1])
 
 
+async def test_a_sub_agent_s_request_sent_during_the_last_call_leaves_the_summary_its_prefix() -> (
+    None
+):
+    """A sub-agent's request is sent while the main agent's last call runs: the main slice's
+    summary request still opens, byte for byte, with the main agent's last request."""
+    session, summarizer, _ = await _session("anthropic", turns=5)
+    user = await session.add_user("Step 5: read src/mod_5.py and fix it.")
+    last = await session.build_request(INPUTS)
+    ask = await session.add_user("Find the parser.", agent_id="explore")
+    await session.build_request(INPUTS, agent_id="explore")
+    await session.record_assistant(
+        user,
+        text="Reading module 5.",
+        tool_calls=[("read", {"path": "src/mod_5.py"}, "def f_5():\n    return 5\n" * 60)],
+        usage=Usage(input=last.estimated_tokens, output=40),
+    )
+    result = await session.compact()
+    assert result.outcome == "completed"
+    (call,) = summarizer.calls
+    body = WIRE_FORMATS["anthropic"]().encode(call.request).body
+    assert body.startswith(last.encoded.body[: last.encoded.messages_end])
+    assert call.request.messages[: len(last.request.messages)] == last.request.messages
+    assert ask not in {m.source_id for m in call.request.messages}
+
+
 @pytest.mark.parametrize("wire", ["anthropic", "openai-chat"])
 async def test_a_summary_after_a_last_step_keeps_its_tool_choice(wire: str) -> None:
     """The session's last request closed a turn (tool choice ``"none"``): the summary request

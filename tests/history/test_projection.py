@@ -6,6 +6,7 @@ import pytest
 
 from contextledger.events import (
     CompactionPart,
+    Event,
     MemoryPinned,
     MessageError,
     PrefixAdvanced,
@@ -13,6 +14,7 @@ from contextledger.events import (
     PrefixProfile,
     PrefixRotated,
     RecordedEvent,
+    RequestSent,
     TextPart,
     ToolCompleted,
     ToolPart,
@@ -213,6 +215,42 @@ def test_each_agent_keeps_its_own_pinned_prefix() -> None:
     assert review is not None and review.key == "review-key" and review.advanced_to == reply
     recorded = [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
     assert History.rebuild(b.session_id, recorded) == history
+
+
+def test_each_agent_keeps_its_own_last_request() -> None:
+    """A sub-agent's request sent while the main agent's call runs, and the main agent's
+    next one sent while the sub-agent's runs, leave each agent's last request its own."""
+    b = SessionBuilder("ses_requests")
+    main_user = b.user("main task")
+    sub_user = b.user("explore", agent_id="explore")
+
+    def send(agent_id: str, last_message_id: str) -> Event:
+        return b.add(
+            RequestSent,
+            agent_id,
+            provider_id="anthropic",
+            model_id="m",
+            prefix_hash=agent_id,
+            body_hash=last_message_id,
+            body_bytes=1,
+            estimated_tokens=len(b.events),
+            last_message_id=last_message_id,
+        )
+
+    send("main", main_user)
+    explore = send("explore", sub_user)
+    main_reply = b.assistant(main_user)
+    b.finish(main_reply)
+    main = send("main", main_reply)
+    history = _project(b)
+    assert history.last_request() == history.last_request("main") == main
+    assert history.last_request("explore") == explore
+    assert history.last_request("reviewer") is None
+    recorded = [RecordedEvent(b.session_id, i, i, e) for i, e in enumerate(b.events, 1)]
+    assert History.rebuild(b.session_id, recorded) == history
+    restored = History.from_snapshot(history.snapshot())
+    assert restored.last_request("explore") == history.last_request("explore")
+    assert restored.last_request() == history.last_request()
 
 
 def test_a_rotation_or_an_advance_names_its_own_agents_prefix() -> None:

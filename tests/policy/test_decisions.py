@@ -297,9 +297,25 @@ def _tool_loop(steps: int, *, usage: int) -> tuple[SessionBuilder, list[str]]:
     return b, calls
 
 
-def test_a_trim_after_the_answer_lowers_the_prompt_the_window_checks_read() -> None:
+@pytest.mark.parametrize("sub_agent", [False, True])
+def test_a_trim_after_the_answer_lowers_the_prompt_the_window_checks_read(sub_agent: bool) -> None:
+    """With ``sub_agent``, another agent's request is sent after the answer's: the answer's
+    own request is still the one the trim is measured against."""
     limit = usable(MODEL, Config())
     b, calls = _tool_loop(4, usage=limit - 5_000)  # the last step's 10,000 tokens overflow
+    if sub_agent:
+        b.user("find the parser", agent_id="explore")
+        b.add(
+            RequestSent,
+            "explore",
+            provider_id="anthropic",
+            model_id="claude-sonnet-4-5",
+            prefix_hash="q",
+            body_hash="explore",
+            body_bytes=100,
+            estimated_tokens=25,
+            measure=measure_messages(()),
+        )
     assert compaction_due(history(b.events), MODEL, Config(), agent_id=MAIN_AGENT) == "preflight"
     for call in calls[:3]:
         b.trim(call, 512, 512)  # 3 x 39,000 characters less than the answer's request held

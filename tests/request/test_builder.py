@@ -15,11 +15,13 @@ from contextledger.events import (
     InstructionLoaded,
     MemoryPinned,
     ModelRef,
+    PrefixAdvanced,
     PrefixPinned,
     PrefixRotated,
     RecordedEvent,
     RequestSent,
     ToolOutputCleared,
+    Usage,
     UsageReported,
 )
 from contextledger.events._parts import StepStartPart, ToolSchema
@@ -321,7 +323,6 @@ async def test_a_request_still_over_the_limit_is_sent_with_a_warning() -> None:
 
 
 def test_the_usage_report_of_an_answer_carries_its_request_s_model_size_and_measure() -> None:
-    from contextledger.events._parts import Usage
 
     b = SessionBuilder("ses_test", model=MODEL)
     _, assistant = _turn(b)
@@ -337,6 +338,33 @@ def test_the_usage_report_of_an_answer_carries_its_request_s_model_size_and_meas
     assert event.model == MODEL and event.usage.prompt == 12
     assert event.estimated_tokens == built.estimated_tokens > 0
     assert event.measure == built.measure == measure_request(built.request)
+
+
+async def test_overlapping_calls_of_two_agents_each_report_their_own_request() -> None:
+    """The sub-agent's request is sent while the main agent's call runs: each answer's usage
+    report carries its own agent's request's estimate and measure, and advances its own
+    agent's prefix."""
+    b = SessionBuilder("ses_test", model=MODEL)
+    users = {agent: b.user(f"{agent} task", agent_id=agent) for agent in (MAIN_AGENT, "explore")}
+    log = await _log(b.events)
+    built = {
+        agent: await prepare_request(
+            log, RequestBuilder(AnthropicMessages(), agent_id=agent), INPUTS, time_ms=1
+        )
+        for agent in users
+    }
+    answers = {agent: b.assistant(user, agent_id=agent) for agent, user in users.items()}
+    await log.append(b.events[-4:])
+    for agent in users:  # the main agent's answer arrives first
+        finish = Finish(message_id=answers[agent], usage=Usage(input=900), agent_id=agent)
+        stamp = {"session_id": "ses_test", "agent_id": agent}
+        events = answer_events(log.history, finish, stamp)
+        await log.append(events)
+        report, advanced = events
+        assert isinstance(report, UsageReported) and isinstance(advanced, PrefixAdvanced)
+        assert report.measure == built[agent].measure is not None
+        assert report.estimated_tokens == built[agent].estimated_tokens > 0
+        assert advanced.agent_id == agent and advanced.message_id == users[agent]
 
 
 def test_the_output_cap_reads_the_prompt_as_the_preflight_estimate_of_the_messages() -> None:
