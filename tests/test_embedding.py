@@ -85,6 +85,17 @@ async def test_an_empty_session_id_is_refused_with_nothing_written() -> None:
     assert await store.streams() == []
 
 
+@pytest.mark.parametrize("session_id", [5, None, b"ses_parent", ""])
+@pytest.mark.trio
+async def test_children_of_a_session_id_that_is_no_text_are_refused(session_id: Any) -> None:
+    async with Runtime.open(MemoryStore(), model=MODEL) as runtime:
+        parent = await runtime.session("ses_parent")
+        await parent.start_subtask("ses_child")
+        with pytest.raises(InvalidCommand, match="session_id"):
+            await runtime.children(session_id)
+        assert await runtime.children("ses_parent") == ["ses_child"]
+
+
 @pytest.mark.parametrize(
     "arguments",
     [{"agent_id": 5}, {"model": "claude-sonnet-4-5"}, {"model": {"provider_id": "anthropic"}}],

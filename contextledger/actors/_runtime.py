@@ -258,9 +258,7 @@ class Runtime:
         the store has none of its events) as needed. Raises ``InvalidCommand`` for a
         ``session_id`` that is not a non-empty text (``InvalidEvent`` for a wrongly typed
         ``title``), ``RuntimeClosed`` once the runtime is closing; nothing is written."""
-        if type(session_id) is not str or not session_id:
-            reason = f"expected a non-empty str, got {session_id!r}"
-            raise InvalidCommand("session", "session_id", reason)
+        _check_session_id("session", session_id)
         while session_id not in self._running:
             if self._closed:
                 raise RuntimeClosed(f"the runtime is closed: no session {session_id!r} now")
@@ -277,7 +275,9 @@ class Runtime:
 
     async def children(self, session_id: str) -> list[str]:
         """The sessions started as subtasks of ``session_id`` (their ``SessionStarted``
-        names it as the parent), in id order."""
+        names it as the parent), in id order. Raises ``InvalidCommand`` for a ``session_id``
+        that is not a non-empty text."""
+        _check_session_id("children", session_id)
         found: list[str] = []
         for stream in sorted(await self.store.streams()):
             started = await self._started(stream)
@@ -390,6 +390,13 @@ class Runtime:
         """The session's projection once every command sent before is applied."""
         await self.ask(session_id, "session", Seq())
         return self._running[session_id].session.history
+
+
+def _check_session_id(command: str, session_id: object) -> None:
+    """Raise ``InvalidCommand`` unless ``session_id`` is a non-empty text."""
+    if type(session_id) is not str or not session_id:
+        reason = f"expected a non-empty str, got {session_id!r}"
+        raise InvalidCommand(command, "session_id", reason)
 
 
 class SessionHandle(SessionApi):
