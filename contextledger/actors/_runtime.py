@@ -25,6 +25,7 @@ from contextledger.actors._session import Session, SessionWriter
 from contextledger.actors._workers import (
     Build,
     Compact,
+    CompactIfDue,
     CompactorActor,
     Prune,
     PrunerActor,
@@ -465,11 +466,17 @@ class SessionHandle(SessionApi):
                 now_ms=runtime.clock(),
             )
 
-        await compact_while_due(
-            due,
-            lambda: self.compact(trigger="auto", agent_id=agent_id),
-            max_attempts=runtime.config.compaction.max_attempts,
-        )
+        async def run() -> CompactionResult | None:
+            # Checked again when the compactor comes to it if the session went on meanwhile
+            # (the compactions queued before it, a manual one say, may have made room).
+            seq = (await runtime._actors(self.session_id)).session.history.seq
+            command = CompactIfDue(due=due, seq=seq, agent_id=agent_id)
+            result: CompactionResult | None = await runtime.ask(
+                self.session_id, "compactor", command
+            )
+            return result
+
+        await compact_while_due(due, run, max_attempts=runtime.config.compaction.max_attempts)
         built: BuiltRequest = await runtime.ask(self.session_id, "builder", command)
         return built
 
