@@ -85,6 +85,17 @@ async def test_an_empty_session_id_is_refused_with_nothing_written() -> None:
     assert await store.streams() == []
 
 
+@pytest.mark.parametrize("session_id", [5, None, b"ses_parent", ""])
+@pytest.mark.trio
+async def test_children_of_a_session_id_that_is_no_text_are_refused(session_id: Any) -> None:
+    async with Runtime.open(MemoryStore(), model=MODEL) as runtime:
+        parent = await runtime.session("ses_parent")
+        await parent.start_subtask("ses_child")
+        with pytest.raises(InvalidCommand, match="session_id"):
+            await runtime.children(session_id)
+        assert await runtime.children("ses_parent") == ["ses_child"]
+
+
 @pytest.mark.parametrize(
     "arguments",
     [{"agent_id": 5}, {"model": "claude-sonnet-4-5"}, {"model": {"provider_id": "anthropic"}}],
@@ -235,3 +246,26 @@ async def test_recording_into_a_sub_agent_s_message_under_another_agent_is_refus
         await session.finish(message, usage=Usage(input=90, output=5), agent_id="explore")
     (report,) = [r.event for r in await store.read("ses_1") if isinstance(r.event, UsageReported)]
     assert report.agent_id == "explore" and report.measure is not None
+
+
+@pytest.mark.trio
+async def test_writes_that_break_the_conversation_s_shape_are_refused() -> None:
+    """A tool call on a reply that has finished, a reply to a reply, and a reply of the main
+    agent to a sub-agent's user message: the log refuses each, nothing written."""
+    store = MemoryStore()
+    async with Runtime.open(store, model=MODEL) as runtime:
+        session = await runtime.session("ses_1")
+        user = await session.add_user("Fix the test.")
+        reply = await session.start_assistant(user)
+        await session.finish(reply, usage=Usage(input=90, output=5))
+        sub_user = await session.add_user("Find the parser.", agent_id="explore")
+        written = await _streams(store)
+        for broken in (
+            lambda: session.call_tool(reply, "bash", {"command": "ls"}),
+            lambda: session.start_assistant(reply),
+            lambda: session.start_assistant(sub_user),
+        ):
+            with pytest.raises(InvalidEvent):
+                await broken()
+        assert await _streams(store) == written
+        await session.start_assistant(sub_user, agent_id="explore")

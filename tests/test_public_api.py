@@ -85,6 +85,20 @@ async def test_a_turn_with_the_top_level_names_only() -> None:
         assert await session.replay()
 
 
+def test_the_runtimes_exceptions_are_exported_at_the_top() -> None:
+    """An application catches what the runtime raises with the top-level names alone."""
+    import contextledger.actors as actors
+
+    raised = {
+        name
+        for name in actors.__all__
+        if isinstance(getattr(actors, name), type)
+        and issubclass(getattr(actors, name), BaseException)
+    }
+    assert raised >= {"RuntimeClosed", "EmbeddedRuntimeClosed", "CompactionExhausted"}
+    assert raised - set(cl.__all__) == set()
+
+
 def test_every_module_inside_a_package_is_named_internal() -> None:
     """A package's ``__init__`` is its public surface; the modules behind it start with an
     underscore, so an import from one says it reaches past the API (as in trio)."""

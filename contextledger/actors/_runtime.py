@@ -25,6 +25,7 @@ from contextledger.actors._session import Session, SessionWriter
 from contextledger.actors._workers import (
     Build,
     Compact,
+    CompactIfDue,
     CompactorActor,
     Prune,
     PrunerActor,
@@ -258,9 +259,7 @@ class Runtime:
         the store has none of its events) as needed. Raises ``InvalidCommand`` for a
         ``session_id`` that is not a non-empty text (``InvalidEvent`` for a wrongly typed
         ``title``), ``RuntimeClosed`` once the runtime is closing; nothing is written."""
-        if type(session_id) is not str or not session_id:
-            reason = f"expected a non-empty str, got {session_id!r}"
-            raise InvalidCommand("session", "session_id", reason)
+        _check_session_id("session", session_id)
         while session_id not in self._running:
             if self._closed:
                 raise RuntimeClosed(f"the runtime is closed: no session {session_id!r} now")
@@ -277,7 +276,9 @@ class Runtime:
 
     async def children(self, session_id: str) -> list[str]:
         """The sessions started as subtasks of ``session_id`` (their ``SessionStarted``
-        names it as the parent), in id order."""
+        names it as the parent), in id order. Raises ``InvalidCommand`` for a ``session_id``
+        that is not a non-empty text."""
+        _check_session_id("children", session_id)
         found: list[str] = []
         for stream in sorted(await self.store.streams()):
             started = await self._started(stream)
@@ -392,6 +393,13 @@ class Runtime:
         return self._running[session_id].session.history
 
 
+def _check_session_id(command: str, session_id: object) -> None:
+    """Raise ``InvalidCommand`` unless ``session_id`` is a non-empty text."""
+    if type(session_id) is not str or not session_id:
+        reason = f"expected a non-empty str, got {session_id!r}"
+        raise InvalidCommand(command, "session_id", reason)
+
+
 class SessionHandle(SessionApi):
     """One session, as the embedding application sees it: recording (``add_user``,
     ``start_assistant``, ``add_text``, ``call_tool``, ``record_tool_result``,
@@ -458,11 +466,17 @@ class SessionHandle(SessionApi):
                 now_ms=runtime.clock(),
             )
 
-        await compact_while_due(
-            due,
-            lambda: self.compact(trigger="auto", agent_id=agent_id),
-            max_attempts=runtime.config.compaction.max_attempts,
-        )
+        async def run() -> CompactionResult | None:
+            # Checked again when the compactor comes to it if the session went on meanwhile
+            # (the compactions queued before it, a manual one say, may have made room).
+            seq = (await runtime._actors(self.session_id)).session.history.seq
+            command = CompactIfDue(due=due, seq=seq, agent_id=agent_id)
+            result: CompactionResult | None = await runtime.ask(
+                self.session_id, "compactor", command
+            )
+            return result
+
+        await compact_while_due(due, run, max_attempts=runtime.config.compaction.max_attempts)
         built: BuiltRequest = await runtime.ask(self.session_id, "builder", command)
         return built
 

@@ -8,7 +8,7 @@ being recorded (they become the kept tail).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import msgspec
 import structlog
@@ -21,6 +21,7 @@ from contextledger.compaction._summarizers import Summarizer
 from contextledger.config import Config
 from contextledger.events._catalogue import MAIN_AGENT
 from contextledger.events._parts import CompactionTrigger
+from contextledger.policy._decisions import CompactionReason
 from contextledger.policy._overflow import usable
 from contextledger.policy._prune import Plan
 from contextledger.providers._base import WireFormat
@@ -45,6 +46,17 @@ class Compact(msgspec.Struct, frozen=True, kw_only=True):
     """Compact the agent's slice. Reply: the ``CompactionResult``."""
 
     trigger: CompactionTrigger = "manual"
+    agent_id: str = MAIN_AGENT
+
+
+class CompactIfDue(msgspec.Struct, frozen=True, kw_only=True):
+    """Compact the agent's slice automatically before a request, which ``due`` (the request's
+    check) found due at the session's ``seq``; when the compactor comes to it, the session has
+    gone on (the compactions queued before it may have made room) and ``due`` no longer gives
+    a reason, nothing is done. Reply: the ``CompactionResult``, or None (nothing written)."""
+
+    due: Callable[[], Awaitable[CompactionReason | None]]
+    seq: int
     agent_id: str = MAIN_AGENT
 
 
@@ -120,7 +132,7 @@ class CompactorActor:
         config: Config,
         clock: Clock,
     ) -> None:
-        self.mailbox: Mailbox[Compact] = Mailbox()
+        self.mailbox: Mailbox[Compact | CompactIfDue] = Mailbox()
         self._writer = writer
         self._summarizer = summarizer
         self._model = model
@@ -133,14 +145,20 @@ class CompactorActor:
     async def run(self) -> None:
         await self.mailbox.serve(self._compact)
 
-    async def _compact(self, command: Compact) -> CompactionResult:
+    async def _compact(self, command: Compact | CompactIfDue) -> CompactionResult | None:
+        trigger: CompactionTrigger = "auto"
+        if isinstance(command, Compact):
+            trigger = command.trigger
+        elif self._writer.history.seq != command.seq and await command.due() is None:
+            self._logger.info("compaction no longer due", agent_id=command.agent_id)
+            return None
         result = await compact(
             self._writer,
             self._summarizer,
             model=self._model,
             config=self._config,
             clock=self._clock,
-            trigger=command.trigger,
+            trigger=trigger,
             agent_id=command.agent_id,
         )
         self._logger.info(

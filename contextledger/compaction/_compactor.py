@@ -766,18 +766,23 @@ def _cleared_count(recorded: list[RecordedEvent]) -> int:
 
 async def compact_while_due(
     due: Callable[[], Awaitable[CompactionReason | None]],
-    run: Callable[[], Awaitable[CompactionResult]],
+    run: Callable[[], Awaitable[CompactionResult | None]],
     *,
     max_attempts: int,
 ) -> None:
     """What a session does before a request: while ``await due()`` gives a reason (at most
     ``max_attempts + 1`` checks), ``run()`` a compaction and let ``after_compaction`` say
-    whether to send, check again or raise ``CompactionExhausted``."""
+    whether to send, check again or raise ``CompactionExhausted``. A ``run`` that waits for
+    other compactions checks ``due`` again when its turn comes, before its request is
+    written and counted among the turn's attempts: None when it no longer gives a reason
+    (nothing written), and the request is sent."""
     for _ in range(max_attempts + 1):
         reason = await due()
         if reason is None:
             return
         result = await run()
+        if result is None:
+            return
         verdict = after_compaction(reason, result.outcome, result.detail)
         if verdict == "exhausted":
             raise CompactionExhausted(result.detail)

@@ -69,7 +69,9 @@ class _MessageFacts(msgspec.Struct, gc=False):
     role: str
     parent_id: str | None
     summary: bool
-    finished: bool = False
+    agent_id: str
+    #: An assistant message's finish reason, once it has finished.
+    finish: str | None = None
 
 
 class _PartFacts(msgspec.Struct, gc=False):
@@ -86,13 +88,15 @@ class _MessageLike(Protocol):
     @property
     def summary(self) -> bool: ...
     @property
+    def agent_id(self) -> str: ...
+    @property
     def finish(self) -> str | None: ...
 
 
 def message_facts(message: _MessageLike) -> _MessageFacts:
     """What validation knows of a projected message."""
-    finished = message.finish is not None and message.role == "assistant"
-    return _MessageFacts(message.role, message.parent_id, message.summary, finished)
+    finish = message.finish if message.role == "assistant" else None
+    return _MessageFacts(message.role, message.parent_id, message.summary, message.agent_id, finish)
 
 
 def part_facts(part: Part) -> _PartFacts:
@@ -166,7 +170,10 @@ class SessionIndex:
             self.last_part_id,
             self.memory_pinned,
             dict(self.prefix_keys),
-            {k: (m.role, m.parent_id, m.summary, m.finished) for k, m in self.messages.items()},
+            {
+                k: (m.role, m.parent_id, m.summary, m.agent_id, m.finish)
+                for k, m in self.messages.items()
+            },
             {k: (p.message_id, p.kind, p.status) for k, p in self.parts.items()},
             dict(self.calls),
             dict(self.compactions),
@@ -187,7 +194,9 @@ class SessionIndex:
             return "the session has not started (its first event must be session.started)"
         match event:
             case MessageAdded():
-                return self._check_new_message(event.message_id, event.parent_id)
+                return self._check_new_message(event.message_id, event.parent_id) or (
+                    self._check_answer(event) if event.role == "assistant" else None
+                )
             case CompactionRequested():
                 return self._check_new_message(event.message_id, event.parent_id) or (
                     self._check_new_part(event.part_id)
@@ -198,6 +207,8 @@ class SessionIndex:
                 message = self.messages.get(part.message_id)
                 if message is None:
                     return f"message {part.message_id!r} does not exist"
+                if message.finish is not None and not _late_call(part, message.finish):
+                    return f"message {part.message_id!r} has finished"
                 if isinstance(part, ToolPart):
                     if message.role != "assistant":
                         return "tool calls belong to assistant messages"
@@ -227,7 +238,7 @@ class SessionIndex:
                 message = self.messages.get(event.message_id)
                 if message is None or message.role != "assistant":
                     return f"assistant message {event.message_id!r} does not exist"
-                if message.finished:
+                if message.finish is not None:
                     return f"message {event.message_id!r} finished already"
                 return _bad_accounting(event.usage, event.cost)
             case ToolOutputCleared():
@@ -290,6 +301,18 @@ class SessionIndex:
             return f"message id {message_id!r} does not follow {self.last_message_id!r}"
         if parent_id is not None and parent_id not in self.messages:
             return f"parent message {parent_id!r} does not exist"
+        return None
+
+    def _check_answer(self, event: MessageAdded) -> str | None:
+        """An assistant message answers a user message (a compaction request included) of
+        its own agent."""
+        if event.parent_id is None:
+            return None
+        parent = self.messages[event.parent_id]
+        if parent.role != "user":
+            return f"an assistant message answers a user message, not {event.parent_id!r}"
+        if parent.agent_id != event.agent_id:
+            return f"parent message {event.parent_id!r} belongs to agent {parent.agent_id!r}"
         return None
 
     def _check_new_part(self, part_id: str) -> str | None:
@@ -356,7 +379,7 @@ class SessionIndex:
         summary = self.messages.get(event.summary_message_id)
         if summary is None or summary.role != "assistant" or not summary.summary:
             return f"summary message {event.summary_message_id!r} does not exist"
-        if not summary.finished:
+        if summary.finish is None:
             return f"summary message {event.summary_message_id!r} has not finished"
         if summary.parent_id != event.request_message_id:
             return f"summary {event.summary_message_id!r} does not answer the request"
@@ -402,14 +425,15 @@ def _note_tool_state(index: SessionIndex, event: ToolStateChanged) -> None:
 
 
 def _note_message(index: SessionIndex, event: MessageAdded) -> None:
-    index.messages[event.message_id] = _MessageFacts(event.role, event.parent_id, event.summary)
+    index.messages[event.message_id] = _MessageFacts(
+        event.role, event.parent_id, event.summary, event.agent_id
+    )
     index.last_message_id = event.message_id
 
 
 def _note_finished(index: SessionIndex, event: AssistantFinished) -> None:
     old = index.messages[event.message_id]
-    new = _MessageFacts(old.role, old.parent_id, old.summary)
-    new.finished = True
+    new = _MessageFacts(old.role, old.parent_id, old.summary, old.agent_id, event.finish)
     index.messages[event.message_id] = new
 
 
@@ -424,7 +448,7 @@ def _note_stripped(index: SessionIndex, event: PartsStripped) -> None:
 
 
 def _note_compaction_requested(index: SessionIndex, event: CompactionRequested) -> None:
-    index.messages[event.message_id] = _MessageFacts("user", event.parent_id, False)
+    index.messages[event.message_id] = _MessageFacts("user", event.parent_id, False, event.agent_id)
     index.last_message_id = event.message_id
     index.parts[event.part_id] = _PartFacts(event.message_id, "compaction", None)
     index.last_part_id = event.part_id
@@ -477,6 +501,14 @@ NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
     PrefixPinned: _note_prefix,
     PrefixRotated: _note_prefix,
 }
+
+
+def _late_call(part: Part, finish: str) -> bool:
+    """Whether ``part`` may still be added to a message that finished with ``finish``: only a
+    tool call of a message that ended by calling tools (Claude Code writes a response's
+    ``tool_use`` blocks as records of their own, each followed by its result, so its importer
+    adds a response's later calls after the step finished)."""
+    return isinstance(part, ToolPart) and finish == "tool-calls"
 
 
 def _negative(usage: Usage) -> bool:

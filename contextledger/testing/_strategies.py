@@ -67,9 +67,10 @@ class _State:
     def __init__(self, builder: SessionBuilder) -> None:
         self.b = builder
         #: Messages a new assistant message may answer (users and completed compaction
-        #: requests).
-        self.user_ids: list[str] = []
-        #: Plain user messages (no compaction part): what a manual summary may answer.
+        #: requests), by agent: an assistant message answers one of its own agent's.
+        self.user_ids: dict[str, list[str]] = {}
+        #: The main agent's plain user messages (no compaction part): what a manual summary
+        #: may answer.
         self.plain_users: list[str] = []
         #: The main agent's turns (neither compaction requests nor summaries): where a
         #: compaction's kept tail may start.
@@ -104,9 +105,9 @@ def _user_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
         s.b.text(
             message_id, draw(_TEXT), agent_id=agent_id, synthetic=synthetic, ignored=not synthetic
         )
-    s.user_ids.append(message_id)
-    s.plain_users.append(message_id)
+    s.user_ids.setdefault(agent_id, []).append(message_id)
     if agent_id == "main":
+        s.plain_users.append(message_id)
         s.turns.append(message_id)
 
 
@@ -116,7 +117,7 @@ def _note(draw: st.DrawFn, s: _State) -> None:
     message_id = s.b.user(
         draw(_TEXT) or "note", synthetic=True, environment=draw(st.none() | _TEXT)
     )
-    s.user_ids.append(message_id)
+    s.user_ids.setdefault("main", []).append(message_id)
 
 
 def _tool_outcome(draw: st.DrawFn, s: _State, part_id: str, agent_id: str) -> None:
@@ -169,11 +170,11 @@ def _step(draw: st.DrawFn, s: _State, message_id: str, agent_id: str) -> list[st
 
 
 def _assistant_turn(draw: st.DrawFn, s: _State, agent_id: str) -> None:
-    if not s.user_ids:
+    if not s.user_ids.get(agent_id):
         _user_turn(draw, s, agent_id)
     model = draw(st.sampled_from(_MODELS))
     for _ in range(draw(st.integers(1, 3))):
-        message_id = s.b.assistant(s.user_ids[-1], agent_id=agent_id, model=model)
+        message_id = s.b.assistant(s.user_ids[agent_id][-1], agent_id=agent_id, model=model)
         s.last_assistant = message_id
         if agent_id == "main":
             s.turns.append(message_id)
@@ -234,6 +235,12 @@ def _strip(draw: st.DrawFn, s: _State) -> None:
         s.strippable = [p for p in s.strippable if p not in chosen]
 
 
+def _last_main_user(s: _State) -> str | None:
+    """What the main agent's next message would answer, if anything."""
+    answerable = s.user_ids.get("main")
+    return answerable[-1] if answerable else None
+
+
 def _late_turn(draw: st.DrawFn, s: _State) -> None:
     """A turn that arrives while a compaction is being summarised (the compactor does not
     block the session)."""
@@ -245,7 +252,7 @@ def _late_turn(draw: st.DrawFn, s: _State) -> None:
 def _compaction(draw: st.DrawFn, s: _State) -> None:
     request_id = s.b.request_compaction(
         trigger=draw(st.sampled_from(["auto", "manual", "overflow"])),
-        parent_id=s.user_ids[-1] if s.user_ids else None,
+        parent_id=_last_main_user(s),
     )
     outcome = draw(
         st.sampled_from(["completed", "completed", "rolled_back_early", "rolled_back_late"])
@@ -271,7 +278,7 @@ def _compaction(draw: st.DrawFn, s: _State) -> None:
         return
     tail_start = draw(st.sampled_from([None, *[t for t in s.turns if t < request_id][-2:]]))
     s.b.complete_compaction(request_id, summary_id, tail_start, text)
-    s.user_ids.append(request_id)
+    s.user_ids.setdefault("main", []).append(request_id)
 
 
 def _manual_summary(draw: st.DrawFn, s: _State) -> None:
@@ -294,7 +301,7 @@ def _open_compaction(draw: st.DrawFn, s: _State) -> None:
     a turn that arrived meanwhile."""
     request_id = s.b.request_compaction(
         trigger=draw(st.sampled_from(["auto", "manual", "overflow"])),
-        parent_id=s.user_ids[-1] if s.user_ids else None,
+        parent_id=_last_main_user(s),
     )
     stage = draw(st.sampled_from(["requested", "summarising", "summarised"]))
     text = "## Goal\n" + draw(_TEXT)

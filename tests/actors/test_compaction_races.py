@@ -14,7 +14,8 @@ import trio.testing
 
 from contextledger.actors import Runtime, SessionHandle
 from contextledger.compaction._summarizers import SummaryInput
-from contextledger.events._catalogue import Event, RecordedEvent
+from contextledger.config import CompactionConfig, Config
+from contextledger.events._catalogue import CompactionRequested, Event, RecordedEvent
 from contextledger.events._parts import MessageError, Usage
 from contextledger.ledger import SessionLog
 from contextledger.providers._errors import ContextOverflowError
@@ -106,6 +107,43 @@ async def test_a_compaction_appends_after_commands_queued_before_it() -> None:
     texts = [p.text for m in history.messages for p in m.parts if hasattr(p, "text")]
     assert "first, while summarising" in texts and "second, while summarising" in texts
     assert SUMMARY in texts
+
+
+async def test_a_request_queued_behind_a_compaction_that_made_room_is_not_refused() -> None:
+    """``build_request`` finds the context full while a manual compaction is summarising and
+    queues its own behind it. By its turn the manual one has made room and used the turn's
+    only attempt: the queued one is no longer due, so nothing is written and the request is
+    built (it was refused as exhausted)."""
+    config = Config(compaction=CompactionConfig(max_attempts=1, attempts_per="turn"))
+    summarizer = Waiting()
+    async with Runtime.open(
+        MemoryStore(), model=MODEL, config=config, clock=_clock(), summarizer=summarizer
+    ) as rt:
+        session = await rt.session("ses_queued")
+        await _turns(session, 3)
+        user = await session.add_user("and now?")
+        await session.record_assistant(user, text="Done.", usage=Usage(input=190_000, output=50))
+        built: list[Any] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.compact)
+            await summarizer.started.wait()
+
+            async def build() -> None:
+                built.append(await session.build_request(INPUTS))
+
+            nursery.start_soon(build)
+            # The build found the context full and waits behind the manual compaction.
+            await trio.testing.wait_all_tasks_blocked()
+            assert not built
+            summarizer.release.set()
+        assert len(built) == 1
+        history = await session.history()
+    requests = [
+        e for e in (await rt.store.read("ses_queued")) if isinstance(e.event, CompactionRequested)
+    ]
+    assert [r.event.trigger for r in requests] == ["manual"]
+    assert [c.status for c in history.state.compactions.values()] == ["completed"]
+    check_history(history)
 
 
 async def _cancelled_run(store: MemoryStore, rng: random.Random) -> None:

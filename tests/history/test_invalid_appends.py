@@ -256,6 +256,18 @@ _ILLEGAL_CHANGES: dict[str, Callable[[dict[str, str]], Event]] = {
     "rolling back a rolled-back compaction": lambda ids: CompactionRolledBack(
         session_id="ses_test", request_message_id=ids["request"], reason="empty"
     ),
+    "a tool call on a message that finished": lambda ids: PartAdded(
+        session_id="ses_test",
+        part=ToolPart(
+            id=_NO_PART, message_id=ids["other"], call_id="late", tool="bash", state=ToolPending()
+        ),
+    ),
+    "text on a message that finished calling tools": lambda ids: PartAdded(
+        session_id="ses_test", part=TextPart(id=_NO_PART, message_id=ids["reply"], text="late")
+    ),
+    "an answer to an assistant message": lambda ids: MessageAdded(
+        session_id="ses_test", message_id=_NO_MESSAGE, role="assistant", parent_id=ids["other"]
+    ),
 }
 
 
@@ -299,7 +311,10 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
     tools: dict[str, tuple[str, str]] = {}
     calls: dict[str, str] = {}
     messages: dict[str, str] = {}
-    finished: list[str] = []
+    finished: dict[str, str] = {}
+    #: Assistant messages, and user messages by their agent.
+    assistants: list[str] = []
+    users: dict[str, str] = {}
     compactions: dict[str, str] = {}
     summaries: dict[str, str] = {}
     environment: list[str] = []
@@ -309,6 +324,10 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
         match event:
             case MessageAdded():
                 messages[event.message_id] = event.role
+                if event.role == "assistant":
+                    assistants.append(event.message_id)
+                else:
+                    users[event.message_id] = event.agent_id
                 if event.summary and event.parent_id is not None:
                     summaries[event.parent_id] = event.message_id
             case CompactionRequested():
@@ -325,7 +344,7 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
             case PartsStripped():
                 stripped.extend(event.part_ids)
             case AssistantFinished():
-                finished.append(event.message_id)
+                finished[event.message_id] = event.finish
             case CompactionCompleted():
                 compactions[event.request_message_id] = "completed"
             case CompactionRolledBack():
@@ -383,9 +402,33 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
                 ),
             )
         )
-    for message_id in finished:
+    for message_id, finish in finished.items():
         bad.setdefault("finished twice", []).append(
             AssistantFinished(session_id=s, message_id=message_id, finish="stop")
+        )
+        late = [TextPart(id="prt_fffffffffffffffffe", message_id=message_id, text="late")]
+        if finish != "tool-calls":
+            late.append(
+                ToolPart(
+                    id="prt_fffffffffffffffffe",
+                    message_id=message_id,
+                    call_id="late",
+                    tool="bash",
+                    state=ToolPending(),
+                )
+            )
+        bad.setdefault("part on a finished message", []).extend(
+            PartAdded(session_id=s, part=part) for part in late
+        )
+    answer = {"session_id": s, "message_id": "msg_fffffffffffffffffe", "role": "assistant"}
+    for message_id in assistants:
+        bad.setdefault("answer to an assistant message", []).append(
+            MessageAdded(**answer, parent_id=message_id)
+        )
+    for message_id, agent_id in users.items():
+        other = "explore" if agent_id == "main" else "main"
+        bad.setdefault("answer to another agent", []).append(
+            MessageAdded(**answer, parent_id=message_id, agent_id=other)
         )
     for request_id, status in compactions.items():
         if status == "requested":
@@ -423,6 +466,7 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
 #: The kinds ``_illegal_changes`` makes, the rarest first (hypothesis favours early choices).
 _RARE_FIRST = [
     "stripped again",
+    "answer to another agent",
     "cleared again",
     "rolled_back compaction changed",
     "second result",
@@ -430,6 +474,8 @@ _RARE_FIRST = [
     "completed compaction changed",
     "no output to clear",
     "finished twice",
+    "part on a finished message",
+    "answer to an assistant message",
     "environment captured twice",
     "memory pinned twice",
     "call id reused",

@@ -310,3 +310,59 @@ def test_a_cost_must_be_a_finite_amount_not_negative(cost: float) -> None:
     assert "cost must be a finite amount" in _reason(
         b, PartUpdated(session_id=b.session_id, part=changed)
     )
+
+
+def test_a_finished_message_takes_no_more_parts() -> None:
+    b, reply, _ = _session_with_call()
+    b.finish(reply, "stop")
+    call = ToolPart(
+        id="prt_ffffffffffffffffff",
+        message_id=reply,
+        call_id="c2",
+        tool="bash",
+        state=ToolPending(),
+    )
+    text = TextPart(id="prt_ffffffffffffffffff", message_id=reply, text="late")
+    for part in (call, text):
+        assert "has finished" in _reason(b, PartAdded(session_id=b.session_id, part=part))
+
+
+def test_a_response_that_called_tools_takes_its_later_calls_only() -> None:
+    """Claude Code writes a response's tool calls as records of their own, each followed by
+    its result: its importer adds the later calls after the step finished with tool-calls."""
+    b, reply, _ = _session_with_call()
+    b.finish(reply, "tool-calls")
+    call = ToolPart(
+        id="prt_ffffffffffffffffff",
+        message_id=reply,
+        call_id="c2",
+        tool="bash",
+        state=ToolPending(),
+    )
+    validate_events(_index(b), [PartAdded(session_id=b.session_id, part=call)])
+    text = TextPart(id="prt_ffffffffffffffffff", message_id=reply, text="late")
+    assert "has finished" in _reason(b, PartAdded(session_id=b.session_id, part=text))
+
+
+def test_an_assistant_message_answers_a_user_message() -> None:
+    b, reply, _ = _session_with_call()
+    answer = MessageAdded(
+        session_id=b.session_id, message_id="msg_ffffffffffffffffff", role="assistant"
+    )
+    reason = _reason(b, msgspec.structs.replace(answer, parent_id=reply))
+    assert "answers a user message" in reason
+    request = b.request_compaction()
+    validate_events(_index(b), [msgspec.structs.replace(answer, parent_id=request, summary=True)])
+
+
+def test_an_assistant_message_answers_its_own_agents_user_message() -> None:
+    b = SessionBuilder()
+    user = b.user("look into the parser", agent_id="explore")
+    answer = MessageAdded(
+        session_id=b.session_id,
+        message_id="msg_ffffffffffffffffff",
+        role="assistant",
+        parent_id=user,
+    )
+    assert "belongs to agent 'explore'" in _reason(b, answer)
+    validate_events(_index(b), [msgspec.structs.replace(answer, agent_id="explore")])
