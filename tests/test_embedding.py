@@ -261,11 +261,25 @@ async def test_writes_that_break_the_conversation_s_shape_are_refused() -> None:
         sub_user = await session.add_user("Find the parser.", agent_id="explore")
         written = await _streams(store)
         for broken in (
-            lambda: session.call_tool(reply, "bash", {"command": "ls"}),
             lambda: session.start_assistant(reply),
             lambda: session.start_assistant(sub_user),
         ):
             with pytest.raises(InvalidEvent):
                 await broken()
+        # The recorder refuses a call on a finished reply before the log sees it, whatever
+        # the reply's finish (the log takes a late call of a "tool-calls" step from importers).
+        with pytest.raises(InvalidCommand, match="has finished"):
+            await session.call_tool(reply, "bash", {"command": "ls"})
+        assert await _streams(store) == written
+        step = await session.start_assistant(user)
+        await session.call_tool(step, "bash", {"command": "ls"})
+        await session.finish(step, finish="tool-calls")
+        written = await _streams(store)
+        for late in (
+            lambda: session.call_tool(step, "bash", {"command": "pwd"}),
+            lambda: session.add_text(step, "one more thing"),
+        ):
+            with pytest.raises(InvalidCommand, match="has finished"):
+                await late()
         assert await _streams(store) == written
         await session.start_assistant(sub_user, agent_id="explore")

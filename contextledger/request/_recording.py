@@ -247,7 +247,9 @@ class Recorder:
     def _check_agent(self, command: RecordingCommand) -> None:
         """Raise ``InvalidCommand`` when ``command`` adds to, or answers a call of, a message
         of another agent than its ``agent_id`` (its events, usage report and after-turn prune
-        would go to the wrong slice). Unknown ids are left to validation."""
+        would go to the wrong slice), or adds a step, a text or a call to a message that has
+        finished (the log takes a late call of a finished step from an importer, never from a
+        running agent). Unknown ids are left to validation."""
         history = self.log.history
         message_id: str | None = None
         with contextlib.suppress(KeyError):
@@ -257,10 +259,15 @@ class Recorder:
                 case ToolResult() | ReadResult():
                     message_id = history.part(command.part_id).message_id
             if message_id is not None:
-                owner = history.message(message_id).agent_id
-                if owner != command.agent_id:
+                message = history.message(message_id)
+                if message.agent_id != command.agent_id:
+                    owner = message.agent_id
                     reason = f"{message_id!r} belongs to agent {owner!r}, not {command.agent_id!r}"
                     raise InvalidCommand(type(command).__name__, "agent_id", reason)
+                adds = isinstance(command, StartStep | AddText | CallTool)
+                if adds and message.finish is not None:
+                    reason = f"{message_id!r} has finished ({message.finish})"
+                    raise InvalidCommand(type(command).__name__, "message_id", reason)
 
     async def _write(self, events: Sequence[Event]) -> int:
         """Append ``events``; the new seq."""
