@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -450,10 +451,7 @@ class SessionHandle(SessionApi):
         )
         inputs, agent_id = command.inputs, command.agent_id
 
-        async def due() -> CompactionReason | None:
-            # This caller's earlier commands are applied (each was answered); others' may
-            # still be queued, and the builder, behind them, sees them anyway.
-            actors = await runtime._actors(self.session_id)
+        def due_on(actors: _Actors) -> CompactionReason | None:
             history = actors.session.history
             return compaction_due(
                 history,
@@ -466,11 +464,19 @@ class SessionHandle(SessionApi):
                 now_ms=runtime.clock(),
             )
 
+        async def due() -> CompactionReason | None:
+            # This caller's earlier commands are applied (each was answered); others' may
+            # still be queued, and the builder, behind them, sees them anyway.
+            return due_on(await runtime._actors(self.session_id))
+
         async def run() -> CompactionResult | None:
             # Checked again when the compactor comes to it if the session went on meanwhile
-            # (the compactions queued before it, a manual one say, may have made room).
-            seq = (await runtime._actors(self.session_id)).session.history.seq
-            command = CompactIfDue(due=due, seq=seq, agent_id=agent_id)
+            # (the compactions queued before it, a manual one say, may have made room), on
+            # the actors that run it: never through the runtime, which may be retiring them.
+            actors = await runtime._actors(self.session_id)
+            command = CompactIfDue(
+                due=partial(due_on, actors), seq=actors.session.history.seq, agent_id=agent_id
+            )
             result: CompactionResult | None = await runtime.ask(
                 self.session_id, "compactor", command
             )

@@ -8,7 +8,7 @@ being recorded (they become the kept tail).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import msgspec
 import structlog
@@ -55,7 +55,7 @@ class CompactIfDue(msgspec.Struct, frozen=True, kw_only=True):
     gone on (the compactions queued before it may have made room) and ``due`` no longer gives
     a reason, nothing is done. Reply: the ``CompactionResult``, or None (nothing written)."""
 
-    due: Callable[[], Awaitable[CompactionReason | None]]
+    due: Callable[[], CompactionReason | None]
     seq: int
     agent_id: str = MAIN_AGENT
 
@@ -149,7 +149,7 @@ class CompactorActor:
         trigger: CompactionTrigger = "auto"
         if isinstance(command, Compact):
             trigger = command.trigger
-        elif self._writer.history.seq != command.seq and await command.due() is None:
+        elif self._writer.history.seq != command.seq and command.due() is None:
             self._logger.info("compaction no longer due", agent_id=command.agent_id)
             return None
         result = await compact(

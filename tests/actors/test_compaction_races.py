@@ -146,6 +146,43 @@ async def test_a_request_queued_behind_a_compaction_that_made_room_is_not_refuse
     check_history(history)
 
 
+async def test_a_request_s_compaction_left_queued_does_not_block_its_session_s_retirement() -> None:
+    """The caller of ``build_request`` goes away while its compaction waits behind a manual
+    one; the session, idle, is retired meanwhile. When the compactor comes to the queued
+    compaction it checks it on its own session, not through the runtime (which would wait for
+    the retirement, which waits for the compactor), and the session can be used again."""
+    config = Config(compaction=CompactionConfig(max_attempts=1, attempts_per="turn"))
+    summarizer = Waiting()
+    async with Runtime.open(
+        MemoryStore(), model=MODEL, config=config, clock=_clock(), summarizer=summarizer
+    ) as rt:
+        session = await rt.session("ses_retired")
+        await _turns(session, 3)
+        user = await session.add_user("and now?")
+        await session.record_assistant(user, text="Done.", usage=Usage(input=190_000, output=50))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.compact)
+            await summarizer.started.wait()
+            caller = trio.CancelScope()
+
+            async def build() -> None:
+                with caller:
+                    await session.build_request(INPUTS)
+
+            nursery.start_soon(build)
+            await trio.testing.wait_all_tasks_blocked()
+            caller.cancel()  # its compaction stays queued behind the manual one
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(rt._retire, "ses_retired")  # as an idle session is
+            await trio.testing.wait_all_tasks_blocked()
+            summarizer.release.set()
+            with trio.fail_after(5):
+                await session.add_user("hello again")
+        history = await session.history()
+    assert history.messages[-1].role == "user"
+    check_history(history)
+
+
 async def _cancelled_run(store: MemoryStore, rng: random.Random) -> None:
     """A session compacting (on demand, or after an overflow) in a runtime cancelled after
     a random number of checkpoints."""
