@@ -44,7 +44,9 @@ from contextledger.events._ids import is_id
 from contextledger.events._parts import (
     CompactionPart,
     Part,
+    ReasoningPart,
     StepFinishPart,
+    TextPart,
     ToolCompleted,
     ToolErrored,
     ToolPart,
@@ -505,10 +507,11 @@ NOTERS: dict[type, Callable[[SessionIndex, Any], None]] = {
 
 def _late_call(part: Part, finish: str) -> bool:
     """Whether ``part`` may still be added to a message that finished with ``finish``: only a
-    tool call of a message that ended by calling tools (Claude Code writes a response's
-    ``tool_use`` blocks as records of their own, each followed by its result, so its importer
-    adds a response's later calls after the step finished)."""
-    return isinstance(part, ToolPart) and finish == "tool-calls"
+    later block (a tool call, a text, a reasoning) of a message that ended by calling tools.
+    Claude Code writes a response's blocks as records of their own, its ``tool_use`` blocks
+    each followed by its result, so its importer adds a response's later blocks after the
+    step finished. The recorder, which a running agent writes through, refuses them."""
+    return finish == "tool-calls" and isinstance(part, ToolPart | TextPart | ReasoningPart)
 
 
 def _negative(usage: Usage) -> bool:

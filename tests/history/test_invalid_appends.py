@@ -29,11 +29,13 @@ from contextledger.events import (
     InvalidEvent,
     MemoryPinned,
     MessageAdded,
+    Part,
     PartAdded,
     PartsStripped,
     PartUpdated,
     RecordedEvent,
     SessionStarted,
+    StepStartPart,
     TextPart,
     ToolCompleted,
     ToolErrored,
@@ -262,8 +264,8 @@ _ILLEGAL_CHANGES: dict[str, Callable[[dict[str, str]], Event]] = {
             id=_NO_PART, message_id=ids["other"], call_id="late", tool="bash", state=ToolPending()
         ),
     ),
-    "text on a message that finished calling tools": lambda ids: PartAdded(
-        session_id="ses_test", part=TextPart(id=_NO_PART, message_id=ids["reply"], text="late")
+    "a new step on a message that finished calling tools": lambda ids: PartAdded(
+        session_id="ses_test", part=StepStartPart(id=_NO_PART, message_id=ids["reply"])
     ),
     "an answer to an assistant message": lambda ids: MessageAdded(
         session_id="ses_test", message_id=_NO_MESSAGE, role="assistant", parent_id=ids["other"]
@@ -406,8 +408,10 @@ def _illegal_changes(prefix: list[Event]) -> dict[str, list[Event]]:
         bad.setdefault("finished twice", []).append(
             AssistantFinished(session_id=s, message_id=message_id, finish="stop")
         )
-        late = [TextPart(id="prt_fffffffffffffffffe", message_id=message_id, text="late")]
+        # A message that finished calling tools takes later blocks (an importer's), no step.
+        late: list[Part] = [StepStartPart(id="prt_fffffffffffffffffe", message_id=message_id)]
         if finish != "tool-calls":
+            late.append(TextPart(id="prt_fffffffffffffffffe", message_id=message_id, text="late"))
             late.append(
                 ToolPart(
                     id="prt_fffffffffffffffffe",

@@ -22,6 +22,7 @@ from contextledger.events import (
     PrefixRotated,
     SessionStarted,
     StepFinishPart,
+    StepStartPart,
     TextPart,
     ToolCompleted,
     ToolOutputCleared,
@@ -327,9 +328,10 @@ def test_a_finished_message_takes_no_more_parts() -> None:
         assert "has finished" in _reason(b, PartAdded(session_id=b.session_id, part=part))
 
 
-def test_a_response_that_called_tools_takes_its_later_calls_only() -> None:
-    """Claude Code writes a response's tool calls as records of their own, each followed by
-    its result: its importer adds the later calls after the step finished with tool-calls."""
+def test_a_response_that_called_tools_takes_its_later_blocks_only() -> None:
+    """Claude Code writes a response's blocks as records of their own, its tool calls each
+    followed by its result: its importer adds the later blocks (calls, text) after the step
+    finished with tool-calls, but no new step."""
     b, reply, _ = _session_with_call()
     b.finish(reply, "tool-calls")
     call = ToolPart(
@@ -339,9 +341,11 @@ def test_a_response_that_called_tools_takes_its_later_calls_only() -> None:
         tool="bash",
         state=ToolPending(),
     )
-    validate_events(_index(b), [PartAdded(session_id=b.session_id, part=call)])
     text = TextPart(id="prt_ffffffffffffffffff", message_id=reply, text="late")
-    assert "has finished" in _reason(b, PartAdded(session_id=b.session_id, part=text))
+    for part in (call, text):
+        validate_events(_index(b), [PartAdded(session_id=b.session_id, part=part)])
+    step = StepStartPart(id="prt_ffffffffffffffffff", message_id=reply)
+    assert "has finished" in _reason(b, PartAdded(session_id=b.session_id, part=step))
 
 
 def test_an_assistant_message_answers_a_user_message() -> None:

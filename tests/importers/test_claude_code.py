@@ -812,3 +812,23 @@ def test_every_attachment_of_a_2_1_session_is_imported_or_left_out_with_why(name
     strings = [a[key[a["type"]]] for a in sent if a["type"] in key]
     assert strings and all(text in held for text in strings)
     assert_valid(imported)
+
+
+def test_a_late_line_of_a_response_that_called_tools_is_imported_into_it() -> None:
+    # Claude Code wrote a text block of the response after its tool call's result: the
+    # block joins the closed response, and the session still passes validation.
+    t = Transcript()
+    t.user("hi")
+    t.assistant("msg_1", {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}})
+    t.user([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}])
+    t.assistant("msg_1", text("late text of the same response"))
+    t.user("next")
+    session = t.imported()
+    assert session.skipped["late_assistant_line"] == 1
+    validate_events(SessionIndex(session.session_id), session.events)
+    texts = [
+        e.part.text
+        for e in session.events
+        if isinstance(e, PartAdded) and isinstance(e.part, TextPart)
+    ]
+    assert "late text of the same response" in texts
