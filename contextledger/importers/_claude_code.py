@@ -204,7 +204,9 @@ def import_subagents(session: ImportedSession, folder: Path, *, lenient: bool = 
     ``agent-<id>.meta.json`` naming its ``agentType``) to ``session.children``, in name order:
     each a child session linked to the ``Task``/``Agent`` call whose prompt is its first user
     text. The last reply of a sub-agent whose spawning call has its result is complete."""
-    answered = frozenset(spawn.prompt for spawn in session.spawns if spawn.answered)
+    answered = frozenset(
+        spawn.prompt for spawn in session.spawns if spawn.answered and isinstance(spawn.prompt, str)
+    )
     for path in sorted((folder / "subagents").glob(SUBAGENT_GLOB)):
         with path.open("rb") as f:
             importer = _Importer(str(path), _Lines(f, str(path), lenient), None, own_thread=True)
@@ -689,11 +691,12 @@ class _Thread:
         )
         self.calls.append(_api_call(call))
 
-    def answered_prompts(self) -> set[Any]:
-        """The prompts of the spawning calls that have their result: those sub-agents are
-        done."""
+    def answered_prompts(self) -> set[str]:
+        """The prompts (a sub-agent's first user text) of the spawning calls that have their
+        result: those sub-agents are done. A prompt that is no text names no sub-agent."""
         calls = self.tool_calls.values()
-        return {c.input.get("prompt") for c in calls if c.done and c.tool in SPAWN_TOOLS}
+        prompts = (c.input.get("prompt") for c in calls if c.done and c.tool in SPAWN_TOOLS)
+        return {p for p in prompts if isinstance(p, str)}
 
     def result(
         self,
@@ -1006,7 +1009,7 @@ class _Importer:
         self.read: Counter[str] = Counter()
         self.summaries: list[str] = []
 
-    def run(self, answered: frozenset[Any] = frozenset()) -> ImportedSession:
+    def run(self, answered: frozenset[str] = frozenset()) -> ImportedSession:
         """Import the lines. ``answered`` are the prompts of the parent's spawning calls that
         have their result (a sub-agent's own transcript: its last reply is then complete)."""
         now = self.main.started_ms

@@ -832,3 +832,14 @@ def test_a_late_line_of_a_response_that_called_tools_is_imported_into_it() -> No
         if isinstance(e, PartAdded) and isinstance(e.part, TextPart)
     ]
     assert "late text of the same response" in texts
+
+
+def test_a_spawning_call_whose_prompt_is_no_text_is_imported() -> None:
+    t = Transcript()
+    t.user("hi")
+    spawn = {"prompt": ["do", "it"], "subagent_type": "x"}
+    t.assistant("msg_1", {"type": "tool_use", "id": "toolu_1", "name": "Task", "input": spawn})
+    t.user([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}])
+    session = t.imported()
+    assert [s.prompt for s in session.spawns] == [["do", "it"]]
+    validate_events(SessionIndex(session.session_id), session.events)
