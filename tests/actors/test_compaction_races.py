@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import trio
@@ -109,20 +110,31 @@ async def test_a_compaction_appends_after_commands_queued_before_it() -> None:
     assert SUMMARY in texts
 
 
+def _one_attempt_runtime(summarizer: Waiting) -> AbstractAsyncContextManager[Runtime]:
+    """A runtime whose turns get one compaction attempt, summarising through ``summarizer``."""
+    config = Config(compaction=CompactionConfig(max_attempts=1, attempts_per="turn"))
+    return Runtime.open(
+        MemoryStore(), model=MODEL, config=config, clock=_clock(), summarizer=summarizer
+    )
+
+
+async def _full_session(rt: Runtime, session_id: str) -> SessionHandle:
+    """A session of a few turns whose last answer reported a context over the window."""
+    session = await rt.session(session_id)
+    await _turns(session, 3)
+    user = await session.add_user("and now?")
+    await session.record_assistant(user, text="Done.", usage=Usage(input=190_000, output=50))
+    return session
+
+
 async def test_a_request_queued_behind_a_compaction_that_made_room_is_not_refused() -> None:
     """``build_request`` finds the context full while a manual compaction is summarising and
     queues its own behind it. By its turn the manual one has made room and used the turn's
     only attempt: the queued one is no longer due, so nothing is written and the request is
     built (it was refused as exhausted)."""
-    config = Config(compaction=CompactionConfig(max_attempts=1, attempts_per="turn"))
     summarizer = Waiting()
-    async with Runtime.open(
-        MemoryStore(), model=MODEL, config=config, clock=_clock(), summarizer=summarizer
-    ) as rt:
-        session = await rt.session("ses_queued")
-        await _turns(session, 3)
-        user = await session.add_user("and now?")
-        await session.record_assistant(user, text="Done.", usage=Usage(input=190_000, output=50))
+    async with _one_attempt_runtime(summarizer) as rt:
+        session = await _full_session(rt, "ses_queued")
         built: list[Any] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(session.compact)
@@ -151,15 +163,9 @@ async def test_a_request_s_compaction_left_queued_does_not_block_its_session_s_r
     one; the session, idle, is retired meanwhile. When the compactor comes to the queued
     compaction it checks it on its own session, not through the runtime (which would wait for
     the retirement, which waits for the compactor), and the session can be used again."""
-    config = Config(compaction=CompactionConfig(max_attempts=1, attempts_per="turn"))
     summarizer = Waiting()
-    async with Runtime.open(
-        MemoryStore(), model=MODEL, config=config, clock=_clock(), summarizer=summarizer
-    ) as rt:
-        session = await rt.session("ses_retired")
-        await _turns(session, 3)
-        user = await session.add_user("and now?")
-        await session.record_assistant(user, text="Done.", usage=Usage(input=190_000, output=50))
+    async with _one_attempt_runtime(summarizer) as rt:
+        session = await _full_session(rt, "ses_retired")
         async with trio.open_nursery() as nursery:
             nursery.start_soon(session.compact)
             await summarizer.started.wait()
